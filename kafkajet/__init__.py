@@ -1,0 +1,31 @@
+"""kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture."""
+
+from kafkajet.errors import (
+    BufferExhaustedError,
+    ConfigError,
+    DeliveryTimeoutError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from kafkajet.future import RecordFuture, RecordMetadata
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The producer pulls in the network stack; keep `import kafkajet.protocol` light for the codec alone.
+    if name == "Producer":
+        from kafkajet.producer import Producer
+
+        return Producer
+    raise AttributeError(name)
+
+
+__all__ = [
+    "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError", "KafkaError", "KafkaTimeoutError",
+    "Producer", "ProducerClosedError", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
+    "SerializationError",
+]

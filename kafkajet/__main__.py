@@ -1,0 +1,3 @@
+from kafkajet.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""One exception hierarchy for everything kafkajet raises.
+
+KafkaError is the root. Broker error codes map to BrokerError subclasses (generated into
+_broker_errors.py from Kafka's error table); client-side problems have their own classes here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KafkaError(Exception):
+    """Root of every error kafkajet raises."""
+
+    retriable: bool = False
+    invalid_metadata: bool = False
+
+
+# --- client-side errors -------------------------------------------------------------------------
+
+
+class ConfigError(KafkaError, ValueError):
+    """A configuration key is unknown, or its value has the wrong type or range."""
+
+
+class ProtocolError(KafkaError):
+    """Bytes on the wire do not follow the Kafka protocol (truncated, impossible length, bad version)."""
+
+
+class UnsupportedVersionError(ProtocolError):
+    """No version of an API is supported by both this client and the broker."""
+
+
+class CorruptRecordError(ProtocolError):
+    """A record batch failed its CRC, was truncated or declared impossible lengths."""
+
+
+class KafkaConnectionError(KafkaError):
+    """A connection to a broker failed or was lost; requests on it may be retried."""
+
+    retriable = True
+
+
+class RequestTimedOutError(KafkaConnectionError):
+    """A broker did not answer within request.timeout.ms."""
+
+
+class AuthenticationError(KafkaError):
+    """The broker refused our credentials, or the TLS/SASL handshake failed."""
+
+
+class KafkaTimeoutError(KafkaError, TimeoutError):
+    """A client-side deadline passed (max.block.ms, delivery.timeout.ms, a caller's timeout)."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message if cause is None else f"{message} (last cause: {cause!r})")
+        self.cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """No buffer memory became free within max.block.ms."""
+
+
+class DeliveryTimeoutError(KafkaTimeoutError):
+    """A record was not acknowledged within delivery.timeout.ms."""
+
+
+class RecordTooLargeError(KafkaError):
+    """A record is larger than max.request.size or buffer.memory."""
+
+
+class SerializationError(KafkaError, TypeError):
+    """A key or value could not be turned into bytes by its serializer."""
+
+
+class ProducerClosedError(KafkaError):
+    """The producer was closed before the operation could complete."""
+
+
+class IllegalStateError(KafkaError):
+    """The operation is not allowed in the producer's current state (e.g. after a fatal error)."""
+
+
+# --- broker errors ------------------------------------------------------------------------------
+
+
+class BrokerError(KafkaError):
+    """An error code returned by a broker. Subclasses carry the class-level code/name/flags."""
+
+    code: int = -1
+    name: str = "UNKNOWN"
+    retriable: bool = False
+    invalid_metadata: bool = False
+
+    def __init__(self, message: str | None = None, *, code: int | None = None) -> None:
+        if code is not None:
+            self.code = code
+        self.message = message
+        detail = f": {message}" if message else ""
+        super().__init__(f"[Error {self.code}] {self.name}{detail}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_broker_error, (type(self), self.message, self.code))
+
+
+def _rebuild_broker_error(cls: type[BrokerError], message: str | None, code: int) -> BrokerError:
+    return cls(message, code=code)
+
+
+class UnknownBrokerErrorCode(BrokerError):
+    """The broker sent an error code this client does not know (a newer broker, or garbage)."""
+
+    name = "UNKNOWN_ERROR_CODE"
+
+
+from kafkajet._broker_errors import *  # noqa: E402,F403
+from kafkajet._broker_errors import BROKER_ERROR_CLASSES  # noqa: E402
+
+_BY_CODE: dict[int, type[BrokerError]] = {cls.code: cls for cls in BROKER_ERROR_CLASSES}
+_BY_NAME: dict[str, type[BrokerError]] = {cls.name: cls for cls in BROKER_ERROR_CLASSES}
+
+
+def error_for_code(code: int) -> type[BrokerError] | None:
+    """The class for a broker error code; None for 0 (no error); UnknownBrokerErrorCode if unknown."""
+    if code == 0:
+        return None
+    return _BY_CODE.get(code, UnknownBrokerErrorCode)
+
+
+def error_for_name(name: str) -> type[BrokerError]:
+    """The class for a broker error name such as "NOT_LEADER_OR_FOLLOWER"."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown broker error name {name!r}") from None
+
+
+def make_error(code: int, message: str | None = None) -> BrokerError | None:
+    """An exception instance for a broker error code (None for 0); unknown codes keep their number."""
+    cls = error_for_code(code)
+    if cls is None:
+        return None
+    if cls is UnknownBrokerErrorCode:
+        return cls(message or f"unknown broker error code {code}", code=code)
+    return cls(message)

@@ -1,0 +1,156 @@
+"""The per-record future and the metadata it resolves to.
+
+A record's future does not own a lock or a condition: it points at its batch, and the batch owns one
+Event for all of its records (Java's FutureRecordMetadata over ProduceRequestResult). Creating one per
+send() therefore costs a few attribute stores, and completing a batch costs O(1) unless someone attached
+a callback or is waiting through concurrent.futures.wait().
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafkajet.errors import KafkaTimeoutError
+
+if TYPE_CHECKING:
+    from kafkajet.producer_batch import ProducerBatch
+
+log = logging.getLogger("kafkajet.future")
+
+_PENDING = "PENDING"
+_FINISHED = "FINISHED"
+
+
+class RecordMetadata(NamedTuple):
+    topic: str
+    partition: int
+    offset: int  # -1 when unknown (acks=0, or a duplicate the broker answered without an offset)
+    timestamp: int
+    serialized_key_size: int  # -1 for a null key
+    serialized_value_size: int  # -1 for a null value
+
+
+class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+    """A concurrent.futures.Future for one record; works with wait(), as_completed() and asyncio.wrap_future()."""
+
+    # Future.__init__ is skipped on purpose (it builds a Condition per record); the attributes that
+    # concurrent.futures.wait() reaches for (_condition, _state, _waiters) are provided lazily below.
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+        self._callbacks: list[Callable[[Any], object]] | None = None
+        self._cond: threading.Condition | None = None
+        self._wait_list: list[Any] | None = None
+
+    # --- concurrent.futures internals, materialised on demand -----------------------------------
+
+    @property  # type: ignore[override]
+    def _state(self) -> str:
+        return _FINISHED if self._batch.completed else _PENDING
+
+    @property
+    def _condition(self) -> threading.Condition:
+        if self._cond is None:
+            self._cond = threading.Condition()
+            self._batch.add_listener(self)
+        return self._cond
+
+    @property
+    def _waiters(self) -> list[Any]:
+        if self._wait_list is None:
+            self._wait_list = []
+            self._batch.add_listener(self)
+        return self._wait_list
+
+    # --- public Future API ---------------------------------------------------------------------
+
+    def done(self) -> bool:
+        return self._batch.completed
+
+    def running(self) -> bool:
+        return not self._batch.completed
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False  # a record handed to the producer cannot be recalled, as in Java
+
+    def _wait(self, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            batch = self._batch
+            if batch.completed:
+                return
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"record for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
+                    "(still pending; the producer keeps trying until delivery.timeout.ms)"
+                )
+            batch.done_event.wait(remaining)
+            # A split batch completes with its records moved to new batches: follow them.
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        self._wait(timeout)
+        batch = self._batch
+        if batch.error is not None:
+            raise batch.error
+        return self._metadata()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self._batch.error
+
+    def _metadata(self) -> RecordMetadata:
+        batch = self._batch
+        offset = batch.base_offset + self._index if batch.base_offset >= 0 else -1
+        ts = batch.log_append_time if batch.log_append_time >= 0 else self._timestamp
+        return RecordMetadata(batch.topic, batch.partition, offset, ts, self._key_size, self._value_size)
+
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        if not self._batch.register(self, fn):
+            self._run_callback(fn)
+
+    def _run_callback(self, fn: Callable[[Any], object]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception in a record future's callback %r", fn)
+
+    def _batch_completed(self) -> None:
+        """Called once by the batch (on the sender thread) when this record's outcome is known."""
+        callbacks, self._callbacks = self._callbacks, None
+        if self._cond is not None:
+            with self._cond:
+                waiters = self._wait_list or []
+                for waiter in waiters:
+                    if self._batch.error is None:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                self._cond.notify_all()
+        for fn in callbacks or ():
+            self._run_callback(fn)
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True
+
+    def set_result(self, result: object) -> None:
+        raise RuntimeError("a record's future is completed by the producer, not by callers")
+
+    set_exception = set_result  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        b = self._batch
+        state = "pending" if not b.completed else ("failed" if b.error else "done")
+        return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"

