@@ -1,0 +1,29 @@
+"""Kafka record batch v2 (magic 2): encode, decode, CRC-32C and compression. No I/O, no clock."""
+
+from kafkajet.records.batch import (
+    BATCH_HEADER_SIZE,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    RecordBatch,
+    build_batch,
+    build_control_batch,
+    control_record_type,
+    decode_batches,
+    encode_batch,
+    encode_control_record,
+)
+from kafkajet.records.codecs import Compression, compress, decompress
+from kafkajet.records.record import (
+    Record,
+    append_record,
+    decode_records,
+    encode_record,
+    record_size_upper_bound,
+)
+
+__all__ = [
+    "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "Compression", "Record", "RecordBatch",
+    "append_record", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
+    "decode_records", "decompress", "encode_batch", "encode_control_record", "encode_record",
+    "record_size_upper_bound",
+]

@@ -1,0 +1,234 @@
+"""Single records (magic 2): the per-send() encoder, its size bound, and the records-region decoder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kafkajet.errors import CorruptRecordError
+from kafkajet.records.varint import TABLE_SIZE, VARINT, encode_varint, encode_varint_slow, read_varint
+
+Headers = Sequence[tuple[str, bytes | None]]
+Buffer = bytes | bytearray | memoryview
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+# Pre-joined pieces and precomputed sizes for the fast path, so a typical record is a handful of list
+# lookups and one join (no len() of pieces, no per-field calls):
+# _ATTR_TS[d] = attributes byte (always 0) + varint(timestamp delta d);
+# _OFF_NULL_KEY[d] = varint(offset delta d) + varint(-1), the null key;
+# _LEN[n] = len(varint(n)); _VALUE_PART[n] = bytes taken by a value of length n, its length varint, the
+# attributes byte and the (empty) header count.
+_ATTR_TS: list[bytes] = [b"\x00" + v for v in VARINT]
+_OFF_NULL_KEY: list[bytes] = [v + b"\x01" for v in VARINT]
+_LEN: list[int] = [len(v) for v in VARINT]
+# Keeps the value length far enough below TABLE_SIZE that a null-key record's length is a table hit too.
+_FAST_LEN = TABLE_SIZE // 2
+_VALUE_PART: list[int] = [len(VARINT[n]) + n + 2 for n in range(_FAST_LEN)]
+_NULL_KEY_VALUE_PART: list[int] = [size + 1 for size in _VALUE_PART]
+_TABLE_BITS = TABLE_SIZE.bit_length() - 1
+_NULL = b"\x01"  # varint(-1): null key, value or header value
+_NO_HEADERS = b"\x00"
+_INT32_MIN, _INT32_LIMIT = -(1 << 31), 1 << 31
+_join = b"".join
+
+
+def append_record(
+    buf: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None,
+) -> int:
+    """Append one encoded record (length varint first) to buf; returns the number of bytes appended.
+
+    Runs once per send(), so the common shape (no headers, non-null value under 8 KiB, offset and timestamp
+    deltas in 0..16383) is table lookups plus a single join; anything else takes the general path.
+    """
+    if not headers and value is not None and not ((timestamp_delta | offset_delta) >> _TABLE_BITS):
+        n = len(value)
+        if n < _FAST_LEN:
+            if key is None:
+                size = _LEN[timestamp_delta] + _LEN[offset_delta] + _NULL_KEY_VALUE_PART[n]
+                buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], _OFF_NULL_KEY[offset_delta], VARINT[n],
+                              value, _NO_HEADERS))
+                return _LEN[size] + size
+            k = len(key)
+            if k < _FAST_LEN:
+                size = _LEN[timestamp_delta] + _LEN[offset_delta] + _LEN[k] + k + _VALUE_PART[n]
+                if size < TABLE_SIZE:
+                    buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], VARINT[offset_delta], VARINT[k], key,
+                                  VARINT[n], value, _NO_HEADERS))
+                    return _LEN[size] + size
+    return _append_general(buf, offset_delta, timestamp_delta, key, value, headers)
+
+
+def _append_general(
+    buf: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None,
+) -> int:
+    if not _INT32_MIN <= offset_delta < _INT32_LIMIT:
+        raise ValueError(f"offset delta {offset_delta} does not fit in a varint")
+    parts = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
+    if key is None:
+        parts.append(_NULL)
+    else:
+        parts.append(encode_varint(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(_NULL)
+    else:
+        parts.append(encode_varint(len(value)))
+        parts.append(value)
+    if headers:
+        parts.append(encode_varint(len(headers)))
+        for hkey, hvalue in headers:
+            hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+            parts.append(encode_varint(len(hk)))
+            parts.append(hk)
+            if hvalue is None:
+                parts.append(_NULL)
+            else:
+                parts.append(encode_varint(len(hvalue)))
+                parts.append(hvalue)
+    else:
+        parts.append(_NO_HEADERS)
+    body = _join(parts)
+    size = len(body)
+    lb = VARINT[size] if size < TABLE_SIZE else encode_varint_slow(size)
+    buf += lb
+    buf += body
+    return len(lb) + size
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None,
+) -> bytes:
+    """One encoded record (length varint first), as append_record would append it."""
+    buf = bytearray()
+    append_record(buf, offset_delta, timestamp_delta, key, value, headers)
+    return bytes(buf)
+
+
+# length(5) + attributes(1) + timestampDelta(10) + offsetDelta(5) + keyLength(5) + valueLength(5) +
+# headersCount(5): every varint at its widest.
+_RECORD_OVERHEAD_MAX = 36
+_HEADER_OVERHEAD_MAX = 10
+
+
+def record_size_upper_bound(key_len: int, value_len: int, headers: Headers | None) -> int:
+    """Bytes append_record can take at most for such a record (key_len/value_len -1 for null).
+
+    Assumes the widest varints rather than computing them: the accumulator calls this per send() and only
+    needs a bound, not the exact size.
+    """
+    size = _RECORD_OVERHEAD_MAX + (key_len if key_len > 0 else 0) + (value_len if value_len > 0 else 0)
+    if headers:
+        for hkey, hvalue in headers:
+            size += _HEADER_OVERHEAD_MAX + (len(hkey) if hkey.isascii() else len(hkey.encode("utf-8")))
+            if hvalue is not None:
+                size += len(hvalue)
+    return size
+
+
+# --- decoding ----------------------------------------------------------------------------------------
+
+# A record is at least 7 bytes (length, attributes, timestamp, offset, key, value, header count: one byte
+# each), which caps how many records a region can hold before anything is allocated for them.
+MIN_RECORD_SIZE = 7
+
+
+def _bytes_field(data: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
+    length, pos = read_varint(data, pos, end, f"{what} length")
+    if length < 0:
+        if length == -1:
+            return None, pos
+        raise CorruptRecordError(f"malformed record: negative {what} length {length} at byte {pos}")
+    if length > end - pos:
+        raise CorruptRecordError(
+            f"truncated record: {what} length {length} but only {end - pos} bytes left in the record at byte {pos}"
+        )
+    return data[pos:pos + length], pos + length
+
+
+def decode_records(records_data: Buffer, count: int, base_offset: int = 0, base_timestamp: int = 0) -> list[Record]:
+    """Decode an uncompressed records region holding exactly `count` records.
+
+    Offsets and timestamps come back absolute (base + delta). Anything that does not parse exactly, including
+    leftover bytes after the last record, raises CorruptRecordError.
+    """
+    # An immutable copy, dropping our reference to the caller's object: a view of their bytearray kept alive
+    # by an exception's traceback would stop them resizing it.
+    if not isinstance(records_data, bytes):
+        records_data = bytes(records_data)
+    data = records_data
+    end = len(data)
+    if count < 0:
+        raise CorruptRecordError(f"negative record count {count}")
+    if count * MIN_RECORD_SIZE > end:
+        raise CorruptRecordError(
+            f"record count {count} disagrees with the records present: {end} bytes hold at most "
+            f"{end // MIN_RECORD_SIZE} records"
+        )
+    records: list[Record] = []
+    append = records.append
+    pos = 0
+    for index in range(count):
+        if pos >= end:
+            raise CorruptRecordError(f"record count {count} disagrees with the records present: only {index} found")
+        length, pos = read_varint(data, pos, end, "record length")
+        if length < 0 or length > end - pos:
+            raise CorruptRecordError(
+                f"truncated record {index}: length {length} but {end - pos} bytes remain at byte {pos}"
+            )
+        rend = pos + length
+        if pos >= rend:
+            raise CorruptRecordError(f"truncated record {index}: attributes missing at byte {pos}")
+        pos += 1  # attributes: no bits are defined for records
+        ts_delta, pos = read_varint(data, pos, rend, "timestamp delta", 10)
+        off_delta, pos = read_varint(data, pos, rend, "offset delta")
+        key, pos = _bytes_field(data, pos, rend, "key")
+        value, pos = _bytes_field(data, pos, rend, "value")
+        nheaders, pos = read_varint(data, pos, rend, "header count")
+        if nheaders < 0 or nheaders * 2 > rend - pos:
+            raise CorruptRecordError(
+                f"malformed record {index}: header count {nheaders} impossible with {rend - pos} bytes left"
+            )
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(nheaders):
+            hkey, pos = _bytes_field(data, pos, rend, "header key")
+            if hkey is None:
+                raise CorruptRecordError(f"malformed record {index}: null header key at byte {pos}")
+            try:
+                hkey_str = hkey.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorruptRecordError(f"malformed record {index}: header key is not valid UTF-8") from None
+            hvalue, pos = _bytes_field(data, pos, rend, "header value")
+            headers.append((hkey_str, hvalue))
+        if pos != rend:
+            raise CorruptRecordError(
+                f"malformed record {index}: length says {length} bytes but its fields end {rend - pos} bytes early"
+            )
+        append(Record(base_offset + off_delta, base_timestamp + ts_delta, key, value, headers))
+    if pos != end:
+        raise CorruptRecordError(
+            f"record count {count} disagrees with the records present: {end - pos} bytes left after the last record"
+        )
+    return records

@@ -1,0 +1,339 @@
+"""kafkajet.records: varints, golden bytes, round trips across codecs and flags, size bound, codecs."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+
+import crc32c
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkajet.errors import CorruptRecordError
+from kafkajet.records import (
+    BATCH_HEADER_SIZE,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    Compression,
+    Record,
+    append_record,
+    build_batch,
+    build_control_batch,
+    compress,
+    control_record_type,
+    decode_batches,
+    decode_records,
+    decompress,
+    encode_batch,
+    encode_control_record,
+    encode_record,
+    record_size_upper_bound,
+)
+from kafkajet.records.varint import (
+    TABLE_SIZE,
+    VARINT,
+    encode_varint,
+    encode_varint_slow,
+    read_varint,
+    varint_size,
+)
+
+CODECS = list(Compression)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+# --- varints -----------------------------------------------------------------------------------------
+
+# record-format.md 3.3
+VARINT_VECTORS = [(0, "00"), (-1, "01"), (1, "02"), (-2, "03"), (63, "7e"), (-64, "7f"), (64, "8001"), (300, "d804")]
+
+
+@pytest.mark.parametrize(("n", "hexed"), VARINT_VECTORS)
+def test_zigzag_vectors(n: int, hexed: str) -> None:
+    raw = bytes.fromhex(hexed)
+    assert encode_varint(n) == raw
+    assert encode_varint_slow(n) == raw
+    assert read_varint(raw, 0, len(raw), "x") == (n, len(raw))
+    assert varint_size(n) == len(raw)
+
+
+@given(st.integers(*INT64))
+def test_varlong_round_trip(n: int) -> None:
+    raw = encode_varint(n)
+    assert len(raw) == varint_size(n) <= 10
+    assert read_varint(raw, 0, len(raw), "x", 10) == (n, len(raw))
+
+
+def test_varint_table_matches_slow_encoder() -> None:
+    assert all(VARINT[n] == encode_varint_slow(n) for n in range(TABLE_SIZE))
+
+
+def test_varint_extremes() -> None:
+    assert encode_varint(-(1 << 31)) == bytes.fromhex("ffffffff0f")
+    assert encode_varint((1 << 63) - 1) == bytes.fromhex("feffffffffffffffff01")
+    with pytest.raises(ValueError):
+        encode_varint(1 << 63)
+    too_long = bytes.fromhex("ffffffffff01")
+    with pytest.raises(CorruptRecordError, match="longer than 5"):
+        read_varint(too_long, 0, len(too_long), "x")
+    with pytest.raises(CorruptRecordError, match="overflows 32"):
+        read_varint(bytes.fromhex("ffffffff1f"), 0, 5, "x")
+    with pytest.raises(CorruptRecordError, match="past the end"):
+        read_varint(b"\x80\x80", 0, 2, "x")
+
+
+# --- golden bytes --------------------------------------------------------------------------------------
+
+# One record, key null, value b"hi", timestamp 1000, no headers, no producer id, uncompressed.
+# Record body: attributes 00 | timestampDelta 0 -> 00 | offsetDelta 0 -> 00 | keyLength -1 -> 01 |
+#   valueLength 2 -> 04 | "hi" 68 69 | headersCount 0 -> 00                      = 8 bytes
+# Record: length 8 -> zig-zag 16 -> 10, then the body                             = 9 bytes
+# Header: baseOffset 0 | batchLength 61 - 12 + 9 = 58 = 0x3a | partitionLeaderEpoch -1 | magic 2 |
+#   crc | attributes 0 | lastOffsetDelta 0 | baseTimestamp 1000 = 0x3e8 | maxTimestamp 0x3e8 |
+#   producerId -1 | producerEpoch -1 | baseSequence -1 | recordsCount 1
+GOLDEN_RECORD = bytes.fromhex("10" "00" "00" "00" "01" "04" "6869" "00")
+GOLDEN_AFTER_CRC = bytes.fromhex(
+    "0000" "00000000" "00000000000003e8" "00000000000003e8" "ffffffffffffffff" "ffff" "ffffffff" "00000001"
+) + GOLDEN_RECORD
+
+
+def _reference_crc32c(data: bytes) -> int:
+    # Bitwise CRC-32C (reflected polynomial 0x82F63B78), independent of the crc32c package.
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def test_golden_batch() -> None:
+    assert _reference_crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    crc = _reference_crc32c(GOLDEN_AFTER_CRC)
+    golden = bytes.fromhex("0000000000000000" "0000003a" "ffffffff" "02") + crc.to_bytes(4, "big") + GOLDEN_AFTER_CRC
+    assert encode_record(0, 0, None, b"hi", None) == GOLDEN_RECORD
+    assert encode_batch([(1000, None, b"hi", None)]) == golden
+    buf = bytearray()
+    assert append_record(buf, 0, 0, None, b"hi", []) == len(GOLDEN_RECORD)
+    assert build_batch(buf, 1, base_timestamp=1000, max_timestamp=1000) == golden
+    (batch,) = decode_batches(golden)
+    assert (batch.batch_length, batch.crc, batch.records_count) == (58, crc, 1)
+    assert batch.records == [Record(0, 1000, None, b"hi", [])]
+
+
+def test_header_size_and_layout() -> None:
+    wire = encode_batch([(5, b"k", b"v", [("h", b"x")])], producer_id=0x0102030405060708, producer_epoch=0x0A0B,
+                        base_sequence=0x0C0D0E0F, base_offset=77, partition_leader_epoch=9)
+    assert BATCH_HEADER_SIZE == 61
+    assert struct.unpack_from(">qiib", wire) == (77, len(wire) - 12, 9, 2)
+    assert int.from_bytes(wire[17:21], "big") == crc32c.crc32c(wire[21:])
+    assert struct.unpack_from(">qhi", wire, 43) == (0x0102030405060708, 0x0A0B, 0x0C0D0E0F)
+
+
+# --- round trips -----------------------------------------------------------------------------------------
+
+_big = st.builds(lambda n, b: b * n, st.integers(16_000, 70_000), st.binary(min_size=1, max_size=3))
+_blob = st.one_of(st.none(), st.just(b""), st.binary(max_size=200), _big)
+_small_blob = st.one_of(st.none(), st.just(b""), st.binary(max_size=40))
+_headers = st.lists(st.tuples(st.text(max_size=12), _small_blob), max_size=4)
+_timestamps = st.one_of(st.integers(0, 10_000), st.integers(-(1 << 61), 1 << 61))
+_record_tuples = st.lists(st.tuples(_timestamps, _blob, _blob, st.one_of(st.none(), _headers)), max_size=8)
+_batch_kwargs = st.fixed_dictionaries({
+    "compression": st.sampled_from(CODECS),
+    "producer_id": st.one_of(st.just(-1), st.integers(*INT64)),
+    "producer_epoch": st.integers(-(1 << 15), (1 << 15) - 1),
+    "base_sequence": st.integers(-(1 << 31), (1 << 31) - 1),
+    "transactional": st.booleans(),
+    "control": st.booleans(),
+    "timestamp_type": st.sampled_from([0, 1]),
+    "base_offset": st.integers(0, 1 << 62),
+    "partition_leader_epoch": st.integers(-1, (1 << 31) - 1),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_record_tuples, _batch_kwargs)
+def test_round_trip_every_field(records: list, kwargs: dict) -> None:
+    wire = encode_batch(records, **kwargs)
+    (batch,) = decode_batches(wire)
+    n = len(records)
+    assert batch.base_offset == kwargs["base_offset"]
+    assert batch.batch_length == len(wire) - 12
+    assert batch.partition_leader_epoch == kwargs["partition_leader_epoch"]
+    assert batch.magic == 2
+    assert batch.compression == kwargs["compression"]
+    assert batch.timestamp_type == kwargs["timestamp_type"]
+    assert batch.is_transactional == kwargs["transactional"]
+    assert batch.is_control == kwargs["control"]
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (
+        kwargs["producer_id"], kwargs["producer_epoch"], kwargs["base_sequence"])
+    assert batch.records_count == n
+    assert batch.last_offset_delta == n - 1
+    assert batch.base_timestamp == (records[0][0] if records else -1)
+    assert batch.max_timestamp == (max(r[0] for r in records) if records else -1)
+    assert batch.records == [
+        Record(kwargs["base_offset"] + i, ts, key, value, list(headers or []))
+        for i, (ts, key, value, headers) in enumerate(records)
+    ]
+
+
+_deltas = st.tuples(st.one_of(st.integers(0, 300), st.integers(0, (1 << 31) - 1)),
+                    st.one_of(st.integers(-50, 20_000), st.integers(*INT64)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_deltas, _blob, _blob, st.one_of(st.none(), _headers)), min_size=1, max_size=6))
+def test_append_record_any_deltas_and_size_bound(records: list) -> None:
+    buf = bytearray()
+    for (od, td), key, value, headers in records:
+        before = len(buf)
+        written = append_record(buf, od, td, key, value, headers)
+        assert written == len(buf) - before
+        assert bytes(buf[before:]) == encode_record(od, td, key, value, headers)
+        bound = record_size_upper_bound(-1 if key is None else len(key), -1 if value is None else len(value), headers)
+        assert bound >= written
+    decoded = decode_records(buf, len(records), base_offset=100, base_timestamp=-7)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == [
+        (100 + od, -7 + td, key, value, list(headers or [])) for (od, td), key, value, headers in records
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 20_000), st.integers(-1, 40_000), st.integers(-1, 40_000))
+def test_size_bound_worst_case_deltas(slack: int, klen: int, vlen: int) -> None:
+    key = None if klen < 0 else b"k" * klen
+    value = None if vlen < 0 else b"v" * vlen
+    worst = encode_record((1 << 31) - 1, -(1 << 63), key, value, [("é" * 3, None), ("h", b"x" * slack)])
+    assert record_size_upper_bound(klen, vlen, [("é" * 3, None), ("h", b"x" * slack)]) >= len(worst)
+
+
+def test_fast_and_general_paths_agree() -> None:
+    # The fast path uses pre-joined tables; compare it against the general encoder around every boundary.
+    from kafkajet.records.record import _append_general
+
+    for od in (0, 1, 63, 64, 8191, 8192, TABLE_SIZE - 1, TABLE_SIZE):
+        for td in (0, 63, 64, TABLE_SIZE - 1, TABLE_SIZE, -1):
+            for key in (None, b"", b"k" * 16, b"k" * 8191, b"k" * 8192):
+                for value in (b"", b"v" * 100, b"v" * 8191, b"v" * 8192):
+                    fast, general = bytearray(), bytearray()
+                    assert append_record(fast, od, td, key, value, None) == _append_general(
+                        general, od, td, key, value, None)
+                    assert fast == general
+
+
+def test_multiple_batches_and_memoryview_input() -> None:
+    a = encode_batch([(1, b"a", b"1", None)], compression=Compression.GZIP)
+    b = encode_batch([(2, None, b"2", [("x", None)])], compression=Compression.ZSTD, base_offset=1)
+    batches = decode_batches(memoryview(bytearray(a + b)))
+    assert [r.value for batch in batches for r in batch.records] == [b"1", b"2"]
+    assert [r.offset for batch in batches for r in batch.records] == [0, 1]
+
+
+def test_build_batch_accepts_bytearray_and_last_offset_delta() -> None:
+    buf = bytearray()
+    append_record(buf, 0, 0, None, b"x", None)
+    append_record(buf, 5, 3, None, b"y", None)
+    wire = build_batch(buf, 2, base_timestamp=10, max_timestamp=13, last_offset_delta=5)
+    (batch,) = decode_batches(wire)
+    assert batch.last_offset_delta == 5
+    assert [(r.offset, r.timestamp) for r in batch.records] == [(0, 10), (5, 13)]
+
+
+def test_build_batch_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="codec"):
+        build_batch(b"", 0, base_timestamp=0, max_timestamp=0, compression=7)
+    with pytest.raises(ValueError, match="out of range"):
+        build_batch(b"", 0, base_timestamp=0, max_timestamp=0, producer_epoch=1 << 15)
+    with pytest.raises(ValueError, match="offset delta"):
+        append_record(bytearray(), 1 << 31, 0, None, b"", None)
+
+
+# --- control batches -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_control_batch(commit: bool) -> None:
+    key, value = encode_control_record(commit, coordinator_epoch=3)
+    assert key == struct.pack(">hh", 0, 1 if commit else 0)
+    assert value == struct.pack(">hi", 0, 3)
+    wire = build_control_batch(commit, producer_id=42, producer_epoch=2, timestamp=99, coordinator_epoch=3)
+    (batch,) = decode_batches(wire)
+    assert batch.is_control and batch.is_transactional
+    assert (batch.producer_id, batch.producer_epoch, batch.records_count) == (42, 2, 1)
+    assert control_record_type(batch.records[0].key) == (CONTROL_COMMIT if commit else CONTROL_ABORT)
+    with pytest.raises(CorruptRecordError):
+        control_record_type(b"\x00")
+
+
+# --- codecs -------------------------------------------------------------------------------------------
+
+
+def test_compression_from_name() -> None:
+    assert [Compression.from_name(n) for n in ("none", "gzip", "snappy", "lz4", "zstd")] == CODECS
+    assert Compression.from_name("LZ4") is Compression.LZ4
+    with pytest.raises(ValueError, match="brotli"):
+        Compression.from_name("brotli")
+
+
+_payloads = st.one_of(st.binary(max_size=2000), st.builds(lambda n, b: b * n, st.integers(0, 200_000),
+                                                          st.binary(min_size=1, max_size=7)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(CODECS), _payloads)
+def test_codec_round_trip(codec: Compression, data: bytes) -> None:
+    assert decompress(codec, compress(codec, data)) == data
+
+
+def test_codec_framing() -> None:
+    import lz4.frame
+    import snappy
+    import zstandard
+
+    data = b"kafkajet " * 20_000  # 180 000 bytes: several xerial and lz4 blocks
+    gz = compress(Compression.GZIP, data)
+    assert gzip.decompress(gz) == data
+    assert decompress(Compression.GZIP, gzip.compress(data[:5]) + gzip.compress(data[5:])) == data
+
+    sn = compress(Compression.SNAPPY, data)
+    assert sn[:16] == b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01"
+    first_block = int.from_bytes(sn[16:20], "big")
+    assert snappy.uncompress(sn[20:20 + first_block]) == data[:32 * 1024]
+    assert decompress(Compression.SNAPPY, snappy.compress(data)) == data  # raw snappy, as librdkafka writes
+
+    lz = compress(Compression.LZ4, data)
+    assert lz[:7] == bytes.fromhex("04224d18604082")
+    assert lz.endswith(b"\x00\x00\x00\x00")
+    assert lz4.frame.decompress(lz) == data  # validates the header checksum
+    assert decompress(Compression.LZ4, lz4.frame.compress(data, block_linked=True, content_checksum=True)) == data
+
+    zs = compress(Compression.ZSTD, data)
+    assert zstandard.ZstdDecompressor().decompress(zs) == data
+    streamed = zstandard.ZstdCompressor().compressobj()  # no content size in the frame, like zstd-jni streams
+    assert decompress(Compression.ZSTD, streamed.compress(data) + streamed.flush()) == data
+
+
+def test_lz4_incompressible_block_stored_raw() -> None:
+    import os
+
+    import lz4.frame
+
+    data = os.urandom(70_000)
+    lz = compress(Compression.LZ4, data)
+    assert int.from_bytes(lz[7:11], "little") == 0x80000000 | 65536
+    assert lz4.frame.decompress(lz) == data
+    assert decompress(Compression.LZ4, lz) == data
+
+
+def test_codec_levels() -> None:
+    data = bytes(range(200)) * 500
+    for codec in (Compression.GZIP, Compression.ZSTD):
+        assert decompress(codec, compress(codec, data, level=1)) == data
+        assert len(compress(codec, data, level=1)) >= len(compress(codec, data))
+
+
+def test_codec_empty_input() -> None:
+    for codec in CODECS:
+        assert decompress(codec, compress(codec, b"")) == b""
+    (batch,) = decode_batches(encode_batch([], compression=Compression.SNAPPY))
+    assert batch.records == [] and batch.records_count == 0
