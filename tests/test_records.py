@@ -171,8 +171,9 @@ def test_round_trip_every_field(records: list, kwargs: dict) -> None:
     assert batch.last_offset_delta == n - 1
     assert batch.base_timestamp == (records[0][0] if records else -1)
     assert batch.max_timestamp == (max(r[0] for r in records) if records else -1)
+    log_append = kwargs["timestamp_type"] == 1
     assert batch.records == [
-        Record(kwargs["base_offset"] + i, ts, key, value, list(headers or []))
+        Record(kwargs["base_offset"] + i, batch.max_timestamp if log_append else ts, key, value, list(headers or []))
         for i, (ts, key, value, headers) in enumerate(records)
     ]
 

@@ -126,11 +126,10 @@ def test_log_append_time_and_control_flags(reader_name: str) -> None:
     batch = READERS[reader_name](wire)
     assert batch.validate_crc()
     assert batch.timestamp_type == 1 and batch.is_control_batch and batch.is_transactional
-    # Both libraries report LogAppendTime records at the batch's max timestamp (as Java does); kafkajet's
-    # Record keeps base + delta, and the batch carries max_timestamp for callers that need it.
+    # LogAppendTime records carry the batch's max timestamp, in both libraries, in Java and in kafkajet.
     assert [r.timestamp for r in batch] == [20]
     (ours,) = decode_batches(wire)
-    assert ours.timestamp_type == 1 and ours.max_timestamp == 20 and ours.records[0].timestamp == 10
+    assert ours.timestamp_type == 1 and ours.max_timestamp == 20 and ours.records[0].timestamp == 20
 
 
 @pytest.mark.parametrize("codec", CODECS[1:], ids=[c.name for c in CODECS[1:]])

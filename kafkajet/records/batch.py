@@ -214,6 +214,11 @@ def decode_batches(
         if codec:
             region = decompress(codec, region)
         records = decode_records(region, count, base_offset, base_timestamp)
+        if attributes & _TIMESTAMP_TYPE_BIT:
+            # LogAppendTime: the broker stamped the batch, so every record's time is the batch's max
+            # timestamp (what the Java consumer, kafka-python and aiokafka report).
+            for rec in records:
+                rec.timestamp = max_timestamp
         batches.append(RecordBatch(
             base_offset, batch_length, leader_epoch, magic, crc, attributes, Compression(codec),
             1 if attributes & _TIMESTAMP_TYPE_BIT else 0, bool(attributes & _TRANSACTIONAL_BIT),

@@ -92,6 +92,7 @@ class EmbeddedBroker:
         self.port = port or free_port()
         self.start_timeout_s = start_timeout_s
         self._log_path = log_path
+        self._owns_log = log_path is None
         self._log_file: object | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -154,6 +155,9 @@ class EmbeddedBroker:
         if self._log_file is not None:
             self._log_file.close()  # type: ignore[attr-defined]
             self._log_file = None
+            if self._owns_log and self._log_path:
+                Path(self._log_path).unlink(missing_ok=True)
+                self._log_path = None
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
