@@ -1,0 +1,203 @@
+"""Produce throughput: kafkajet vs kafka-python, aiokafka and confluent-kafka against one embedded broker.
+
+    .venv/bin/python benchmarks/produce.py            # every workload, medians of 3, interleaved
+    .venv/bin/python benchmarks/produce.py --quick    # one repetition, smaller counts
+    .venv/bin/python benchmarks/produce.py --clients kafkajet,confluent-kafka --workloads acks-all
+
+Each run is its own process (CPU seconds and peak RSS are that process's own), produces to a fresh
+6-partition topic, and counts acknowledged records: a run that loses records reports FAILED, not a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "acks-1": {"records": 500_000, "size": 100, "acks": 1, "compression": "none", "key": False},
+    "acks-all": {"records": 500_000, "size": 100, "acks": -1, "compression": "none", "key": False},
+    "lz4": {"records": 500_000, "size": 100, "acks": -1, "compression": "lz4", "key": False},
+    "keyed-16B": {"records": 500_000, "size": 100, "acks": -1, "compression": "none", "key": True},
+    "1KiB": {"records": 200_000, "size": 1024, "acks": -1, "compression": "none", "key": False},
+}
+CLIENTS = ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]
+
+
+def _keys(n: int) -> list[bytes]:
+    return [f"key-{i % 100_000:011d}".encode() for i in range(n)]
+
+
+def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    value = b"x" * w["size"]
+    keys = _keys(w["records"]) if w["key"] else None
+    acked = 0
+    with Producer(bootstrap_servers=bootstrap, acks=str(w["acks"]) if w["acks"] != -1 else "all",
+                  compression_type=w["compression"], linger_ms=5) as p:
+        send = p.send
+        futs = [send(topic, value, keys[i]) for i in range(w["records"])] if keys else [
+            send(topic, value) for _ in range(w["records"])]
+        p.flush()
+        acked = sum(1 for f in futs if f.exception() is None)
+    return acked
+
+
+def run_kafka_python(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafka import KafkaProducer
+
+    value = b"x" * w["size"]
+    keys = _keys(w["records"]) if w["key"] else [None] * w["records"]
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all" if w["acks"] == -1 else w["acks"],
+                      compression_type=None if w["compression"] == "none" else w["compression"], linger_ms=5)
+    futs = [p.send(topic, value=value, key=k) for k in keys]
+    p.flush()
+    acked = sum(1 for f in futs if f.succeeded())
+    p.close()
+    return acked
+
+
+def run_aiokafka(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> int:
+        value = b"x" * w["size"]
+        keys = _keys(w["records"]) if w["key"] else [None] * w["records"]
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all" if w["acks"] == -1 else w["acks"],
+                             compression_type=None if w["compression"] == "none" else w["compression"],
+                             linger_ms=5)
+        await p.start()
+        try:
+            futs = [await p.send(topic, value=value, key=k) for k in keys]
+            results = await asyncio.gather(*futs, return_exceptions=True)
+        finally:
+            await p.stop()
+        return sum(1 for r in results if not isinstance(r, BaseException))
+
+    return asyncio.run(go())
+
+
+def run_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from confluent_kafka import Producer as CProducer
+
+    value = b"x" * w["size"]
+    keys = _keys(w["records"]) if w["key"] else [None] * w["records"]
+    acked = 0
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+
+    p = CProducer({"bootstrap.servers": bootstrap, "acks": w["acks"], "compression.type": w["compression"],
+                   "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
+    for k in keys:
+        while True:
+            try:
+                p.produce(topic, value, k, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    p.flush(120)
+    return acked
+
+
+RUNNERS = {"kafkajet": run_kafkajet, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka,
+           "confluent-kafka": run_confluent}
+
+
+def worker(client: str, workload: str, bootstrap: str, topic: str) -> None:
+    w = WORKLOADS[workload]
+    start = time.perf_counter()
+    acked = RUNNERS[client](bootstrap, topic, w)
+    wall = time.perf_counter() - start
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"acked": acked, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
+
+
+@dataclass
+class Result:
+    rps: float
+    mbps: float
+    cpu: float
+    rss: float
+    ok: bool
+
+
+def one_run(client: str, workload: str, bootstrap: str, n: int) -> Result:
+    from kafkajet.admin import Admin
+
+    topic = f"bench-{workload}-{client}-{n}-{os.getpid()}"
+    with Admin(bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=6)
+    out = subprocess.run([sys.executable, __file__, "--worker", client, workload, bootstrap, topic],
+                         capture_output=True, text=True, timeout=900)
+    w = WORKLOADS[workload]
+    if out.returncode != 0:
+        print(f"  {client} {workload} crashed:\n{out.stderr[-2000:]}", file=sys.stderr)
+        return Result(0, 0, 0, 0, False)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    ok = r["acked"] == w["records"]
+    rps = w["records"] / r["wall"]
+    return Result(rps, rps * w["size"] / 1e6, r["cpu"], r["rss_mb"], ok)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker", nargs=4, metavar=("CLIENT", "WORKLOAD", "BOOTSTRAP", "TOPIC"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--bootstrap-servers", default=None)
+    args = ap.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return
+    clients = args.clients.split(",")
+    workloads = args.workloads.split(",")
+    reps = 1 if args.quick else args.reps
+    if args.quick:
+        for w in WORKLOADS.values():
+            w["records"] //= 5
+
+    from kafkajet.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        bootstrap = args.bootstrap_servers or broker.bootstrap_servers
+        results: dict[tuple[str, str], list[Result]] = {}
+        for rep in range(reps):
+            for workload in workloads:
+                for client in clients:  # interleaved: drift in the machine hits every client alike
+                    res = one_run(client, workload, bootstrap, rep)
+                    results.setdefault((workload, client), []).append(res)
+                    print(f"  rep {rep + 1} {workload:10s} {client:16s} {res.rps:>10,.0f} rec/s"
+                          f"{'' if res.ok else '  FAILED: records lost'}", file=sys.stderr, flush=True)
+    print(f"\n{'workload':10s} {'client':16s} {'records/s':>11s} {'MB/s':>7s} {'CPU s':>6s} {'RSS MB':>7s}  "
+          "kafkajet ratio")
+    for workload in workloads:
+        med: dict[str, Result] = {}
+        for client in clients:
+            rs = results[(workload, client)]
+            med[client] = Result(statistics.median(r.rps for r in rs), statistics.median(r.mbps for r in rs),
+                                 statistics.median(r.cpu for r in rs), max(r.rss for r in rs), all(r.ok for r in rs))
+        base = med.get("kafkajet")
+        for client, r in med.items():
+            ratio = f"{base.rps / r.rps:5.2f}x" if base and r.rps and client != "kafkajet" else ""
+            status = "" if r.ok else "  FAILED (lost records)"
+            print(f"{workload:10s} {client:16s} {r.rps:>11,.0f} {r.mbps:>7.1f} {r.cpu:>6.1f} {r.rss:>7.0f}  "
+                  f"{ratio}{status}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""RecordAccumulator: one deque of ProducerBatches per partition, between send() and the sender thread."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafkajet.buffer_pool import BufferPool
+from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from kafkajet.future import RecordFuture
+from kafkajet.idempotence import IdempotenceManager
+from kafkajet.metadata import Cluster
+from kafkajet.producer_batch import Headers, ProducerBatch
+from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ReadyCheck:
+    nodes: set[int] = field(default_factory=set)
+    next_check_ms: float = float("inf")
+    unknown_leaders: bool = False
+
+
+class RecordAccumulator:
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        compression: int,
+        linger_ms: float,
+        retry_backoff_ms: float,
+        retry_backoff_max_ms: float,
+        delivery_timeout_ms: float,
+        pool: BufferPool,
+        idempotence: IdempotenceManager | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.compression = compression
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.pool = pool
+        self.idempotence = idempotence
+        self._clock = clock or (lambda: time.monotonic() * 1000.0)
+        self._lock = threading.Lock()
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self._drain_index: dict[int, int] = {}
+        self._flushes = 0
+        self.closed = False
+        self._appends_in_progress = 0
+        self._batch_order = itertools.count()
+
+    # --- caller threads ---------------------------------------------------------------------------
+
+    def append(
+        self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None,
+        headers: Headers, deadline_ms: float,
+    ) -> tuple[RecordFuture, bool]:
+        """Append a record; returns its future and whether the sender should be woken (a batch filled or began)."""
+        tp = (topic, partition)
+        with self._lock:
+            dq = self._queues.get(tp)
+            if dq is None:
+                dq = self._queues[tp] = deque()
+            if dq:
+                last = dq[-1]
+                if not last.full:
+                    fut = last.try_append(timestamp, key, value, headers)
+                    if fut is not None:
+                        return fut, last.full or len(dq) > 1
+            self._appends_in_progress += 1
+        try:
+            klen = -1 if key is None else len(key)
+            vlen = -1 if value is None else len(value)
+            size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(klen, vlen, headers))
+            # Allocation may block (buffer full), so it happens outside the lock, as in Java.
+            buf = self.pool.allocate(size, max(0.0, deadline_ms - self._clock()))
+            with self._lock:
+                if self.closed:
+                    self.pool.deallocate(buf, size)
+                    raise ProducerClosedError("producer closed while the record was being appended")
+                if dq:
+                    last = dq[-1]
+                    if not last.full:
+                        fut = last.try_append(timestamp, key, value, headers)
+                        if fut is not None:
+                            # Another thread opened a batch while we waited for memory.
+                            self.pool.deallocate(buf, size)
+                            return fut, last.full
+                batch = ProducerBatch(topic, partition, buf, size, self._clock())
+                batch.order = (next(self._batch_order),)
+                fut = batch.try_append(timestamp, key, value, headers)  # type: ignore[assignment]
+                assert fut is not None
+                dq.append(batch)
+                self._incomplete.add(batch)
+                return fut, True
+        finally:
+            with self._lock:
+                self._appends_in_progress -= 1
+
+    # --- flush / close ----------------------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        with self._lock:
+            self._flushes += 1
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushes -= 1
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._lock:
+            return list(self._incomplete)
+
+    def await_completion(self, batches: Iterable[ProducerBatch], deadline: float | None) -> None:
+        """Wait (monotonic-seconds deadline) until each batch, or the batches it split into, completed."""
+        pending = list(batches)
+        while pending:
+            batch = pending.pop()
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not batch.done_event.wait(remaining):
+                raise KafkaTimeoutError(f"flush timed out with {len(pending) + 1} batches still in progress")
+            if batch.is_split:
+                pending.extend(b for f in batch.futures if (b := f._batch) is not batch)
+
+    def has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete) or self._appends_in_progress > 0
+
+    def has_undrained(self) -> bool:
+        with self._lock:
+            return any(self._queues.values())
+
+    # --- sender thread ------------------------------------------------------------------------------
+
+    def ready(self, cluster: Cluster, now: float) -> ReadyCheck:
+        """Which leaders have a batch that may go now, and when to look again (Java's ready())."""
+        result = ReadyCheck()
+        exhausted = self.pool.queued() > 0
+        with self._lock:
+            flushing = self._flushes > 0 or self.closed
+            for tp, dq in self._queues.items():
+                if not dq:
+                    continue
+                leader = cluster.leader_for(tp[0], tp[1])
+                if leader is None:
+                    result.unknown_leaders = True
+                    continue
+                if leader in result.nodes:
+                    continue
+                first = dq[0]
+                backing_off = first.attempts > 0 and now < first.retry_at_ms
+                if backing_off:
+                    result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
+                    continue
+                waited = now - first.created_ms
+                full = len(dq) > 1 or first.full
+                if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
+                    result.nodes.add(leader)
+                else:
+                    result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
+        return result
+
+    def drain(self, cluster: Cluster, nodes: Iterable[int], max_size: int, now: float) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to max_size bytes per request."""
+        out: dict[int, list[ProducerBatch]] = {}
+        idem = self.idempotence
+        with self._lock:
+            for node in nodes:
+                parts = cluster.partitions_for_node(node)
+                if not parts:
+                    continue
+                start = self._drain_index.get(node, 0) % len(parts)
+                taken: list[ProducerBatch] = []
+                size = 0
+                for i in range(len(parts)):
+                    p = parts[(start + i) % len(parts)]
+                    dq = self._queues.get((p.topic, p.partition))
+                    if not dq:
+                        continue
+                    first = dq[0]
+                    if first.attempts > 0 and now < first.retry_at_ms:
+                        continue
+                    if size + first.size_in_bytes > max_size and taken:
+                        # Remember where we stopped so the next request starts with the starved partition.
+                        self._drain_index[node] = (start + i) % len(parts)
+                        break
+                    if idem is not None:
+                        if not idem.has_producer_id:
+                            continue
+                        if first.has_sequence:
+                            # A retried batch goes only when it is the oldest unresolved one (Java's rule):
+                            # otherwise it could land after a later sequence and be rejected.
+                            first_seq = idem.first_in_flight_sequence(first.tp)
+                            if first_seq is not None and first_seq != first.base_sequence:
+                                continue
+                        elif idem.in_flight_count(first.tp) >= 5:
+                            continue
+                    dq.popleft()
+                    if idem is not None:
+                        seq = first.base_sequence if first.has_sequence else idem.assign(first)
+                        first.seal(self.compression, idem.producer_id, idem.producer_epoch, seq)
+                        idem.add_in_flight(first)
+                    else:
+                        first.seal(self.compression, -1, -1, -1)
+                    first.full = True
+                    first.in_flight = True
+                    first.last_attempt_ms = now
+                    size += first.size_in_bytes
+                    taken.append(first)
+                else:
+                    self._drain_index[node] = start + 1
+                if taken:
+                    out[node] = taken
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        """Put a batch back at the head of its deque for a retry, after an exponential, jittered backoff."""
+        batch.attempts += 1
+        batch.in_flight = False
+        batch.last_error = error
+        backoff = min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
+        batch.retry_at_ms = now + backoff * random.uniform(0.8, 1.2)
+        with self._lock:
+            dq = self._queues.setdefault(batch.tp, deque())
+            # Back to its place in send order: ahead of younger batches, behind older retried ones.
+            i = 0
+            while i < len(dq) and dq[i].order < batch.order:
+                i += 1
+            dq.insert(i, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
+        """Split a batch the broker found too large; returns how many batches it became."""
+        parts = batch.split(self.batch_size, lambda size: self.pool.allocate(size, 0.0), now)
+        with self._lock:
+            dq = self._queues.setdefault(batch.tp, deque())
+            for part in reversed(parts):
+                dq.appendleft(part)
+                self._incomplete.add(part)
+            self._incomplete.discard(batch)
+        batch.mark_split()
+        self.pool.deallocate(batch.buf, batch.capacity)
+        return len(parts)
+
+    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
+        if batch.complete(base_offset, log_append_time, error):
+            with self._lock:
+                self._incomplete.discard(batch)
+            self.pool.deallocate(batch.buf, batch.capacity)
+
+    def expire(self, now: float, cause_for: Callable[[ProducerBatch], KafkaError | None]) -> list[ProducerBatch]:
+        """Fail queued batches older than delivery.timeout.ms; in-flight ones wait for their request."""
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            for dq in self._queues.values():
+                while dq and now - dq[0].created_ms >= self.delivery_timeout_ms:
+                    expired.append(dq.popleft())
+        for batch in expired:
+            cause = batch.last_error or cause_for(batch)
+            self.complete(batch, -1, -1, DeliveryTimeoutError(
+                f"Expiring {batch.count} record(s) for {batch.topic}-{batch.partition}: "
+                f"{int(now - batch.created_ms)} ms has passed since batch creation "
+                f"(delivery.timeout.ms={int(self.delivery_timeout_ms)})", cause))
+        return expired
+
+    def next_expiry_ms(self, now: float) -> float:
+        with self._lock:
+            oldest = min((dq[0].created_ms for dq in self._queues.values() if dq), default=None)
+        return float("inf") if oldest is None else max(0.0, oldest + self.delivery_timeout_ms - now)
+
+    def abort_all(self, error: KafkaError) -> int:
+        """Fail every incomplete batch, queued or in flight (close(0), fatal errors)."""
+        with self._lock:
+            for dq in self._queues.values():
+                dq.clear()
+            batches = list(self._incomplete)
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
+        return len(batches)
+
+    def abort_undrained(self, error: KafkaError) -> int:
+        with self._lock:
+            batches = [b for dq in self._queues.values() for b in dq]
+            for dq in self._queues.values():
+                dq.clear()
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
+        return len(batches)
+
+    def reset_sequences(self) -> None:
+        """After an epoch bump every queued batch is renumbered when it is next drained."""
+        with self._lock:
+            for dq in self._queues.values():
+                for batch in dq:
+                    batch.reset_sequence()
+                # Renumbered batches must keep their send order: they are already in deque order.
+
+    def queued_partitions(self) -> list[TopicPartition]:
+        with self._lock:
+            return [tp for tp, dq in self._queues.items() if dq]

@@ -1,0 +1,308 @@
+"""The producer's configuration: one table of keys that feeds validation, docs and the CLI.
+
+Keys are the Java producer's names ("linger.ms"); keyword arguments in snake_case (linger_ms=5) mean the
+same. Values may arrive as strings (properties files, Spark options) and are converted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkajet.errors import ConfigError
+
+log = logging.getLogger("kafkajet.config")
+
+_client_ids = itertools.count(1)
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # int, bool, str, list, enum, object
+    default: Any
+    doc: str
+    validator: Callable[[str, Any], Any] | None = None  # returns the normalised value or raises ConfigError
+    secret: bool = False
+    required: bool = False
+
+
+def _int_range(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], Any]:
+    def check(key: str, v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ConfigError(f"{key}={v!r}: expected an integer")
+        try:
+            n = int(v) if not isinstance(v, float) or v.is_integer() else None
+        except ValueError:
+            n = None
+        if n is None:
+            raise ConfigError(f"{key}={v!r}: expected an integer")
+        if not lo <= n <= hi:
+            raise ConfigError(f"{key}={n}: must be in [{lo}, {hi}]")
+        return n
+
+    return check
+
+
+def _bool(key: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise ConfigError(f"{key}={v!r}: expected true or false")
+
+
+def _choice(*options: str) -> Callable[[str, Any], Any]:
+    def check(key: str, v: Any) -> str:
+        s = str(v).strip().lower()
+        if s not in options:
+            raise ConfigError(f"{key}={v!r}: must be one of {', '.join(options)}")
+        return s
+
+    return check
+
+
+def _acks(key: str, v: Any) -> int:
+    s = str(v).strip().lower()
+    table = {"all": -1, "-1": -1, "0": 0, "1": 1}
+    if s not in table:
+        raise ConfigError(f"{key}={v!r}: must be one of all, -1, 0, 1")
+    return table[s]
+
+
+def _servers(key: str, v: Any) -> list[tuple[str, int]]:
+    items = v.split(",") if isinstance(v, str) else list(v)
+    out = []
+    for item in items:
+        if isinstance(item, tuple):
+            host, port = item
+        else:
+            text = str(item).strip()
+            if not text:
+                continue
+            if text.startswith("[") and "]:" in text:
+                host, _, port = text[1:].partition("]:")
+            else:
+                host, _, port = text.rpartition(":")
+            if not host:
+                raise ConfigError(f"{key}: {text!r} is not host:port")
+        try:
+            p = int(port)
+        except ValueError:
+            raise ConfigError(f"{key}: port of {item!r} is not a number") from None
+        if not 0 < p < 65536:
+            raise ConfigError(f"{key}: port of {item!r} is out of range")
+        out.append((host, p))
+    if not out:
+        raise ConfigError(f"{key} is empty: give at least one host:port of a broker")
+    return out
+
+
+def _str(key: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise ConfigError(f"{key}={v!r}: expected a string")
+    return v
+
+
+def _callable_or_name(key: str, v: Any) -> Any:
+    if callable(v) or isinstance(v, str):
+        return v
+    raise ConfigError(f"{key}={v!r}: expected a callable or a built-in name")
+
+
+def _interceptors(key: str, v: Any) -> list[Any]:
+    items = [] if v is None else list(v) if isinstance(v, (list, tuple)) else [v]
+    for icp in items:
+        missing = [m for m in ("on_send", "on_acknowledgement", "close") if not callable(getattr(icp, m, None))]
+        if missing:
+            raise ConfigError(f"{key}: {icp!r} lacks {', '.join(missing)}")
+    return items
+
+
+def _security(key: str, v: Any) -> str:
+    s = str(v).strip().upper()
+    if s == "PLAINTEXT":
+        return s
+    if s in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ConfigError(f"{key}={s}: TLS and SASL are not supported yet; only PLAINTEXT works in this version")
+    raise ConfigError(f"{key}={v!r}: must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+
+
+def _transactional_id(key: str, v: Any) -> None:
+    if v is not None:
+        raise ConfigError(f"{key}: transactions are not supported yet; remove transactional.id")
+    return None
+
+
+def _optional_int(lo: int, hi: int) -> Callable[[str, Any], Any]:
+    inner = _int_range(lo, hi)
+    return lambda key, v: None if v is None else inner(key, v)
+
+
+K = ConfigKey
+PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
+    K("bootstrap.servers", "list", None, "host:port of brokers to bootstrap from (comma separated or a list)",
+      _servers, required=True),
+    K("client.id", "str", None, "name sent to brokers in every request (default producer-N)", _str),
+    K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
+    K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
+      _bool),
+    K("linger.ms", "int", 5, "how long a batch waits for more records before it is sent", _int_range(0, INT_MAX)),
+    K("batch.size", "int", 16384, "target size in bytes of one partition's batch", _int_range(0, INT_MAX)),
+    K("buffer.memory", "int", 33554432, "bytes of memory for records waiting to be sent", _int_range(0)),
+    K("max.block.ms", "int", 60000, "how long send() may block for metadata or buffer memory",
+      _int_range(0)),
+    K("max.request.size", "int", 1048576, "largest request (and so record) the producer will send",
+      _int_range(0, INT_MAX)),
+    K("request.timeout.ms", "int", 30000, "how long to wait for a broker's answer before retrying",
+      _int_range(0, INT_MAX)),
+    K("delivery.timeout.ms", "int", 120000, "upper bound on the time from send() to success or failure",
+      _int_range(0, INT_MAX)),
+    K("retries", "int", INT_MAX, "how often a failed batch is retried (bounded by delivery.timeout.ms)",
+      _int_range(0, INT_MAX)),
+    K("retry.backoff.ms", "int", 100, "initial wait before a retry", _int_range(0)),
+    K("retry.backoff.max.ms", "int", 1000, "largest wait before a retry (exponential backoff, +/-20% jitter)",
+      _int_range(0)),
+    K("max.in.flight.requests.per.connection", "int", 5, "unanswered requests allowed per broker",
+      _int_range(1, INT_MAX)),
+    K("metadata.max.age.ms", "int", 300000, "refresh metadata at least this often", _int_range(0)),
+    K("metadata.max.idle.ms", "int", 300000, "forget a topic not produced to for this long",
+      _int_range(5000)),
+    K("reconnect.backoff.ms", "int", 50, "initial wait before reconnecting to a broker", _int_range(0)),
+    K("reconnect.backoff.max.ms", "int", 1000, "largest wait before reconnecting", _int_range(0)),
+    K("connections.max.idle.ms", "int", 540000, "close connections idle this long", _int_range(-1)),
+    K("socket.connection.setup.timeout.ms", "int", 10000, "how long a TCP connect may take", _int_range(0)),
+    K("socket.connection.setup.timeout.max.ms", "int", 30000, "upper bound of the connect timeout",
+      _int_range(0)),
+    K("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
+    K("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
+    K("compression.type", "enum", "none", "none, gzip, snappy, lz4 or zstd",
+      _choice("none", "gzip", "snappy", "lz4", "zstd")),
+    K("compression.gzip.level", "int", None, "gzip level 1-9 (default 6)", _optional_int(1, 9)),
+    K("compression.zstd.level", "int", None, "zstd level (default 3)", _optional_int(-131072, 22)),
+    K("key.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
+      _callable_or_name),
+    K("value.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
+      _callable_or_name),
+    K("partitioner", "object", "default",
+      "callable fn(key_bytes, all_partitions, available) -> int, or default / round_robin / random",
+      _callable_or_name),
+    K("partitioner.ignore.keys", "bool", False, "spread keyed records like keyless ones", _bool),
+    K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
+    K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
+    K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
+    K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT (TLS and SASL arrive later)", _security),
+    K("transactional.id", "str", None, "not supported yet", _transactional_id),
+)
+BY_NAME: dict[str, ConfigKey] = {k.name: k for k in PRODUCER_CONFIG}
+
+
+def _snake(name: str) -> str:
+    return name.replace(".", "_")
+
+
+BY_SNAKE: dict[str, str] = {_snake(k.name): k.name for k in PRODUCER_CONFIG}
+
+
+class ProducerConfig(Mapping[str, Any]):
+    """Validated, normalised producer settings; cfg["linger.ms"] and cfg.linger_ms both work."""
+
+    def __init__(self, values: dict[str, Any], explicit: frozenset[str]) -> None:
+        self._values = values
+        self.explicit = explicit
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[BY_SNAKE[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        shown = {k: ("[hidden]" if BY_NAME[k].secret and v is not None else v) for k, v in self._values.items()
+                 if k in self.explicit}
+        return f"ProducerConfig({shown})"
+
+
+def _unknown(key: str, snake: bool) -> ConfigError:
+    names = list(BY_SNAKE) if snake else list(BY_NAME)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigError(f"unknown producer setting '{key}'{hint} (python -m kafkajet config lists them all)")
+
+
+def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ProducerConfig:
+    raw: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        if key not in BY_NAME:
+            if key in BY_SNAKE:
+                key = BY_SNAKE[key]
+            else:
+                raise _unknown(key, snake=False)
+        raw[key] = value
+    for key, value in kwargs.items():
+        name = BY_SNAKE.get(key)
+        if name is None:
+            raise _unknown(key, snake=True)
+        if name in raw and raw[name] != value:
+            raise ConfigError(f"'{name}' is set twice with different values ({raw[name]!r} and {key}={value!r})")
+        raw[name] = value
+    values: dict[str, Any] = {}
+    for k in PRODUCER_CONFIG:
+        if k.name in raw and raw[k.name] is not None:
+            values[k.name] = k.validator(k.name, raw[k.name]) if k.validator else raw[k.name]
+        elif k.required:
+            raise ConfigError(f"'{k.name}' is required: the host:port of at least one broker")
+        else:
+            values[k.name] = k.default
+    if values["client.id"] is None:
+        values["client.id"] = f"producer-{next(_client_ids)}"
+    explicit = frozenset(raw)
+    _cross_check(values, explicit)
+    return ProducerConfig(values, explicit)
+
+
+def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
+    need = values["linger.ms"] + values["request.timeout.ms"]
+    if values["delivery.timeout.ms"] < need:
+        raise ConfigError(
+            f"delivery.timeout.ms ({values['delivery.timeout.ms']}) must be at least linger.ms + "
+            f"request.timeout.ms ({need})")
+    conflicts = []
+    if values["acks"] != -1:
+        conflicts.append(f"acks={values['acks']} (idempotence needs acks=all)")
+    if values["retries"] == 0:
+        conflicts.append("retries=0 (idempotence needs retries > 0)")
+    if values["max.in.flight.requests.per.connection"] > 5:
+        conflicts.append(
+            f"max.in.flight.requests.per.connection={values['max.in.flight.requests.per.connection']} "
+            "(idempotence allows at most 5)")
+    if values["enable.idempotence"] and conflicts:
+        if "enable.idempotence" in explicit:
+            raise ConfigError("enable.idempotence=true conflicts with " + "; ".join(conflicts))
+        # Java's rule: idempotence only on by default gives way to the user's explicit choices.
+        log.warning("idempotence disabled because of %s", "; ".join(conflicts))
+        values["enable.idempotence"] = False
+
+
+def config_markdown() -> str:
+    lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
+    for k in PRODUCER_CONFIG:
+        default = "producer-N" if k.name == "client.id" else ("required" if k.required else k.default)
+        if k.name == "acks":
+            default = "all"
+        lines.append(f"| `{k.name}` | {k.type} | `{default}` | {k.doc} |")
+    return "\n".join(lines)

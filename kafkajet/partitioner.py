@@ -1,0 +1,167 @@
+"""Choosing a partition: explicit > murmur2 of the key (Java-exact) > uniform sticky (KIP-794)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from kafkajet.errors import ConfigError, KafkaError
+
+
+def murmur2(data: bytes) -> int:
+    """Java's Utils.murmur2 (seed 0x9747b28c): a signed 32-bit result, bit-exact."""
+    length = len(data)
+    m = 0x5BD1E995
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    end4 = length & ~3
+    for i in range(0, end4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    rem = length & 3
+    if rem == 3:
+        h ^= data[end4 + 2] << 16
+    if rem >= 2:
+        h ^= data[end4 + 1] << 8
+    if rem >= 1:
+        h ^= data[end4]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+class Partitioner(Protocol):
+    def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int: ...
+
+    def record_appended(self, topic: str, partition: int, nbytes: int) -> None: ...
+
+
+class StickyPartitioner:
+    """KIP-794 uniform sticky: keyless records stay on one partition until batch.size bytes went to it.
+
+    Thread-safe: the switch decision happens under a short lock; reading the current choice does not lock
+    (a stale read only sends one record to the previous sticky partition, which is harmless).
+    """
+
+    def __init__(self, batch_size: int, rng: random.Random | None = None) -> None:
+        self.batch_size = batch_size
+        self._rng = rng or random.Random()
+        self._lock = threading.Lock()
+        self._current: dict[str, int] = {}
+        self._produced: dict[str, int] = {}
+
+    def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
+        p = self._current.get(topic)
+        if p is None or p >= num_partitions:
+            with self._lock:
+                p = self._current.get(topic)
+                if p is None or p >= num_partitions:
+                    p = self._next(topic, available, num_partitions, None)
+        return p
+
+    def _next(self, topic: str, available: Sequence[int], num_partitions: int, previous: int | None) -> int:
+        choices = list(available) if available else list(range(num_partitions))
+        if previous is not None and len(choices) > 1 and previous in choices:
+            choices.remove(previous)
+        p = self._rng.choice(choices)
+        self._current[topic] = p
+        self._produced[topic] = 0
+        return p
+
+    def record_appended(self, topic: str, partition: int, nbytes: int, available: Sequence[int] = (),
+                        num_partitions: int = 0) -> None:
+        if self._current.get(topic) != partition:
+            return
+        with self._lock:
+            produced = self._produced.get(topic, 0) + nbytes
+            self._produced[topic] = produced
+            if produced >= self.batch_size and self._current.get(topic) == partition:
+                self._next(topic, available, num_partitions or partition + 1, partition)
+
+
+class DefaultPartitioner:
+    """Explicit partitions are handled by the producer; here: murmur2 for keys, sticky otherwise."""
+
+    def __init__(self, batch_size: int, ignore_keys: bool = False) -> None:
+        self.sticky = StickyPartitioner(batch_size)
+        self.ignore_keys = ignore_keys
+        self._available: dict[str, Sequence[int]] = {}
+        self._counts: dict[str, int] = {}
+
+    def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int:
+        if key is not None and not self.ignore_keys:
+            return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+        self._available[topic] = available
+        self._counts[topic] = num_partitions
+        return self.sticky.partition(topic, available, num_partitions)
+
+    def record_appended(self, topic: str, partition: int, nbytes: int) -> None:
+        self.sticky.record_appended(topic, partition, nbytes, self._available.get(topic, ()),
+                                    self._counts.get(topic, 0))
+
+
+class RoundRobinPartitioner:
+    def __init__(self) -> None:
+        self._counters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int:
+        with self._lock:
+            n = self._counters.get(topic, 0)
+            self._counters[topic] = n + 1
+        choices = available or range(num_partitions)
+        return choices[n % len(choices)]
+
+    def record_appended(self, topic: str, partition: int, nbytes: int) -> None:
+        pass
+
+
+class RandomPartitioner(RoundRobinPartitioner):
+    def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int:
+        return random.choice(available or range(num_partitions))
+
+
+UserPartitioner = Callable[[bytes | None, list[int], list[int]], int]
+
+
+class CallablePartitioner:
+    """A user's function with kafka-python's signature: fn(key_bytes, all_partitions, available) -> int."""
+
+    def __init__(self, fn: UserPartitioner) -> None:
+        self.fn = fn
+
+    def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int:
+        p = self.fn(key, list(range(num_partitions)), list(available))
+        if type(p) is not int or not 0 <= p < num_partitions:
+            raise KafkaError(
+                f"the partitioner {self.fn!r} returned {p!r} for topic '{topic}', which has partitions "
+                f"0..{num_partitions - 1}")
+        return p
+
+    def record_appended(self, topic: str, partition: int, nbytes: int) -> None:
+        pass
+
+
+BUILTIN_NAMES = ("default", "round_robin", "random")
+
+
+def resolve_partitioner(spec: str | UserPartitioner, batch_size: int, ignore_keys: bool = False) -> Partitioner:
+    if callable(spec):
+        return CallablePartitioner(spec)
+    if spec == "default":
+        return DefaultPartitioner(batch_size, ignore_keys)
+    if spec == "round_robin":
+        return RoundRobinPartitioner()
+    if spec == "random":
+        return RandomPartitioner()
+    raise ConfigError(f"partitioner={spec!r} is not a callable or one of {', '.join(BUILTIN_NAMES)}")

@@ -1,0 +1,352 @@
+"""The Producer facade: send / flush / close / partitions_for / metrics. Wiring only; the work is elsewhere."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from kafkajet.accumulator import RecordAccumulator
+from kafkajet.buffer_pool import BufferPool
+from kafkajet.config import ProducerConfig, parse_producer_config
+from kafkajet.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from kafkajet.future import RecordFuture
+from kafkajet.idempotence import IdempotenceManager
+from kafkajet.metadata import Metadata, PartitionInfo
+from kafkajet.metrics import ProducerMetrics
+from kafkajet.network import NetworkClient
+from kafkajet.partitioner import resolve_partitioner
+from kafkajet.records import BATCH_HEADER_SIZE, Compression, record_size_upper_bound
+from kafkajet.sender import Sender
+from kafkajet.serialization import IDENTITY_BYTES, resolve_serializer
+
+log = logging.getLogger("kafkajet.producer")
+
+_live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # The sender thread and sockets did not survive fork(); using them would hang, so refuse clearly.
+    for p in list(_live_producers):
+        p._forked_from = p._owner_pid
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _close_at_exit() -> None:
+    for p in list(_live_producers):
+        try:
+            p.close(timeout=p._exit_close_timeout_s)
+        except Exception:
+            log.exception("closing a producer at interpreter exit")
+
+
+atexit.register(_close_at_exit)
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class Producer:
+    """A thread-safe Kafka producer with the Java producer's semantics.
+
+    >>> with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+    ...     p.send("events", value=b"v", key=b"k").result(timeout=30)
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        cfg = parse_producer_config(config, **kwargs)
+        self.config: ProducerConfig = cfg
+        self.client_id: str = cfg["client.id"]
+        self._owner_pid = os.getpid()
+        self._forked_from: int | None = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._exit_close_timeout_s = 10.0
+
+        self._key_serializer = resolve_serializer(cfg["key.serializer"], what="key.serializer")
+        self._value_serializer = resolve_serializer(cfg["value.serializer"], what="value.serializer")
+        self._key_identity = self._key_serializer is IDENTITY_BYTES
+        self._value_identity = self._value_serializer is IDENTITY_BYTES
+        self._partitioner = resolve_partitioner(cfg["partitioner"], cfg["batch.size"])
+        self._interceptors: list[Any] = list(cfg["interceptors"] or [])
+        self._max_block_ms: float = cfg["max.block.ms"]
+        self._max_request_size: int = cfg["max.request.size"]
+        self._buffer_memory: int = cfg["buffer.memory"]
+        # Records whose key+value fit under this need no exact size check: the common case stays cheap.
+        self._size_check_threshold = min(self._max_request_size, self._buffer_memory) - BATCH_HEADER_SIZE - 64
+
+        self._metrics = ProducerMetrics()
+        self._metadata = Metadata(
+            max_age_ms=cfg["metadata.max.age.ms"], max_idle_ms=cfg["metadata.max.idle.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"], retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+        )
+        self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
+        self._idempotence = IdempotenceManager() if cfg["enable.idempotence"] else None
+        self._accumulator = RecordAccumulator(
+            batch_size=cfg["batch.size"],
+            compression=int(Compression.from_name(cfg["compression.type"])),
+            linger_ms=cfg["linger.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            pool=self._pool,
+            idempotence=self._idempotence,
+        )
+        self._client = NetworkClient(
+            client_id=self.client_id,
+            request_timeout_ms=cfg["request.timeout.ms"],
+            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            send_buffer_bytes=cfg["send.buffer.bytes"],
+            receive_buffer_bytes=cfg["receive.buffer.bytes"],
+        )
+        self._client.add_bootstrap(cfg["bootstrap.servers"])
+        self._sender = Sender(
+            client=self._client,
+            metadata=self._metadata,
+            accumulator=self._accumulator,
+            idempotence=self._idempotence,
+            metrics=self._metrics,
+            acks=cfg["acks"],
+            retries=cfg["retries"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            max_request_size=cfg["max.request.size"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            allow_auto_create_topics=cfg["allow.auto.create.topics"],
+            interceptors=self._interceptors,
+        )
+        self._wakeup = self._sender.wakeup
+        self._metrics.gauges.update({
+            "buffer-available-bytes": self._pool.available_memory,
+            "buffer-total-bytes": lambda: self._buffer_memory,
+            "bufferpool-wait-time-total": lambda: self._pool.wait_time_total_s,
+            "requests-in-flight": self._client.in_flight_count,
+            "waiting-threads": self._pool.queued,
+        })
+        self._thread = threading.Thread(
+            target=self._sender.run, name=f"kafkajet-network-thread | {self.client_id}", daemon=True
+        )
+        self._thread.start()
+        _live_producers.add(self)
+        log.info("producer %s started (acks=%s, idempotence=%s)", self.client_id, cfg["acks"],
+                 cfg["enable.idempotence"])
+
+    # --- send ---------------------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordFuture:
+        """Queue one record; returns a future that resolves to RecordMetadata or the record's error.
+
+        Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
+        """
+        if self._closed:
+            raise ProducerClosedError("send() called after close(); create a new Producer")
+        if self._forked_from is not None:
+            self._raise_forked()
+        if self._interceptors:
+            topic, value, key, headers, partition, timestamp_ms = self._on_send(
+                topic, value, key, headers, partition, timestamp_ms)
+        deadline = 0.0
+        cluster = self._metadata.cluster
+        n = cluster.partition_count(topic)
+        if n is None:
+            if self._sender.fatal_error is not None:
+                raise self._sender.fatal_error
+            if type(topic) is not str or not topic:
+                raise TypeError(f"topic must be a non-empty str, got {topic!r}")
+            deadline = _now_ms() + self._max_block_ms
+            cluster = self._metadata.wait_for_topic(topic, deadline, self._wakeup)
+            n = cluster.partition_count(topic) or 0
+        if key is None or (self._key_identity and type(key) is bytes):
+            kb = key
+        else:
+            kb = self._serialize(self._key_serializer, key, topic, "key")
+        if value is None or (self._value_identity and type(value) is bytes):
+            vb = value
+        else:
+            vb = self._serialize(self._value_serializer, value, topic, "value")
+        if headers:
+            headers = self._check_headers(headers)
+        else:
+            headers = None
+        if partition is None:
+            partition = self._partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
+        elif type(partition) is not int or not 0 <= partition < n:
+            raise KafkaError(
+                f"Invalid partition {partition!r} for topic '{topic}': it has partitions 0..{n - 1}")
+        klen = 0 if kb is None else len(kb)
+        vlen = 0 if vb is None else len(vb)
+        if klen + vlen > self._size_check_threshold or headers is not None:
+            self._check_size(kb, vb, headers)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        if not deadline:
+            deadline = _now_ms() + self._max_block_ms
+        fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
+        if kb is None:
+            self._partitioner.record_appended(topic, partition, klen + vlen + 16)
+        if wake:
+            self._wakeup()
+        return fut
+
+    def _serialize(self, serializer: Any, obj: Any, topic: str, what: str) -> bytes | None:
+        try:
+            out = serializer(obj)
+        except SerializationError:
+            raise
+        except Exception as e:
+            raise SerializationError(
+                f"{what}.serializer failed on {type(obj).__name__} for topic '{topic}': {e}") from e
+        if out is not None and type(out) is not bytes:
+            if isinstance(out, (bytearray, memoryview)):
+                return bytes(out)
+            raise SerializationError(
+                f"{what}.serializer returned {type(out).__name__}, not bytes, for topic '{topic}'")
+        return out  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _check_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        out: list[tuple[str, bytes | None]] = []
+        for item in items:
+            try:
+                k, v = item
+            except (TypeError, ValueError):
+                raise SerializationError(
+                    f"a header must be a (str, bytes) pair, got {item!r}") from None
+            if type(k) is not str:
+                raise SerializationError(f"header key must be str, got {type(k).__name__} {k!r}")
+            if v is not None and type(v) is not bytes:
+                if isinstance(v, str):
+                    v = v.encode()
+                elif isinstance(v, (bytearray, memoryview)):
+                    v = bytes(v)
+                else:
+                    raise SerializationError(
+                        f"header '{k}' value must be bytes, str or None, got {type(v).__name__}")
+            out.append((k, v))
+        return out
+
+    def _check_size(self, kb: bytes | None, vb: bytes | None, headers: Any) -> None:
+        size = BATCH_HEADER_SIZE + record_size_upper_bound(
+            -1 if kb is None else len(kb), -1 if vb is None else len(vb), headers)
+        if size > self._max_request_size:
+            raise RecordTooLargeError(
+                f"The record is {size} bytes when serialized, larger than max.request.size "
+                f"({self._max_request_size}); raise max.request.size (and the broker's message.max.bytes) "
+                "or send smaller records")
+        if size > self._buffer_memory:
+            raise RecordTooLargeError(
+                f"The record is {size} bytes when serialized, larger than buffer.memory ({self._buffer_memory})")
+
+    def _on_send(self, *record: Any) -> Any:
+        for icp in self._interceptors:
+            try:
+                out = icp.on_send(record)
+                if out is not None:
+                    record = tuple(out)
+            except Exception:
+                log.exception("interceptor %r on_send raised; record passed on unchanged", icp)
+        return record
+
+    def _raise_forked(self) -> None:
+        raise IllegalStateError(
+            f"this Producer was created in process {self._forked_from} and cannot be used after fork(): "
+            "its network thread and sockets stayed in the parent. Create a new Producer in the child process."
+        )
+
+    # --- flush / close --------------------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every buffered record now and wait until each has an outcome (KafkaTimeoutError on timeout)."""
+        if self._forked_from is not None:
+            self._raise_forked()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._accumulator.begin_flush()
+        try:
+            self._wakeup()
+            self._accumulator.await_completion(self._accumulator.incomplete_batches(), deadline)
+        finally:
+            self._accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Close: wait for all records (timeout=None), at most `timeout` seconds, or fail them at once (0)."""
+        with self._close_lock:
+            first = not self._closed
+            self._closed = True
+        if self._forked_from is not None:
+            return  # the parent owns the thread and sockets
+        if first:
+            log.info("closing producer %s (timeout=%s)", self.client_id, timeout)
+        if timeout is not None and timeout <= 0:
+            self._sender.force_close()
+        else:
+            self._sender.initiate_close()
+        if threading.current_thread() is self._thread:
+            return  # close() from a callback on the sender thread: cannot join ourselves
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._sender.force_close()
+            self._thread.join(5.0)
+        if first:
+            self._pool.close()
+            for icp in self._interceptors:
+                try:
+                    icp.close()
+                except Exception:
+                    log.exception("interceptor %r close raised", icp)
+            _live_producers.discard(self)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- introspection ----------------------------------------------------------------------------------
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
+        """The topic's partitions, fetching metadata if needed (waits at most timeout or max.block.ms)."""
+        wait_ms = self._max_block_ms if timeout is None else timeout * 1000.0
+        cluster = self._metadata.cluster
+        if not cluster.partition_count(topic):
+            cluster = self._metadata.wait_for_topic(topic, _now_ms() + wait_ms, self._wakeup)
+        return list(cluster.partitions_for(topic))
+
+    def metrics(self) -> dict[str, float]:
+        return self._metrics.snapshot()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Producer {self.client_id} {state} bootstrap={self.config['bootstrap.servers']!r}>"
+
+
+__all__ = ["Producer", "KafkaTimeoutError"]

@@ -1,0 +1,207 @@
+"""ProducerBatch: records bound for one partition, encoded as they arrive (Java's ProducerBatch +
+MemoryRecordsBuilder). The records region grows in a pooled buffer; the 61-byte header, compression
+and CRC are added when the batch is drained, because the sequence number is only known then."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kafkajet.errors import KafkaError
+from kafkajet.future import RecordFuture
+from kafkajet.records import BATCH_HEADER_SIZE, append_record, build_batch, decode_records, record_size_upper_bound
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+class ProducerBatch:
+    __slots__ = (
+        "topic", "partition", "tp", "buf", "capacity", "limit", "count", "base_timestamp", "max_timestamp",
+        "futures", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
+        "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
+        "log_append_time", "done_event", "last_error", "_lock", "_listeners", "is_split", "order",
+    )
+
+    def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.tp = (topic, partition)
+        self.buf = buf
+        self.capacity = capacity
+        self.limit = capacity - BATCH_HEADER_SIZE  # bytes the records region may use
+        self.count = 0
+        self.base_timestamp = 0
+        self.max_timestamp = -1
+        self.futures: list[RecordFuture] = []
+        self.created_ms = now_ms
+        self.last_attempt_ms = now_ms
+        self.retry_at_ms = 0.0
+        self.attempts = 0
+        self.full = False
+        self.in_flight = False
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.wire: bytes | None = None
+        self.completed = False
+        self.error: KafkaError | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.done_event = threading.Event()
+        self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
+        self._lock = threading.Lock()
+        self._listeners: list[RecordFuture] | None = None
+        self.is_split = False
+        # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
+        self.order: tuple[int, ...] = ()
+
+    # --- the hot path: one call per send() -------------------------------------------------------
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
+        """Append one record, or return None (and mark the batch full) when it does not fit."""
+        buf = self.buf
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        mark = len(buf)
+        append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
+        if len(buf) > self.limit and count:
+            del buf[mark:]
+            self.full = True
+            return None
+        self.count = count + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        fut = RecordFuture(
+            self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value)
+        )
+        self.futures.append(fut)
+        if len(buf) >= self.limit:
+            self.full = True
+        return fut
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Uncompressed size on the wire; an upper bound of the compressed size."""
+        return BATCH_HEADER_SIZE + len(self.buf) if self.wire is None else len(self.wire)
+
+    # --- drain / retry ----------------------------------------------------------------------------
+
+    def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
+             transactional: bool = False) -> bytes:
+        """The wire bytes; rebuilt only if the producer identity or sequence changed since last time."""
+        if (
+            self.wire is None
+            or producer_id != self.producer_id
+            or producer_epoch != self.producer_epoch
+            or base_sequence != self.base_sequence
+        ):
+            self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+            self.wire = build_batch(
+                self.buf, self.count, base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
+                compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=base_sequence, transactional=transactional,
+            )
+        return self.wire
+
+    def reset_sequence(self) -> None:
+        """Forget the sequence (after an epoch bump the batch is renumbered at its next drain)."""
+        self.base_sequence = -1
+        self.wire = None
+
+    @property
+    def has_sequence(self) -> bool:
+        return self.base_sequence >= 0
+
+    def split(self, batch_size: int, allocate: Callable[[int], bytearray], now_ms: float) -> list[ProducerBatch]:
+        """Re-encode this batch's records into batches of at most batch_size bytes; futures follow them."""
+        records = decode_records(bytes(self.buf), self.count, 0, self.base_timestamp)
+        out: list[ProducerBatch] = []
+        current: ProducerBatch | None = None
+        for rec, fut in zip(records, self.futures, strict=True):
+            headers = rec.headers or None
+            if current is not None and current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
+                continue
+            need = BATCH_HEADER_SIZE + record_size_upper_bound(
+                -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value), headers
+            )
+            size = max(batch_size, need)
+            current = ProducerBatch(self.topic, self.partition, allocate(size), size, self.created_ms)
+            current.attempts = self.attempts
+            current.order = (*self.order, len(out))
+            current.last_error = self.last_error
+            if not current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
+                raise AssertionError("a fresh batch sized for the record must accept it")
+            out.append(current)
+        return out
+
+    def _append_moved(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
+                      fut: RecordFuture) -> bool:
+        buf = self.buf
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        mark = len(buf)
+        append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
+        if len(buf) > self.limit and count:
+            del buf[mark:]
+            return False
+        self.count = count + 1
+        self.max_timestamp = max(self.max_timestamp, timestamp)
+        # Re-point the caller's future at its new home; listeners must follow it.
+        fut._batch = self
+        fut._index = count
+        self.futures.append(fut)
+        if fut._callbacks or fut._cond is not None:
+            if self._listeners is None:
+                self._listeners = []
+            self._listeners.append(fut)
+        return True
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def register(self, fut: RecordFuture, callback: Callable[[Any], object] | None = None) -> bool:
+        """Attach a listener; False if the batch already completed (the caller then acts at once)."""
+        with self._lock:
+            if self.completed:
+                return False
+            if callback is not None:
+                if fut._callbacks is None:
+                    fut._callbacks = []
+                fut._callbacks.append(callback)
+            if self._listeners is None:
+                self._listeners = []
+            self._listeners.append(fut)
+            return True
+
+    def add_listener(self, fut: RecordFuture) -> None:
+        self.register(fut)
+
+    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
+        """Resolve every record of the batch exactly once; False if it was already resolved."""
+        with self._lock:
+            if self.completed:
+                return False
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.error = error
+            self.completed = True
+            listeners, self._listeners = self._listeners, None
+        self.done_event.set()
+        if listeners:
+            for fut in dict.fromkeys(listeners):
+                fut._batch_completed()
+        return True
+
+    def mark_split(self) -> None:
+        """The records moved to new batches: wake waiters so they follow their futures."""
+        with self._lock:
+            self.is_split = True
+            self.completed = True
+            self._listeners = None
+        self.done_event.set()
+
+    def __repr__(self) -> str:
+        return (f"ProducerBatch({self.topic}-{self.partition}, records={self.count}, "
+                f"bytes={self.size_in_bytes}, seq={self.base_sequence}, attempts={self.attempts})")
