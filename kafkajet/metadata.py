@@ -150,10 +150,11 @@ class Metadata:
         with self._cond:
             return list(self._topics)
 
-    def wait_for_topic(self, topic: str, deadline_ms: float, wake: Any, clock: Any = None) -> Cluster:
-        """Block until `topic` has partitions in metadata or the deadline passes (KafkaTimeoutError)."""
+    def wait_for_topic(self, topic: str, max_wait_ms: float, wake: Any, clock: Any = None) -> Cluster:
+        """Block until `topic` has partitions in metadata, at most max_wait_ms (then KafkaTimeoutError)."""
         clock = clock or (lambda: time.monotonic() * 1000.0)
         now = clock()
+        deadline_ms = now + max_wait_ms
         self.add_topic(topic, now)
         with self._cond:
             while True:
@@ -169,7 +170,7 @@ class Metadata:
                 if remaining <= 0:
                     cause = err or self.last_error
                     raise KafkaTimeoutError(
-                        f"Topic '{topic}' not present in metadata after {int(deadline_ms - now)} ms", cause
+                        f"Topic '{topic}' not present in metadata after {max_wait_ms:.0f} ms", cause
                     )
                 self._need_update = True
                 wake()

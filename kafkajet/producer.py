@@ -182,7 +182,7 @@ class Producer:
             if type(topic) is not str or not topic:
                 raise TypeError(f"topic must be a non-empty str, got {topic!r}")
             deadline = _now_ms() + self._max_block_ms
-            cluster = self._metadata.wait_for_topic(topic, deadline, self._wakeup)
+            cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
             n = cluster.partition_count(topic) or 0
         if key is None or (self._key_identity and type(key) is bytes):
             kb = key
@@ -338,7 +338,7 @@ class Producer:
         wait_ms = self._max_block_ms if timeout is None else timeout * 1000.0
         cluster = self._metadata.cluster
         if not cluster.partition_count(topic):
-            cluster = self._metadata.wait_for_topic(topic, _now_ms() + wait_ms, self._wakeup)
+            cluster = self._metadata.wait_for_topic(topic, wait_ms, self._wakeup)
         return list(cluster.partitions_for(topic))
 
     def metrics(self) -> dict[str, float]:
