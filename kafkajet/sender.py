@@ -130,6 +130,9 @@ class Sender:
         if node is None:
             return self.retry_backoff_ms
         if not self.client.ready(node, now):
+            err = self.client.last_error(node)
+            if err is not None:
+                self.metadata.last_error = err  # the cause a caller waiting for a topic will be shown
             delay = self.client.connection_delay(node, now)
             return delay if delay > 0 else float("inf")
         topics = self.metadata.attempt_started(now)
