@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkajet.errors import BrokerError
+from kafkajet.errors import BrokerError, KafkaConnectionError, ProtocolError
 
 
 class UnknownServerError(BrokerError):
@@ -68,7 +68,7 @@ class NotLeaderOrFollowerError(BrokerError):
     invalid_metadata = True
 
 
-class RequestTimedOutError(BrokerError):
+class RequestTimedOutError(BrokerError, KafkaConnectionError):
     """The request timed out."""
 
     code = 7
@@ -122,7 +122,7 @@ class OffsetMetadataTooLargeError(BrokerError):
     invalid_metadata = False
 
 
-class NetworkError(BrokerError):
+class NetworkError(BrokerError, KafkaConnectionError):
     """The server disconnected before a response was received."""
 
     code = 13
@@ -320,7 +320,7 @@ class IllegalSaslStateError(BrokerError):
     invalid_metadata = False
 
 
-class UnsupportedVersionError(BrokerError):
+class UnsupportedVersionError(BrokerError, ProtocolError):
     """The version of API is not supported."""
 
     code = 35

@@ -27,10 +27,6 @@ class ProtocolError(KafkaError):
     """Bytes on the wire do not follow the Kafka protocol (truncated, impossible length, bad version)."""
 
 
-class UnsupportedVersionError(ProtocolError):
-    """No version of an API is supported by both this client and the broker."""
-
-
 class CorruptRecordError(ProtocolError):
     """A record batch failed its CRC, was truncated or declared impossible lengths."""
 
@@ -39,10 +35,6 @@ class KafkaConnectionError(KafkaError):
     """A connection to a broker failed or was lost; requests on it may be retried."""
 
     retriable = True
-
-
-class RequestTimedOutError(KafkaConnectionError):
-    """A broker did not answer within request.timeout.ms."""
 
 
 class AuthenticationError(KafkaError):
@@ -117,6 +109,8 @@ class UnknownBrokerErrorCode(BrokerError):
 
 from kafkajet._broker_errors import *  # noqa: E402,F403
 from kafkajet._broker_errors import BROKER_ERROR_CLASSES  # noqa: E402
+from kafkajet._broker_errors import RequestTimedOutError as RequestTimedOutError  # noqa: E402
+from kafkajet._broker_errors import UnsupportedVersionError as UnsupportedVersionError  # noqa: E402
 
 _BY_CODE: dict[int, type[BrokerError]] = {cls.code: cls for cls in BROKER_ERROR_CLASSES}
 _BY_NAME: dict[str, type[BrokerError]] = {cls.name: cls for cls in BROKER_ERROR_CLASSES}

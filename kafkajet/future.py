@@ -54,18 +54,18 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     # --- concurrent.futures internals, materialised on demand -----------------------------------
 
     @property  # type: ignore[override]
-    def _state(self) -> str:
+    def _state(self) -> str:  # type: ignore[override]
         return _FINISHED if self._batch.completed else _PENDING
 
-    @property
-    def _condition(self) -> threading.Condition:
+    @property  # type: ignore[override]
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
         if self._cond is None:
             self._cond = threading.Condition()
             self._batch.add_listener(self)
         return self._cond
 
-    @property
-    def _waiters(self) -> list[Any]:
+    @property  # type: ignore[override]
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
         if self._wait_list is None:
             self._wait_list = []
             self._batch.add_listener(self)

@@ -10,7 +10,13 @@ from typing import Any
 
 from kafkajet.errors import KafkaError
 from kafkajet.future import RecordFuture
-from kafkajet.records import BATCH_HEADER_SIZE, append_record, build_batch, decode_records, record_size_upper_bound
+from kafkajet.records import (
+    BATCH_HEADER_SIZE,
+    append_record,
+    build_batch,
+    decode_records,
+    record_size_upper_bound,
+)
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from kafkajet import errors
-from kafkajet.errors import BrokerError, KafkaError, UnknownBrokerErrorCode, error_for_code, error_for_name, make_error
+from kafkajet.errors import (
+    BrokerError,
+    KafkaError,
+    UnknownBrokerErrorCode,
+    error_for_code,
+    error_for_name,
+    make_error,
+)
 
 TABLE = Path(__file__).resolve().parents[2] / "shared" / "kafka-protocol" / "errors.tsv"
 # The generated module must not drift from the table it came from; this copy of the facts is what we check.

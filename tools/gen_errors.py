@@ -24,6 +24,14 @@ INVALID_METADATA = {
 }
 
 
+# Broker codes that are also client-side conditions: one class serves both, so `except` catches either.
+EXTRA_BASES = {
+    "UNSUPPORTED_VERSION": "ProtocolError",
+    "REQUEST_TIMED_OUT": "KafkaConnectionError",
+    "NETWORK_EXCEPTION": "KafkaConnectionError",
+}
+
+
 def class_name(name: str) -> str:
     if name.endswith("_EXCEPTION"):
         name = name[: -len("_EXCEPTION")]
@@ -38,7 +46,7 @@ def main(path: str, out: str = "kafkajet/_broker_errors.py") -> None:
         "",
         "from __future__ import annotations",
         "",
-        "from kafkajet.errors import BrokerError",
+        "from kafkajet.errors import BrokerError, KafkaConnectionError, ProtocolError",
         "",
     ]
     table = []
@@ -52,7 +60,7 @@ def main(path: str, out: str = "kafkajet/_broker_errors.py") -> None:
         doc = row["description"].replace('"""', "'''").replace("\\", "\\\\") or name
         lines += [
             "",
-            f"class {cls}(BrokerError):",
+            f"class {cls}({', '.join(['BrokerError'] + ([EXTRA_BASES[name]] if name in EXTRA_BASES else []))}):",
             f'    """{doc}"""',
             "",
             f"    code = {code}",
