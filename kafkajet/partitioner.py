@@ -82,11 +82,14 @@ class StickyPartitioner:
                         num_partitions: int = 0) -> None:
         if self._current.get(topic) != partition:
             return
-        with self._lock:
-            produced = self._produced.get(topic, 0) + nbytes
-            self._produced[topic] = produced
-            if produced >= self.batch_size and self._current.get(topic) == partition:
-                self._next(topic, available, num_partitions or partition + 1, partition)
+        # Counting without the lock may lose an increment under a race; the switch point only moves by a
+        # record, while a lock per record would cost every send().
+        produced = self._produced.get(topic, 0) + nbytes
+        self._produced[topic] = produced
+        if produced >= self.batch_size:
+            with self._lock:
+                if self._current.get(topic) == partition and self._produced.get(topic, 0) >= self.batch_size:
+                    self._next(topic, available, num_partitions or partition + 1, partition)
 
 
 class DefaultPartitioner:
