@@ -116,8 +116,8 @@ RUNNERS = {"kafkajet": run_kafkajet, "kafka-python": run_kafka_python, "aiokafka
            "confluent-kafka": run_confluent}
 
 
-def worker(client: str, workload: str, bootstrap: str, topic: str) -> None:
-    w = WORKLOADS[workload]
+def worker(client: str, workload_json: str, bootstrap: str, topic: str) -> None:
+    w = json.loads(workload_json)
     start = time.perf_counter()
     acked = RUNNERS[client](bootstrap, topic, w)
     wall = time.perf_counter() - start
@@ -140,7 +140,8 @@ def one_run(client: str, workload: str, bootstrap: str, n: int) -> Result:
     topic = f"bench-{workload}-{client}-{n}-{os.getpid()}"
     with Admin(bootstrap) as admin:
         admin.create_topics([topic], num_partitions=6)
-    out = subprocess.run([sys.executable, __file__, "--worker", client, workload, bootstrap, topic],
+    out = subprocess.run([sys.executable, __file__, "--worker", client, json.dumps(WORKLOADS[workload]),
+                          bootstrap, topic],
                          capture_output=True, text=True, timeout=900)
     w = WORKLOADS[workload]
     if out.returncode != 0:
