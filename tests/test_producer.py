@@ -185,3 +185,58 @@ def test_futures_work_with_concurrent_futures_wait_and_callbacks(broker: Embedde
         done, not_done = wait(futs, timeout=30)
         assert not not_done and len(done) == 50
     assert sorted(md.offset for md in seen) == [f.result().offset for f in futs]
+
+
+class CountingInterceptor:
+    def __init__(self) -> None:
+        self.acks: list[tuple[object, object]] = []
+        self.closed = False
+
+    def on_send(self, record: tuple) -> tuple:  # type: ignore[type-arg]
+        topic, value, key, headers, partition, ts = record
+        # Interceptors see the record before serialization, as in Java.
+        return topic, {**value, "seen": True}, key, [*(headers or []), ("icp", b"1")], partition, ts
+
+    def on_acknowledgement(self, metadata: object, error: object) -> None:
+        self.acks.append((metadata, error))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, topic_name: str) -> None:
+    create_topic(broker.bootstrap_servers, topic_name, 3)
+    icp = CountingInterceptor()
+    with Producer(bootstrap_servers=broker.bootstrap_servers, key_serializer="str", value_serializer="json",
+                  interceptors=[icp]) as p:
+        assert [pi.partition for pi in p.partitions_for(topic_name)] == [0, 1, 2]
+        futs = [p.send(topic_name, {"n": i}, key=f"user-{i}") for i in range(20)]
+        p.flush(timeout=30)
+        metrics = p.metrics()
+    assert icp.closed and len(icp.acks) == 20 and all(err is None for _, err in icp.acks)
+    records = read_topic(broker.bootstrap_servers, topic_name, 20)
+    assert sorted(r.value for r in records) == sorted(f'{{"n":{i},"seen":true}}'.encode() for i in range(20))
+    assert all(r.headers == (("icp", b"1"),) for r in records)
+    assert {(f.result().partition, f.result().offset) for f in futs} == {(r.partition, r.offset) for r in records}
+    for name in ("record-send-rate", "record-error-rate", "record-retry-rate", "batch-size-avg",
+                 "records-per-request-avg", "request-latency-avg", "buffer-available-bytes",
+                 "bufferpool-wait-time-total", "requests-in-flight"):
+        assert name in metrics
+    assert metrics["record-send-total"] == 20
+
+
+def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_name: str) -> None:
+    from kafkajet import RecordTooLargeError, SerializationError
+    from kafkajet.errors import KafkaError
+
+    create_topic(broker.bootstrap_servers, topic_name, 2)
+    with Producer(bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000) as p:
+        with pytest.raises(RecordTooLargeError, match="larger than max.request.size"):
+            p.send(topic_name, b"x" * 20_000)
+        with pytest.raises(SerializationError, match="cannot serialize int"):
+            p.send(topic_name, 5)
+        with pytest.raises(KafkaError, match="Invalid partition 7 .* partitions 0..1"):
+            p.send(topic_name, b"x", partition=7)
+        with pytest.raises(SerializationError, match="header key must be str"):
+            p.send(topic_name, b"x", headers=[(b"k", b"v")])
+        assert p.send(topic_name, b"fine").result(timeout=30).offset >= 0

@@ -1,0 +1,424 @@
+"""Admin client: create, delete and list topics, describe the cluster.
+
+What tests, the CLI and the Spark data source need, over blocking connections (kafkajet.network.blocking).
+Every call is bounded by its `timeout_s`; retriable failures (connection errors, NOT_CONTROLLER, leaders
+still being elected) are retried with backoff until then, and a timeout carries the last cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kafkajet.errors import (
+    BrokerError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    make_error,
+)
+from kafkajet.network.addresses import format_address, parse_servers
+from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.protocol import ApiKey
+
+log = logging.getLogger("kafkajet.admin")
+
+T = TypeVar("T")
+
+TOPIC_ALREADY_EXISTS = 36
+UNKNOWN_TOPIC_OR_PARTITION = 3
+_CONFIG_KEYS = {"bootstrap.servers", "client.id", "request.timeout.ms"}
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create; None fields take create_topics()' num_partitions / replication_factor / configs."""
+
+    name: str
+    num_partitions: int | None = None
+    replication_factor: int | None = None
+    configs: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    partitions: list[PartitionDescription]
+    is_internal: bool = False
+    topic_id: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerDescription:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerDescription] = field(default_factory=list)
+
+
+class _Retry(Exception):
+    """A retriable outcome inside an admin call: wait and try again while the deadline allows."""
+
+    def __init__(self, cause: KafkaError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class Admin:
+    """Topic and cluster administration. Thread-safe: calls are serialised.
+
+    >>> with Admin("127.0.0.1:9092") as admin:
+    ...     admin.create_topics("events", num_partitions=6)
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[Any] | Mapping[str, Any],
+        *,
+        client_id: str = "kafkajet-admin",
+        request_timeout_ms: float = 30000,
+    ) -> None:
+        if isinstance(bootstrap_servers, Mapping):
+            config = dict(bootstrap_servers)
+            if "bootstrap.servers" not in config:
+                raise ConfigError("bootstrap.servers is required")
+            ignored = sorted(set(config) - _CONFIG_KEYS)
+            if ignored:
+                log.debug("Admin ignores configuration keys %s", ignored)
+            bootstrap_servers = config["bootstrap.servers"]
+            client_id = str(config.get("client.id", client_id))
+            request_timeout_ms = float(config.get("request.timeout.ms", request_timeout_ms))
+        self._bootstrap = parse_servers(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout_ms = float(request_timeout_ms)
+        self._brokers: dict[int, tuple[str, int]] = {}
+        self._connections: dict[tuple[str, int], BlockingConnection] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # --- public API -------------------------------------------------------------------------------
+
+    def create_topics(
+        self,
+        topics: Sequence[NewTopic | str] | NewTopic | str,
+        num_partitions: int = 1,
+        replication_factor: int = 1,
+        *,
+        timeout_s: float = 30,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+        if_not_exists: bool = False,
+    ) -> None:
+        """Create topics on the controller and wait until every partition of each has a leader."""
+        specs = _topic_specs(topics, num_partitions, replication_factor, configs)
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            pending = {s.name: s for s in specs}
+
+            def attempt() -> None:
+                conn = self._controller(deadline)
+                body = {
+                    "topics": [_creatable(s) for s in pending.values()],
+                    "timeout_ms": self._request_timeout_ms(deadline),
+                    "validate_only": validate_only,
+                }
+                response = conn.request(ApiKey.CREATE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
+                self._settle(response.get("topics") or [], pending, ok_codes={TOPIC_ALREADY_EXISTS} if if_not_exists
+                             else set(), what="create")
+
+            self._retry(deadline, timeout_s, f"creating topic(s) {_names(specs)}", attempt)
+            if validate_only:
+                return
+            expected = {s.name: max(s.num_partitions or 1, 1) for s in specs}
+            self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(specs)} to get leaders",
+                        lambda: self._check_leaders(expected, deadline))
+
+    def delete_topics(self, names: Sequence[str] | str, timeout_s: float = 30, *, if_exists: bool = False) -> None:
+        """Delete topics on the controller and wait until metadata no longer lists them."""
+        topic_names = [names] if isinstance(names, str) else list(names)
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            pending = {n: n for n in topic_names}
+
+            def attempt() -> None:
+                conn = self._controller(deadline)
+                body = {
+                    "topics": [{"name": n, "topic_id": None} for n in pending],
+                    "topic_names": list(pending),
+                    "timeout_ms": self._request_timeout_ms(deadline),
+                }
+                response = conn.request(ApiKey.DELETE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
+                self._settle(response.get("responses") or [], pending,
+                             ok_codes={UNKNOWN_TOPIC_OR_PARTITION} if if_exists else set(), what="delete",
+                             fatal_codes={UNKNOWN_TOPIC_OR_PARTITION})
+
+            self._retry(deadline, timeout_s, f"deleting topic(s) {_names(topic_names)}", attempt)
+            self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(topic_names)} to disappear",
+                        lambda: self._check_gone(topic_names, deadline))
+
+    def list_topics(self, timeout_s: float = 30, *, include_internal: bool = False) -> dict[str, TopicDescription]:
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            md = self._retry(deadline, timeout_s, "listing topics", lambda: self._metadata(deadline, None))
+        out: dict[str, TopicDescription] = {}
+        for topic in md.get("topics") or []:
+            desc = _describe_topic(topic)
+            if desc.is_internal and not include_internal:
+                continue
+            out[desc.name] = desc
+        return out
+
+    def describe_topics(self, names: Sequence[str] | str, timeout_s: float = 30) -> dict[str, TopicDescription]:
+        """Descriptions of the named topics; UnknownTopicOrPartitionError naming a missing one."""
+        topic_names = [names] if isinstance(names, str) else list(names)
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            md = self._retry(deadline, timeout_s, f"describing topic(s) {_names(topic_names)}",
+                             lambda: self._metadata(deadline, topic_names))
+        out: dict[str, TopicDescription] = {}
+        for topic in md.get("topics") or []:
+            err = make_error(topic.get("error_code", 0), f"topic {topic.get('name')!r}")
+            if err is not None:
+                raise err
+            desc = _describe_topic(topic)
+            out[desc.name] = desc
+        return out
+
+    def describe_cluster(self, timeout_s: float = 30) -> ClusterDescription:
+        """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            return self._retry(deadline, timeout_s, "describing the cluster", lambda: self._describe(deadline))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for conn in self._connections.values():
+                conn.close()
+            self._connections.clear()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- steps ------------------------------------------------------------------------------------
+
+    def _describe(self, deadline: float) -> ClusterDescription:
+        conn = self._any_connection(deadline)
+        if conn.supports(ApiKey.DESCRIBE_CLUSTER):
+            body = {"include_cluster_authorized_operations": False, "endpoint_type": 1}
+            r = self._request(conn, ApiKey.DESCRIBE_CLUSTER, body, deadline)
+            err = make_error(r.get("error_code", 0), r.get("error_message"))
+            if err is not None:
+                raise _Retry(err) if err.retriable else err
+            brokers = [BrokerDescription(b["broker_id"], b["host"], b["port"], b.get("rack"))
+                       for b in r.get("brokers") or []]
+            return ClusterDescription(r.get("cluster_id"), r.get("controller_id", -1), brokers)
+        md = self._metadata(deadline, [])
+        brokers = [BrokerDescription(b["node_id"], b["host"], b["port"], b.get("rack"))
+                   for b in md.get("brokers") or []]
+        return ClusterDescription(md.get("cluster_id"), md.get("controller_id", -1), brokers)
+
+    def _settle(self, results: list[dict[str, Any]], pending: dict[str, Any], *, ok_codes: set[int], what: str,
+                fatal_codes: frozenset[int] | set[int] = frozenset()) -> None:
+        """Drop finished topics from `pending`; raise the first fatal error, or _Retry if some may succeed later."""
+        retriable: KafkaError | None = None
+        fatal: list[BrokerError] = []
+        for result in results:
+            name = str(result.get("name"))
+            code = result.get("error_code", 0)
+            if code == 0 or code in ok_codes:
+                pending.pop(name, None)
+                continue
+            err = make_error(code, _topic_message(what, name, result.get("error_message")))
+            assert err is not None
+            if err.retriable and code not in fatal_codes:
+                retriable = err
+            else:
+                fatal.append(err)
+        if fatal:
+            if len(fatal) > 1:
+                log.warning("%s failed for %d topics; raising the first: %s", what, len(fatal), fatal)
+            raise fatal[0]
+        if pending:
+            raise _Retry(retriable or KafkaError(f"broker did not answer for topic(s) {_names(pending)}"))
+
+    def _check_leaders(self, expected: Mapping[str, int], deadline: float) -> None:
+        md = self._metadata(deadline, list(expected))
+        seen = {t.get("name"): t for t in md.get("topics") or []}
+        for name, count in expected.items():
+            topic = seen.get(name)
+            if topic is None:
+                raise _Retry(KafkaError(f"topic {name!r} not yet in metadata"))
+            if topic.get("error_code"):
+                err = make_error(topic["error_code"], f"topic {name!r} not ready")
+                assert err is not None
+                raise _Retry(err)
+            partitions = topic.get("partitions") or []
+            leaderless = [p["partition_index"] for p in partitions if p.get("leader_id", -1) < 0]
+            if len(partitions) < count or leaderless:
+                raise _Retry(KafkaError(
+                    f"topic {name!r} has {len(partitions)}/{count} partitions, without leader: {leaderless}"))
+
+    def _check_gone(self, names: Sequence[str], deadline: float) -> None:
+        md = self._metadata(deadline, None)
+        still = [t.get("name") for t in md.get("topics") or [] if t.get("name") in set(names)]
+        if still:
+            raise _Retry(KafkaError(f"topic(s) {still} still listed in metadata"))
+
+    # --- connections ------------------------------------------------------------------------------
+
+    def _metadata(self, deadline: float, topics: list[str] | None) -> dict[str, Any]:
+        conn = self._any_connection(deadline)
+        version = conn.api_version(ApiKey.METADATA)
+        md = conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version), version=version,
+                          timeout_s=self._request_timeout_s(deadline))
+        brokers = {b["node_id"]: (b["host"], b["port"]) for b in md.get("brokers") or []}
+        if brokers:
+            self._brokers = brokers
+        return md
+
+    def _controller(self, deadline: float) -> BlockingConnection:
+        md = self._metadata(deadline, [])
+        controller = md.get("controller_id", -1)
+        address = self._brokers.get(controller)
+        if address is None:
+            # No controller known (yet, or the broker hides it): any broker forwards admin requests in KRaft.
+            return self._any_connection(deadline)
+        return self._connect(address, deadline)
+
+    def _any_connection(self, deadline: float) -> BlockingConnection:
+        for conn in self._connections.values():
+            if not conn.closed:
+                return conn
+        last: KafkaError | None = None
+        candidates = list(dict.fromkeys([*self._brokers.values(), *self._bootstrap]))
+        for address in candidates:
+            try:
+                return self._connect(address, deadline)
+            except KafkaConnectionError as e:
+                last = e
+        tried = ", ".join(format_address(h, p) for h, p in candidates)
+        raise _Retry(KafkaConnectionError(f"no broker reachable (tried {tried}); last error: {last}"))
+
+    def _connect(self, address: tuple[str, int], deadline: float) -> BlockingConnection:
+        if self._closed:
+            raise KafkaError("the admin client is closed")
+        conn = self._connections.get(address)
+        if conn is not None and not conn.closed:
+            return conn
+        conn = BlockingConnection(address[0], address[1], client_id=self.client_id,
+                                  timeout_s=self._request_timeout_s(deadline))
+        self._connections[address] = conn
+        return conn
+
+    def _request(self, conn: BlockingConnection, api: ApiKey, body: dict[str, Any], deadline: float) -> dict[str, Any]:
+        return conn.request(api, body, timeout_s=self._request_timeout_s(deadline))
+
+    # --- time -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _deadline(timeout_s: float) -> float:
+        return time.monotonic() + timeout_s
+
+    def _request_timeout_s(self, deadline: float) -> float:
+        return max(0.001, min(self.request_timeout_ms / 1000.0, deadline - time.monotonic()))
+
+    def _request_timeout_ms(self, deadline: float) -> int:
+        return max(1, int(self._request_timeout_s(deadline) * 1000))
+
+    def _retry(self, deadline: float, timeout_s: float, what: str, fn: Callable[[], T]) -> T:
+        """Run fn until it succeeds, raises a fatal error, or the deadline passes (KafkaTimeoutError).
+
+        fn signals "try again" with _Retry or a connection error; any other error is final, so a broker
+        error that Kafka flags retriable but that is an answer here (deleting an unknown topic) is not retried.
+        """
+        pause = 0.02
+        last: KafkaError | None = None
+        while True:
+            try:
+                return fn()
+            except _Retry as r:
+                last = r.cause
+            except KafkaConnectionError as e:
+                last = e
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"{what} did not complete within {timeout_s} s", cause=last)
+            log.debug("%s: retrying after %s", what, last)
+            # Bounded by the caller's deadline: waits for the broker to elect leaders or come back.
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 2, 0.5)
+
+
+def _topic_specs(topics: Sequence[NewTopic | str] | NewTopic | str, num_partitions: int, replication_factor: int,
+                 configs: Mapping[str, str] | None) -> list[NewTopic]:
+    items: Sequence[NewTopic | str] = [topics] if isinstance(topics, str | NewTopic) else topics
+    specs = []
+    for item in items:
+        spec = NewTopic(item) if isinstance(item, str) else item
+        if not spec.name:
+            raise ConfigError("a topic name must not be empty")
+        specs.append(NewTopic(
+            spec.name,
+            num_partitions if spec.num_partitions is None else spec.num_partitions,
+            replication_factor if spec.replication_factor is None else spec.replication_factor,
+            {**(configs or {}), **(spec.configs or {})},
+        ))
+    if not specs:
+        raise ConfigError("create_topics() needs at least one topic")
+    return specs
+
+
+def _creatable(spec: NewTopic) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "num_partitions": spec.num_partitions,
+        "replication_factor": spec.replication_factor,
+        "assignments": [],
+        "configs": [{"name": k, "value": None if v is None else str(v)} for k, v in (spec.configs or {}).items()],
+    }
+
+
+def _describe_topic(topic: Mapping[str, Any]) -> TopicDescription:
+    partitions = sorted(
+        (PartitionDescription(
+            p["partition_index"], p.get("leader_id", -1), list(p.get("replica_nodes") or []),
+            list(p.get("isr_nodes") or []), p.get("leader_epoch", -1))
+         for p in topic.get("partitions") or []),
+        key=lambda p: p.partition,
+    )
+    return TopicDescription(topic["name"], partitions, bool(topic.get("is_internal")), topic.get("topic_id"))
+
+
+def _topic_message(what: str, name: str, detail: str | None) -> str:
+    return f"cannot {what} topic {name!r}" + (f": {detail}" if detail else "")
+
+
+def _names(names: Any) -> str:
+    return ", ".join(repr(n.name if isinstance(n, NewTopic) else n) for n in names)

@@ -1,0 +1,12 @@
+"""Connections to brokers: sans-I/O framing, the producer's NetworkClient, and a blocking admin connection."""
+
+from kafkajet.network.addresses import format_address, parse_address, parse_servers
+from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata, metadata_request_body
+from kafkajet.network.client import ClientResponse, ConnectionState, NetworkClient
+from kafkajet.network.connection import Connection, CorruptStreamError, FrameDecoder, InFlightRequest
+
+__all__ = [
+    "BlockingConnection", "ClientResponse", "Connection", "ConnectionState", "CorruptStreamError",
+    "FrameDecoder", "InFlightRequest", "NetworkClient", "bootstrap_metadata", "format_address",
+    "metadata_request_body", "parse_address", "parse_servers",
+]

@@ -1,0 +1,54 @@
+"""Parsing of bootstrap server lists ("host:port,host2:port", "[::1]:9092", or (host, port) pairs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafkajet.errors import ConfigError
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'host:port' or '[v6addr]:port' -> (host, port); ConfigError naming the entry otherwise."""
+    entry = text.strip()
+    if entry.startswith("["):
+        host, sep, rest = entry[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise ConfigError(f"bootstrap.servers entry {text!r} is not of the form [ipv6]:port")
+        port_text = rest[1:]
+    else:
+        host, sep, port_text = entry.rpartition(":")
+        if not sep:
+            raise ConfigError(f"bootstrap.servers entry {text!r} has no port (expected host:port)")
+    if not host:
+        raise ConfigError(f"bootstrap.servers entry {text!r} has no host (expected host:port)")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"bootstrap.servers entry {text!r} has an invalid port {port_text!r}") from None
+    if not 0 < port < 65536:
+        raise ConfigError(f"bootstrap.servers entry {text!r} has a port out of range 1..65535")
+    return host, port
+
+
+def parse_servers(servers: Any) -> list[tuple[str, int]]:
+    """Accept a comma-separated string, a sequence of 'host:port' strings, or (host, port) pairs."""
+    if isinstance(servers, str):
+        items: Iterable[Any] = [s for s in servers.split(",") if s.strip()]
+    else:
+        items = servers
+    out: list[tuple[str, int]] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(parse_address(item))
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            out.append(parse_address(f"[{item[0]}]:{item[1]}" if ":" in str(item[0]) else f"{item[0]}:{item[1]}"))
+        else:
+            raise ConfigError(f"bootstrap.servers entry {item!r} is neither 'host:port' nor (host, port)")
+    if not out:
+        raise ConfigError("bootstrap.servers is empty: give at least one host:port")
+    return out
+
+
+def format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

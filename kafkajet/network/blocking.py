@@ -1,0 +1,224 @@
+"""A plain blocking connection for admin-style request/response, and a bootstrap metadata helper.
+
+Not for the producer's data path (that is NetworkClient); this serves the admin client, the CLI and tests,
+where one request at a time and a timeout per call are all that is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from types import TracebackType
+from typing import Any
+
+from kafkajet.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, RequestTimedOutError
+from kafkajet.network.addresses import format_address, parse_servers
+from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, Connection, CorruptStreamError
+from kafkajet.network.versions import (
+    MAX_API_VERSIONS_ATTEMPTS,
+    VersionRanges,
+    api_versions_request_body,
+    handle_api_versions_response,
+    max_api_versions_version,
+    negotiate,
+)
+from kafkajet.protocol import ApiKey, decode_response, encode_request
+
+log = logging.getLogger("kafkajet.network")
+
+_RECV_SIZE = 256 * 1024
+
+
+class BlockingConnection:
+    """Connects and negotiates API versions in the constructor; every call is bounded by a timeout.
+
+    Any failure closes the connection (its byte stream is then in an unknown state); make a new one.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "kafkajet",
+        timeout_s: float = 30.0,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.address = format_address(host, port)
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.api_versions: VersionRanges = {}
+        self._conn = Connection(max_response_size)
+        self._correlation_id = 0
+        self._sock: socket.socket | None = None
+        deadline = time.monotonic() + timeout_s
+        self._sock = self._open(deadline)
+        try:
+            self._negotiate(deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def _open(self, deadline: float) -> socket.socket:
+        timeout = max(deadline - time.monotonic(), 0.001)
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=timeout)
+        except TimeoutError:
+            raise KafkaConnectionError(f"connect to {self.address} timed out after {timeout:.1f} s") from None
+        except ConnectionRefusedError as e:
+            raise KafkaConnectionError(f"connect to {self.address} refused: {e}") from None
+        except socket.gaierror as e:
+            raise KafkaConnectionError(f"cannot resolve {self.address}: {e}") from None
+        except OSError as e:
+            raise KafkaConnectionError(f"connect to {self.address} failed: {e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def _negotiate(self, deadline: float) -> None:
+        version = max_api_versions_version()
+        for _ in range(MAX_API_VERSIONS_ATTEMPTS):
+            payload = self._round_trip(ApiKey.API_VERSIONS, version, api_versions_request_body(), deadline,
+                                       step="ApiVersions")
+            try:
+                outcome = handle_api_versions_response(payload, version)
+            except KafkaError as e:
+                raise KafkaConnectionError(f"ApiVersions with {self.address} failed: {e}") from e
+            if outcome.ranges is not None:
+                self.api_versions = outcome.ranges
+                log.debug("connected to %s; ApiVersions v%d", self.address, version)
+                return
+            assert outcome.retry_version is not None
+            version = outcome.retry_version
+        raise CorruptStreamError(f"{self.address} keeps rejecting our ApiVersions versions")
+
+    def api_version(self, api_key: int) -> int:
+        """The version request() uses for `api_key`: the highest both sides support."""
+        return negotiate(self.api_versions, api_key)
+
+    def supports(self, api_key: int) -> bool:
+        try:
+            negotiate(self.api_versions, api_key)
+        except KafkaError:
+            return False
+        return True
+
+    def request(self, api_key: int, body: dict[str, Any], *, version: int | None = None,
+                timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its decoded response body."""
+        api = ApiKey(api_key)
+        if version is None:
+            version = self.api_version(api)
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        payload = self._round_trip(api, version, body, deadline, step=api.name)
+        try:
+            _, decoded = decode_response(api, version, payload)
+        except Exception as e:  # the bytes arrived whole but do not parse: close, as the stream is suspect
+            self.close()
+            raise CorruptStreamError(f"cannot decode {api.name} v{version} response from {self.address}: {e}") from e
+        return decoded
+
+    def _round_trip(self, api: ApiKey, version: int, body: dict[str, Any], deadline: float, *, step: str) -> bytes:
+        sock = self._sock
+        if sock is None:
+            raise KafkaConnectionError(f"connection to {self.address} is closed")
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(api, version, self._correlation_id, self.client_id, body)
+        self._conn.send_request(frame, correlation_id=self._correlation_id, api_key=int(api),
+                                api_version=version, now=time.monotonic() * 1000.0)
+        try:
+            self._set_timeout(sock, deadline, step)
+            sock.sendall(frame)
+            self._conn.bytes_sent(len(frame))
+            while True:
+                self._set_timeout(sock, deadline, step)
+                data = sock.recv(_RECV_SIZE)
+                if not data:
+                    raise KafkaConnectionError(f"{self.address} closed the connection during {step}")
+                for _, payload in self._conn.receive_data(data):
+                    return payload
+        except TimeoutError:
+            self.close()
+            raise RequestTimedOutError(f"{step} request to {self.address} timed out") from None
+        except KafkaError:
+            self.close()
+            raise
+        except OSError as e:
+            self.close()
+            raise KafkaConnectionError(f"connection to {self.address} failed during {step}: {e}") from None
+
+    @staticmethod
+    def _set_timeout(sock: socket.socket, deadline: float, step: str) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(step)
+        sock.settimeout(remaining)
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def __enter__(self) -> BlockingConnection:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"BlockingConnection({self.address}, {'closed' if self.closed else 'open'})"
+
+
+def metadata_request_body(topics: list[str] | None, *, version: int | None = None,
+                          allow_auto_topic_creation: bool = False) -> dict[str, Any]:
+    """Metadata request; topics None asks for every topic, [] (v1+) for brokers and controller only.
+
+    Metadata v0 has no null array: there an empty list means every topic.
+    """
+    if topics is None and version == 0:
+        wanted: list[dict[str, Any]] | None = []
+    else:
+        wanted = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
+    return {
+        "topics": wanted,
+        "allow_auto_topic_creation": allow_auto_topic_creation,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }
+
+
+def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,
+                       client_id: str = "kafkajet") -> dict[str, Any]:
+    """Metadata from the first bootstrap server that answers, trying each in turn until the deadline."""
+    addresses = parse_servers(servers)
+    names = ", ".join(format_address(h, p) for h, p in addresses)
+    deadline = time.monotonic() + timeout_s
+    last: KafkaError | None = None
+    pause = 0.05
+    while True:
+        for host, port in addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                with BlockingConnection(host, port, client_id=client_id, timeout_s=remaining) as conn:
+                    version = conn.api_version(ApiKey.METADATA)
+                    return conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version),
+                                        version=version)
+            except KafkaError as e:
+                log.debug("bootstrap server %s failed: %s", format_address(host, port), e)
+                last = e
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise KafkaTimeoutError(f"no bootstrap server answered a metadata request within {timeout_s} s "
+                                    f"(tried {names})", cause=last)
+        # Bounded by the caller's deadline; spaces out rounds when every server is down.
+        time.sleep(min(pause, remaining))
+        pause = min(pause * 2, 1.0)

@@ -1,0 +1,114 @@
+"""Admin client and blocking connection against the real broker (Tansu), and their failure messages."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from kafkajet.admin import Admin, NewTopic
+from kafkajet.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kafkajet.network import BlockingConnection, bootstrap_metadata
+from kafkajet.protocol import ApiKey
+from kafkajet.testing import EmbeddedBroker
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, num_partitions=6, timeout_s=20)
+
+        topics = admin.list_topics(timeout_s=10)
+        assert topic_name in topics
+        desc = topics[topic_name]
+        assert [p.partition for p in desc.partitions] == list(range(6))
+        for p in desc.partitions:
+            assert p.leader == EmbeddedBroker.node_id
+            assert p.replicas == [EmbeddedBroker.node_id] and p.isr == [EmbeddedBroker.node_id]
+        assert admin.describe_topics([topic_name])[topic_name].partitions == desc.partitions
+
+        with pytest.raises(TopicAlreadyExistsError, match=topic_name):
+            admin.create_topics([topic_name], num_partitions=6)
+        admin.create_topics([NewTopic(topic_name, 6)], if_not_exists=True)
+
+        admin.delete_topics([topic_name], timeout_s=20)
+        assert topic_name not in admin.list_topics(timeout_s=10)
+        with pytest.raises(UnknownTopicOrPartitionError, match=topic_name):
+            admin.delete_topics(topic_name, timeout_s=10)
+        admin.delete_topics(topic_name, timeout_s=10, if_exists=True)
+        with pytest.raises(UnknownTopicOrPartitionError, match=topic_name):
+            admin.describe_topics(topic_name, timeout_s=5)
+
+
+def test_several_topics_with_own_settings(broker: EmbeddedBroker, topic_name: str) -> None:
+    a, b = f"{topic_name}-a", f"{topic_name}-b"
+    with Admin({"bootstrap.servers": broker.bootstrap_servers, "client.id": "cfg-admin"}) as admin:
+        assert admin.client_id == "cfg-admin"
+        admin.create_topics([NewTopic(a, num_partitions=2), b], num_partitions=3,
+                            configs={"cleanup.policy": "delete"})
+        topics = admin.list_topics()
+        assert len(topics[a].partitions) == 2 and len(topics[b].partitions) == 3
+        admin.delete_topics([a, b])
+
+
+def test_describe_cluster(broker: EmbeddedBroker) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        cluster = admin.describe_cluster(timeout_s=10)
+    assert [(b.node_id, b.host, b.port) for b in cluster.brokers] == [
+        (EmbeddedBroker.node_id, "127.0.0.1", broker.port)]
+    assert cluster.cluster_id
+    assert cluster.controller_id == EmbeddedBroker.node_id
+
+
+def test_bad_bootstrap_fails_within_timeout_naming_the_address() -> None:
+    port = free_port()
+    started = time.monotonic()
+    with Admin(f"127.0.0.1:{port}") as admin, pytest.raises(KafkaTimeoutError) as info:
+        admin.list_topics(timeout_s=1.0)
+    assert time.monotonic() - started < 5
+    assert f"127.0.0.1:{port}" in str(info.value)
+    assert isinstance(info.value.cause, KafkaConnectionError)
+    assert "refused" in str(info.value)
+
+
+def test_blocking_connection_negotiates_and_requests(broker: EmbeddedBroker) -> None:
+    with BlockingConnection("127.0.0.1", broker.port, timeout_s=10) as conn:
+        assert conn.api_versions[ApiKey.METADATA] == (0, 12)
+        body = conn.request(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False,
+                                              "include_cluster_authorized_operations": False,
+                                              "include_topic_authorized_operations": False})
+        assert body["brokers"][0]["port"] == broker.port
+    assert conn.closed
+
+
+def test_blocking_connection_errors_name_address_and_step() -> None:
+    port = free_port()
+    with pytest.raises(KafkaConnectionError, match=rf"connect to 127\.0\.0\.1:{port} refused"):
+        BlockingConnection("127.0.0.1", port, timeout_s=2)
+    # A listener that accepts but never answers: the ApiVersions step times out.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        silent_port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(KafkaConnectionError, match=rf"ApiVersions.*127\.0\.0\.1:{silent_port}.*timed out"):
+            BlockingConnection("127.0.0.1", silent_port, timeout_s=0.3)
+        assert time.monotonic() - started < 3
+
+
+def test_bootstrap_metadata_skips_dead_servers(broker: EmbeddedBroker) -> None:
+    dead = free_port()
+    md = bootstrap_metadata(f"127.0.0.1:{dead},{broker.bootstrap_servers}", timeout_s=10)
+    assert md["brokers"][0]["node_id"] == EmbeddedBroker.node_id
+    with pytest.raises(KafkaTimeoutError, match=rf"127\.0\.0\.1:{dead}") as info:
+        bootstrap_metadata([("127.0.0.1", dead)], timeout_s=0.5)
+    assert isinstance(info.value.cause, KafkaConnectionError)
