@@ -10,7 +10,7 @@ from kafkajet.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-from kafkajet.future import RecordFuture, RecordMetadata
+from kafkajet.future import BatchFuture, RecordFuture, RecordMetadata
 
 __version__ = "0.1.0"
 
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError", "KafkaError", "KafkaTimeoutError",
+    "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError", "KafkaError", "KafkaTimeoutError",
     "Producer", "ProducerClosedError", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
     "SerializationError",
 ]

@@ -59,6 +59,7 @@ class RecordAccumulator:
         self.closed = False
         self._appends_in_progress = 0
         self._batch_order = itertools.count()
+        self.on_new_batch: Callable[[], None] | None = None
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -107,6 +108,48 @@ class RecordAccumulator:
         finally:
             with self._lock:
                 self._appends_in_progress -= 1
+
+    def append_many(
+        self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
+        values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float,
+        out: list[RecordFuture | None],
+    ) -> bool:
+        """Append many records to one partition under one lock hold per batch; futures land in out[i].
+
+        Returns whether the sender should be woken. Order within the partition follows `indices`.
+        """
+        tp = (topic, partition)
+        wake = False
+        pos = 0
+        n = len(indices)
+        while pos < n:
+            with self._lock:
+                dq = self._queues.get(tp)
+                if dq is None:
+                    dq = self._queues[tp] = deque()
+                if dq and not dq[-1].full:
+                    last = dq[-1]
+                    append = last.try_append
+                    while pos < n:
+                        i = indices[pos]
+                        fut = append(timestamps[i], keys[i], values[i], headers[i] if headers else None)
+                        if fut is None:
+                            break
+                        out[i] = fut
+                        pos += 1
+                    if last.full:
+                        wake = True
+                    if pos == n:
+                        return wake or len(dq) > 1
+            i = indices[pos]
+            fut, _ = self.append(topic, partition, timestamps[i], keys[i], values[i],
+                                 headers[i] if headers else None, deadline_ms)
+            out[i] = fut
+            pos += 1
+            wake = True
+            if self.on_new_batch is not None:
+                self.on_new_batch()  # a full batch is waiting: let the sender take it while we go on
+        return wake
 
     # --- flush / close ----------------------------------------------------------------------------
 
@@ -208,11 +251,8 @@ class RecordAccumulator:
                             continue
                     dq.popleft()
                     if idem is not None:
-                        seq = first.base_sequence if first.has_sequence else idem.assign(first)
-                        first.seal(self.compression, idem.producer_id, idem.producer_epoch, seq)
+                        first.base_sequence = first.base_sequence if first.has_sequence else idem.assign(first)
                         idem.add_in_flight(first)
-                    else:
-                        first.seal(self.compression, -1, -1, -1)
                     first.full = True
                     first.in_flight = True
                     first.last_attempt_ms = now
@@ -222,6 +262,12 @@ class RecordAccumulator:
                     self._drain_index[node] = start + 1
                 if taken:
                     out[node] = taken
+        # Sealing (compression, CRC) happens outside the lock so send() threads are not held up by it;
+        # drained batches are out of their deques and marked full, so nothing else touches them.
+        pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
+        for batches in out.values():
+            for b in batches:
+                b.seal(self.compression, pid, epoch, b.base_sequence)
         return out
 
     def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:

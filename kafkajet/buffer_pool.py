@@ -16,7 +16,8 @@ from kafkajet.errors import BufferExhaustedError, ProducerClosedError, RecordToo
 
 
 class BufferPool:
-    def __init__(self, total_memory: int, poolable_size: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, total_memory: int, poolable_size: int, clock: Callable[[], float] = time.monotonic,
+                 on_block: Callable[[], None] | None = None) -> None:
         self.total_memory = total_memory
         self.poolable_size = poolable_size
         self._clock = clock
@@ -26,6 +27,9 @@ class BufferPool:
         self._waiters: deque[threading.Condition] = deque()
         self._closed = False
         self.wait_time_total_s = 0.0
+        # Called when a caller has to wait: the sender should drain now (memory exhausted) rather than
+        # sleep out its linger timer while callers queue up.
+        self.on_block = on_block
 
     def allocate(self, size: int, max_time_ms: float) -> bytearray:
         """A buffer of `size` bytes capacity (empty, for the caller to fill); blocks up to max_time_ms."""
@@ -73,6 +77,8 @@ class BufferPool:
                         f"Total memory: {self.total_memory} bytes. Available memory: {self._available()} bytes. "
                         f"Poolable size: {self.poolable_size} bytes. The producer is sending slower than records "
                         "arrive: check the broker connection, or raise buffer.memory / max.block.ms")
+                if self.on_block is not None:
+                    self.on_block()
                 cond.wait(remaining)
                 if self._closed:
                     raise ProducerClosedError("producer closed while allocating buffer memory")

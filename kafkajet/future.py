@@ -154,3 +154,38 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         b = self._batch
         state = "pending" if not b.completed else ("failed" if b.error else "done")
         return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
+
+
+class BatchFuture:
+    """The outcome of Producer.send_batch(): one RecordFuture per record, awaited together.
+
+    result() returns every record's RecordMetadata in input order, or raises the first failure (with the
+    index of the record in its message); errors() lists every failed record for callers that want them all.
+    """
+
+    def __init__(self, futures: list[RecordFuture]) -> None:
+        self.futures = futures
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def done(self) -> bool:
+        return all(f.done() for f in self.futures)
+
+    def wait(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for f in self.futures:
+            if not f._batch.completed:  # records share batches: most of these checks are one attribute read
+                f._wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        self.wait(timeout)
+        return [(i, f._batch.error) for i, f in enumerate(self.futures) if f._batch.error is not None]
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        self.wait(timeout)
+        for i, f in enumerate(self.futures):
+            if f._batch.error is not None:
+                log.debug("record %d of a send_batch() call failed", i)
+                raise f._batch.error
+        return [f._metadata() for f in self.futures]

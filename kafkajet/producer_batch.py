@@ -27,6 +27,7 @@ class ProducerBatch:
         "futures", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "done_event", "last_error", "_lock", "_listeners", "is_split", "order",
+        "_sealed_sequence",
     )
 
     def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
@@ -50,6 +51,7 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.base_sequence = -1
         self.wire: bytes | None = None
+        self._sealed_sequence = -1
         self.completed = False
         self.error: KafkaError | None = None
         self.base_offset = -1
@@ -101,9 +103,10 @@ class ProducerBatch:
             self.wire is None
             or producer_id != self.producer_id
             or producer_epoch != self.producer_epoch
-            or base_sequence != self.base_sequence
+            or base_sequence != self._sealed_sequence
         ):
             self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+            self._sealed_sequence = base_sequence
             self.wire = build_batch(
                 self.buf, self.count, base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
                 compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
