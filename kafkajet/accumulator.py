@@ -39,6 +39,7 @@ class RecordAccumulator:
         retry_backoff_max_ms: float,
         delivery_timeout_ms: float,
         pool: BufferPool,
+        max_block_ms: float = 60000.0,
         idempotence: IdempotenceManager | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -48,6 +49,7 @@ class RecordAccumulator:
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_block_ms = max_block_ms
         self.pool = pool
         self.idempotence = idempotence
         self._clock = clock or (lambda: time.monotonic() * 1000.0)
@@ -65,7 +67,7 @@ class RecordAccumulator:
 
     def append(
         self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None,
-        headers: Headers, deadline_ms: float,
+        headers: Headers, deadline_ms: float | None,
     ) -> tuple[RecordFuture, bool]:
         """Append a record; returns its future and whether the sender should be woken (a batch filled or began)."""
         tp = (topic, partition)
@@ -85,7 +87,8 @@ class RecordAccumulator:
             vlen = -1 if value is None else len(value)
             size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(klen, vlen, headers))
             # Allocation may block (buffer full), so it happens outside the lock, as in Java.
-            buf = self.pool.allocate(size, max(0.0, deadline_ms - self._clock()))
+            now = self._clock()
+            buf = self.pool.allocate(size, self.max_block_ms if deadline_ms is None else max(0.0, deadline_ms - now))
             with self._lock:
                 if self.closed:
                     self.pool.deallocate(buf, size)
@@ -111,7 +114,7 @@ class RecordAccumulator:
 
     def append_many(
         self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
-        values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float,
+        values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float | None,
         out: list[RecordFuture | None],
     ) -> bool:
         """Append many records to one partition under one lock hold per batch; futures land in out[i].

@@ -38,6 +38,7 @@ class Cluster:
     topic_errors: Mapping[str, BrokerError] = field(default_factory=dict)
     cluster_id: str | None = None
     controller_id: int = -1
+    partition_counts: Mapping[str, int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         # Derived once per snapshot so the per-record path is a dict lookup.
@@ -55,13 +56,13 @@ class Cluster:
         object.__setattr__(self, "_leaders", leaders)
         object.__setattr__(self, "_available", available)
         object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
-        object.__setattr__(self, "_counts", {t: len(p) for t, p in self.partitions.items()})
+        object.__setattr__(self, "partition_counts", {t: len(p) for t, p in self.partitions.items()})
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         return self._leaders.get((topic, partition))  # type: ignore[attr-defined, no-any-return]
 
     def partition_count(self, topic: str) -> int | None:
-        return self._counts.get(topic)  # type: ignore[attr-defined, no-any-return]
+        return self.partition_counts.get(topic)  # type: ignore[no-any-return]
 
     def available_partitions(self, topic: str) -> tuple[int, ...]:
         return self._available.get(topic, ())  # type: ignore[attr-defined, no-any-return]

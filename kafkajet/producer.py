@@ -28,7 +28,7 @@ from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Metadata, PartitionInfo
 from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import NetworkClient
-from kafkajet.partitioner import resolve_partitioner
+from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner
 from kafkajet.records import BATCH_HEADER_SIZE, Compression, record_size_upper_bound
 from kafkajet.sender import Sender
 from kafkajet.serialization import IDENTITY_BYTES, resolve_serializer
@@ -42,6 +42,7 @@ def _after_fork_in_child() -> None:
     # The sender thread and sockets did not survive fork(); using them would hang, so refuse clearly.
     for p in list(_live_producers):
         p._forked_from = p._owner_pid
+        p._closed = True  # send() checks one flag on its fast path; it then explains the fork
 
 
 if hasattr(os, "register_at_fork"):
@@ -84,7 +85,12 @@ class Producer:
         self._value_serializer = resolve_serializer(cfg["value.serializer"], what="value.serializer")
         self._key_identity = self._key_serializer is IDENTITY_BYTES
         self._value_identity = self._value_serializer is IDENTITY_BYTES
-        self._partitioner = resolve_partitioner(cfg["partitioner"], cfg["batch.size"])
+        self._partitioner = resolve_partitioner(cfg["partitioner"], cfg["batch.size"],
+                                                cfg["partitioner.ignore.keys"])
+        # The default partitioner's keyless path is inlined into send(): one call instead of two.
+        self._sticky = self._partitioner.sticky if isinstance(self._partitioner, DefaultPartitioner) else None
+        self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
+        self._key_hashes: dict[bytes, int] = {}
         self._interceptors: list[Any] = list(cfg["interceptors"] or [])
         self._max_block_ms: float = cfg["max.block.ms"]
         self._max_request_size: int = cfg["max.request.size"]
@@ -107,6 +113,7 @@ class Producer:
             retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
             delivery_timeout_ms=cfg["delivery.timeout.ms"],
             pool=self._pool,
+            max_block_ms=cfg["max.block.ms"],
             idempotence=self._idempotence,
         )
         self._client = NetworkClient(
@@ -169,15 +176,15 @@ class Producer:
         Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
         """
         if self._closed:
+            if self._forked_from is not None:
+                self._raise_forked()
             raise ProducerClosedError("send() called after close(); create a new Producer")
-        if self._forked_from is not None:
-            self._raise_forked()
         if self._interceptors:
             topic, value, key, headers, partition, timestamp_ms = self._on_send(
                 topic, value, key, headers, partition, timestamp_ms)
-        deadline = 0.0
+        deadline = None
         cluster = self._metadata.cluster
-        n = cluster.partition_count(topic)
+        n = cluster.partition_counts.get(topic)
         if n is None:
             if self._sender.fatal_error is not None:
                 raise self._sender.fatal_error
@@ -194,26 +201,34 @@ class Producer:
             vb = value
         else:
             vb = self._serialize(self._value_serializer, value, topic, "value")
+        klen = 0 if kb is None else len(kb)
+        vlen = 0 if vb is None else len(vb)
         if headers:
             headers = self._check_headers(headers)
+            self._check_size(kb, vb, headers)
         else:
             headers = None
+            if klen + vlen > self._size_check_threshold:
+                self._check_size(kb, vb, headers)
         if partition is None:
-            partition = self._partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
+            if self._sticky is None:
+                partition = self._partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
+            elif kb is None or self._ignore_keys:
+                partition = self._sticky.take(topic, klen + vlen + 16, cluster.available_partitions, n)
+            else:
+                h = self._key_hashes.get(kb)
+                if h is None:
+                    # Keys repeat (user ids, device ids): a bounded memo skips most murmur2 calls.
+                    if len(self._key_hashes) >= 65536:
+                        self._key_hashes.clear()
+                    h = self._key_hashes[kb] = murmur2(kb) & 0x7FFFFFFF
+                partition = h % n
         elif type(partition) is not int or not 0 <= partition < n:
             raise KafkaError(
                 f"Invalid partition {partition!r} for topic '{topic}': it has partitions 0..{n - 1}")
-        klen = 0 if kb is None else len(kb)
-        vlen = 0 if vb is None else len(vb)
-        if klen + vlen > self._size_check_threshold or headers is not None:
-            self._check_size(kb, vb, headers)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        if not deadline:
-            deadline = _now_ms() + self._max_block_ms
         fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
-        if kb is None:
-            self._partitioner.record_appended(topic, partition, klen + vlen + 16)
         if wake:
             self._wakeup()
         return fut
