@@ -231,7 +231,7 @@ class Admin:
     def _describe(self, deadline: float) -> ClusterDescription:
         conn = self._any_connection(deadline)
         if conn.supports(ApiKey.DESCRIBE_CLUSTER):
-            body = {"include_cluster_authorized_operations": False, "endpoint_type": 1}
+            body = {"include_cluster_authorized_operations": False}
             r = self._request(conn, ApiKey.DESCRIBE_CLUSTER, body, deadline)
             err = make_error(r.get("error_code", 0), r.get("error_message"))
             if err is not None:

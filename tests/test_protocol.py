@@ -241,3 +241,12 @@ def test_random_bytes_only_ever_raise_protocol_error(case: tuple[MessageSchema, 
             decode_response(schema.api_key, version, data)
     except ProtocolError:
         pass
+
+
+def test_a_misspelt_field_is_an_error_not_a_silent_default() -> None:
+    # Fetch v4 calls the wait "max_wait" (Kafka renamed it later): a wrong key must not become 0 silently.
+    with pytest.raises(ProtocolError, match="unknown field.*max_wait_ms.*max_wait"):
+        encode_request(ApiKey.FETCH, 4, 1, None, {"max_wait_ms": 500})
+    # A field Kafka defines for a newer version than ours is known, merely not encoded.
+    frame = encode_request(ApiKey.METADATA, 9, 1, None, {"topics": [{"name": "t", "topic_id": bytes(16)}]})
+    assert decode_request(frame[4:])[1]["topics"] == [{"name": "t"}]

@@ -77,8 +77,10 @@ def convert_fields(fields: list[dict[str, Any]], structs: dict[str, dict[str, An
     for f in fields:
         ftype: str = f["type"]
         versions = parse_range(f.get("versions"), top)
-        if versions is None or versions[0] > top:
+        if versions is None:
             continue
+        # Fields of newer versions stay in the table (never encoded at our versions) so the encoder can
+        # tell a field name Kafka knows from a misspelling.
         nested = f.get("fields")
         elem = ftype[2:] if ftype.startswith("[]") else ftype
         kind = ftype
@@ -90,7 +92,7 @@ def convert_fields(fields: list[dict[str, Any]], structs: dict[str, dict[str, An
         entry: dict[str, Any] = {
             "name": snake(f["name"]),
             "type": kind,
-            "versions": (versions[0], min(versions[1], top)),
+            "versions": (versions[0], max(versions[0], min(versions[1], top))),
             "nullable": nullable,
             "tag": f.get("tag"),
             "tagged": parse_range(f.get("taggedVersions"), top),

@@ -91,7 +91,21 @@ def _encode_value(f: Field, value: Any, v: int, flex: bool, out: list[Any], path
         raise ProtocolError(f"{path}: cannot encode {value!r} as {ftype}: {e}") from None
 
 
+_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _check_names(fields: list[Field], body: dict[str, Any], path: str) -> None:
+    names = _NAMES.get(id(fields))
+    if names is None:
+        names = _NAMES[id(fields)] = frozenset(f["name"] for f in fields)
+    if not names.issuperset(body):
+        # A misspelt key would otherwise be replaced by the field's default without a word.
+        unknown = sorted(set(body) - names)
+        raise ProtocolError(f"{path}: unknown field(s) {', '.join(unknown)}; this message has {', '.join(sorted(names))}")
+
+
 def _encode_struct(fields: list[Field], body: dict[str, Any], v: int, flex: bool, out: list[Any], path: str) -> None:
+    _check_names(fields, body, path)
     tagged: list[tuple[int, Field, Any]] = []
     for f in fields:
         if not _in(f["versions"], v):
