@@ -62,6 +62,8 @@ class RecordAccumulator:
         self._appends_in_progress = 0
         self._batch_order = itertools.count()
         self.on_new_batch: Callable[[], None] | None = None
+        # When the oldest queued batch can first expire; lowered whenever an older batch is queued.
+        self._expiry_due = float("inf")
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -107,6 +109,7 @@ class RecordAccumulator:
                 assert fut is not None
                 dq.append(batch)
                 self._incomplete.add(batch)
+                self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
                 return fut, True
         finally:
             with self._lock:
@@ -287,6 +290,7 @@ class RecordAccumulator:
             while i < len(dq) and dq[i].order < batch.order:
                 i += 1
             dq.insert(i, batch)
+            self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
 
     def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
         """Split a batch the broker found too large; returns how many batches it became."""
@@ -296,6 +300,7 @@ class RecordAccumulator:
             for part in reversed(parts):
                 dq.appendleft(part)
                 self._incomplete.add(part)
+            self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
             self._incomplete.discard(batch)
         batch.mark_split()
         self.pool.deallocate(batch.buf, batch.capacity)
@@ -309,11 +314,17 @@ class RecordAccumulator:
 
     def expire(self, now: float, cause_for: Callable[[ProducerBatch], KafkaError | None]) -> list[ProducerBatch]:
         """Fail queued batches older than delivery.timeout.ms; in-flight ones wait for their request."""
+        if now < self._expiry_due:
+            return []  # nothing can have expired yet: skip the walk over every queue (and its lock)
         expired: list[ProducerBatch] = []
         with self._lock:
+            oldest = float("inf")
             for dq in self._queues.values():
                 while dq and now - dq[0].created_ms >= self.delivery_timeout_ms:
                     expired.append(dq.popleft())
+                if dq:
+                    oldest = min(oldest, dq[0].created_ms)
+            self._expiry_due = oldest + self.delivery_timeout_ms
         for batch in expired:
             cause = batch.last_error or cause_for(batch)
             self.complete(batch, -1, -1, DeliveryTimeoutError(
@@ -323,9 +334,7 @@ class RecordAccumulator:
         return expired
 
     def next_expiry_ms(self, now: float) -> float:
-        with self._lock:
-            oldest = min((dq[0].created_ms for dq in self._queues.values() if dq), default=None)
-        return float("inf") if oldest is None else max(0.0, oldest + self.delivery_timeout_ms - now)
+        return max(0.0, self._expiry_due - now)
 
     def abort_all(self, error: KafkaError) -> int:
         """Fail every incomplete batch, queued or in flight (close(0), fatal errors)."""
