@@ -240,3 +240,20 @@ def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_n
         with pytest.raises(SerializationError, match="header key must be str"):
             p.send(topic_name, b"x", headers=[(b"k", b"v")])
         assert p.send(topic_name, b"fine").result(timeout=30).offset >= 0
+
+
+def test_records_for_an_unreachable_broker_expire_with_the_cause(topic_name: str) -> None:
+    from kafkajet import DeliveryTimeoutError
+
+    with EmbeddedBroker() as own:
+        create_topic(own.bootstrap_servers, topic_name, 1)
+        p = Producer(bootstrap_servers=own.bootstrap_servers, linger_ms=0, request_timeout_ms=1000,
+                     delivery_timeout_ms=2000)
+        p.send(topic_name, b"warm-up").result(timeout=30)
+        own.stop()
+        start = time.monotonic()
+        fut = p.send(topic_name, b"doomed")
+        with pytest.raises(DeliveryTimeoutError, match="Expiring 1 record.*last cause.*(refused|failed|closed)"):
+            fut.result(timeout=30)
+        assert 1.9 < time.monotonic() - start < 10
+        p.close(timeout=5)

@@ -148,7 +148,9 @@ class EmbeddedBroker:
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(timeout=timeout_s)
+                # Tansu waits for open client connections before exiting on SIGTERM; its storage is in
+                # memory, so there is nothing a longer grace period would save.
+                proc.wait(timeout=min(timeout_s, 1.0))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=timeout_s)
