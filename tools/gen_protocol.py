@@ -1,150 +1,250 @@
 """Generate kafkajet/protocol/_schemas.py from Kafka's official message definitions (JSON).
 
-    .venv/bin/python tools/gen_protocol.py ../shared/kafka-protocol/message
+    .venv/bin/python tools/gen_protocol.py [MESSAGE_DIR] [OUTPUT]
 
-Each API is cut to the versions that BOTH its request and response files define (SOURCES.md), nested and
-common structs are inlined, names become snake_case and defaults become Python values. The output is a
-data table that kafkajet/protocol/codec.py interprets: every schema is declared once, by Kafka.
+MESSAGE_DIR defaults to /work/shared/kafka-protocol/message (see its SOURCES.md), OUTPUT to
+kafkajet/protocol/_schemas.py. The output is a data table, one entry per API, that kafkajet/protocol/schema.py
+interprets at import time: every schema is declared once, by Kafka, and never by hand per version.
+
+What the generator does to the JSON, and nothing more:
+* pairs each request with its response by apiKey and keeps the version range BOTH files define;
+* inlines nested and common structs (the codec never needs their Java class names);
+* turns field names into snake_case and JSON defaults into Python values;
+* keeps version strings ("3+", "0-2") verbatim so the table can be read side by side with the JSON;
+* drops attributes with no effect on the wire (about, entityType, mapKey, ignorable) and refuses any attribute
+  it does not know, so a semantic the interpreter lacks cannot slip through silently.
 """
 
 from __future__ import annotations
 
 import json
-import pprint
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-# InitProducerIdResponse.json here stops at v2, but Kafka's newer definition says "Version 3 is the same as
-# version 2. Version 4 adds the support for new error code PRODUCER_FENCED." (no layout change). Tansu
-# answers v0-v2 with UNKNOWN_SERVER_ERROR, so the idempotent producer needs v3+: extend the response.
-RESPONSE_VERSION_EXTENSIONS = {22: 4}
+DEFAULT_SOURCE = Path("/work/shared/kafka-protocol/message")
+DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "kafkajet" / "protocol" / "_schemas.py"
 
-PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "float64", "bool", "string", "bytes", "records", "uuid"}
+# The saved InitProducerIdResponse.json stops at v2 while the request file goes to v4. The request file's own
+# history says v3 only adds request fields (ProducerId, ProducerEpoch) and v4 only a new error code
+# (PRODUCER_FENCED), so the response layout is v2's. Some brokers (Tansu) refuse v0-v2 for idempotent
+# producers, so the response is allowed up to the request's maximum instead of the intersection.
+RESPONSE_VERSION_EXTENSIONS: dict[int, int] = {22: 4}
+
+PRIMITIVES = frozenset(
+    {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "string", "bytes", "records", "uuid"})
+INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32"})
+
+MESSAGE_KEYS = frozenset({"apiKey", "type", "name", "validVersions", "flexibleVersions", "fields", "commonStructs",
+                          "listeners", "latestVersionUnstable", "deprecatedVersions", "headerVersions"})
+FIELD_KEYS = frozenset({"name", "type", "versions", "about", "fields", "default", "nullableVersions", "tag",
+                        "taggedVersions", "ignorable", "entityType", "mapKey"})
+
+
+def strip_comments(text: str) -> str:
+    """Remove // comments outside string literals (Kafka's JSON files are JSON plus line comments)."""
+    out: list[str] = []
+    i, n, in_string = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_string:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+            out.append(c)
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = json.loads(strip_comments(path.read_text()))
+    if not isinstance(data, dict):
+        raise SystemExit(f"{path}: not a JSON object")
+    return data
 
 
 def snake(name: str) -> str:
+    """TransactionalId -> transactional_id, timeoutMs -> timeout_ms, V3AndBelowTransactionalId -> v3_and_below_..."""
     s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     s = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", "_", s)
     return s.lower()
 
 
-def load(path: Path) -> dict[str, Any]:
-    text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
-    return json.loads(text)  # type: ignore[no-any-return]
-
-
-def parse_range(spec: str | None, top: int) -> tuple[int, int] | None:
+def parse_range(spec: str | None) -> tuple[int, int | None] | None:
+    """"3+" -> (3, None), "0-2" -> (0, 2), "1" -> (1, 1), None/"none" -> None."""
     if spec is None or spec == "none":
         return None
     if spec.endswith("+"):
-        return (int(spec[:-1]), top)
-    if "-" in spec:
-        lo, hi = spec.split("-")
-        return (int(lo), int(hi))
-    return (int(spec), int(spec))
+        return (int(spec[:-1]), None)
+    lo, _, hi = spec.partition("-")
+    return (int(lo), int(hi or lo))
 
 
-def default_value(ftype: str, raw: Any, nullable: bool) -> Any:
+def parse_default(ftype: str, raw: Any, where: str) -> Any:
     if ftype.startswith("[]") or ftype not in PRIMITIVES:
-        return None if raw == "null" else []
-    if raw is None:
-        if ftype in ("string",):
-            return ""
-        if ftype in ("bytes", "records"):
-            return None if ftype == "records" else b""
-        if ftype == "bool":
-            return False
-        if ftype == "uuid":
-            return bytes(16)
-        if ftype == "float64":
-            return 0.0
-        return 0
-    if raw == "null":
+        if raw != "null":
+            raise SystemExit(f"{where}: a {ftype} field can only default to null, not {raw!r}")
         return None
-    if ftype == "bool":
-        return raw in (True, "true")
-    if ftype in ("int8", "int16", "int32", "int64", "uint16"):
+    if raw == "null":
+        if ftype not in ("string", "bytes", "records"):
+            raise SystemExit(f"{where}: a {ftype} field cannot default to null")
+        return None
+    if ftype in INTEGERS:
+        # Kafka writes integer defaults as strings, sometimes hex ("0x7fffffff"), occasionally as bare numbers.
         return int(raw, 0) if isinstance(raw, str) else int(raw)
+    if ftype == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if raw not in ("true", "false"):
+            raise SystemExit(f"{where}: bad bool default {raw!r}")
+        return raw == "true"
     if ftype == "float64":
         return float(raw)
-    return raw
+    if ftype == "string":
+        return str(raw)
+    raise SystemExit(f"{where}: cannot interpret default {raw!r} for type {ftype}")
 
 
-def convert_fields(fields: list[dict[str, Any]], structs: dict[str, dict[str, Any]], top: int) -> list[dict[str, Any]]:
-    out = []
+def convert_fields(fields: list[dict[str, Any]], structs: dict[str, list[dict[str, Any]]],
+                   where: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for f in fields:
+        here = f"{where}.{f.get('name')}"
+        unknown = set(f) - FIELD_KEYS
+        if unknown:
+            raise SystemExit(f"{here}: attributes the codec does not implement: {sorted(unknown)}")
         ftype: str = f["type"]
-        versions = parse_range(f.get("versions"), top)
-        if versions is None:
-            continue
-        # Fields of newer versions stay in the table (never encoded at our versions) so the encoder can
-        # tell a field name Kafka knows from a misspelling.
-        nested = f.get("fields")
+        parse_range(f["versions"])  # validates the syntax early, with the field's name in the traceback
+        entry: dict[str, Any] = {"name": snake(f["name"]), "type": ftype, "versions": f["versions"]}
+        if "nullableVersions" in f:
+            entry["nullable"] = f["nullableVersions"]
+        if "tag" in f:
+            if "taggedVersions" not in f:
+                raise SystemExit(f"{here}: tag without taggedVersions")
+            entry["tag"] = int(f["tag"])
+            entry["tagged"] = f["taggedVersions"]
+        if "default" in f:
+            entry["default"] = parse_default(ftype, f["default"], here)
         elem = ftype[2:] if ftype.startswith("[]") else ftype
-        kind = ftype
-        sub = None
+        if elem == ftype and elem not in PRIMITIVES and "nullableVersions" in f:
+            # Kafka writes a nullable struct behind an int8 presence marker; the codec has no use for it yet.
+            raise SystemExit(f"{here}: nullable struct fields are not implemented")
         if elem not in PRIMITIVES:
-            sub = nested if nested is not None else structs[elem]["fields"]
-            kind = "[]" if ftype.startswith("[]") else "struct"
-        nullable = parse_range(f.get("nullableVersions"), top)
-        entry: dict[str, Any] = {
-            "name": snake(f["name"]),
-            "type": kind,
-            "versions": (versions[0], max(versions[0], min(versions[1], top))),
-            "nullable": nullable,
-            "tag": f.get("tag"),
-            "tagged": parse_range(f.get("taggedVersions"), top),
-            "default": default_value(ftype, f.get("default"), nullable is not None),
-            "fields": convert_fields(sub, structs, top) if sub is not None else None,
-        }
+            sub = f.get("fields")
+            if sub is None:
+                if elem not in structs:
+                    raise SystemExit(f"{here}: unknown struct type {elem}")
+                sub = structs[elem]
+            entry["fields"] = convert_fields(sub, structs, here)
         out.append(entry)
     return out
 
 
-def collect_structs(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    structs = {s["name"]: s for s in msg.get("commonStructs", [])}
-
-    def walk(fields: list[dict[str, Any]]) -> None:
-        for f in fields:
-            if f.get("fields") is not None:
-                name = f["type"][2:] if f["type"].startswith("[]") else f["type"]
-                structs.setdefault(name, f)
-                walk(f["fields"])
-
-    walk(msg["fields"])
-    return structs
+def common_structs(msg: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {s["name"]: s["fields"] for s in msg.get("commonStructs", [])}
 
 
-def main(src: str, out: str = "kafkajet/protocol/_schemas.py") -> None:
-    files = {p.name: load(p) for p in sorted(Path(src).glob("*.json"))}
+def check_header_versions(msg: dict[str, Any]) -> None:
+    """Where a file states its header versions, they must agree with the flexible-version rule the codec uses."""
+    declared = msg.get("headerVersions")
+    if declared is None:
+        return
+    flex = parse_range(msg.get("flexibleVersions"))
+    flexible_header = "2" if msg["type"] == "request" else "1"
+    for spec, header in declared.items():
+        rng = parse_range(spec)
+        assert rng is not None
+        is_flex = flex is not None and rng[0] >= flex[0]
+        if (header == flexible_header) != is_flex:
+            raise SystemExit(f"{msg['name']}: headerVersions {spec}->{header} contradicts flexibleVersions")
+
+
+def build_table(src: Path) -> dict[int, dict[str, Any]]:
     by_api: dict[int, dict[str, dict[str, Any]]] = {}
-    for data in files.values():
-        if data["type"] in ("request", "response"):
-            by_api.setdefault(data["apiKey"], {})[data["type"]] = data
+    for path in sorted(src.glob("*.json")):
+        msg = load(path)
+        if msg["type"] == "header":
+            continue  # request/response headers are framing, written by kafkajet/protocol/api.py
+        unknown = set(msg) - MESSAGE_KEYS
+        if unknown:
+            raise SystemExit(f"{path.name}: message attributes the codec does not implement: {sorted(unknown)}")
+        check_header_versions(msg)
+        by_api.setdefault(int(msg["apiKey"]), {})[msg["type"]] = msg
     table: dict[int, dict[str, Any]] = {}
     for api, pair in sorted(by_api.items()):
         req, resp = pair["request"], pair["response"]
-        rq, rs = parse_range(req["validVersions"], 99), parse_range(resp["validVersions"], 99)
-        assert rq and rs
-        rs = (rs[0], max(rs[1], RESPONSE_VERSION_EXTENSIONS.get(api, rs[1])))
-        lo, hi = max(rq[0], rs[0]), min(rq[1], rs[1])
-        entry: dict[str, Any] = {"name": req["name"].removesuffix("Request"), "versions": (lo, hi)}
+        rq, rs = parse_range(req["validVersions"]), parse_range(resp["validVersions"])
+        assert rq is not None and rs is not None and rq[1] is not None and rs[1] is not None
+        rs_hi = max(rs[1], RESPONSE_VERSION_EXTENSIONS.get(api, rs[1]))
+        lo, hi = max(rq[0], rs[0]), min(rq[1], rs_hi)
+        if lo > hi:
+            raise SystemExit(f"{req['name']}: request and response files share no version")
+        name = req["name"].removesuffix("Request")
+        entry: dict[str, Any] = {"name": name, "versions": (lo, hi)}
         for kind, msg in (("request", req), ("response", resp)):
-            flex = parse_range(msg.get("flexibleVersions"), hi)
             entry[kind] = {
-                "flexible_from": flex[0] if flex else None,
-                "fields": convert_fields(msg["fields"], collect_structs(msg), hi),
+                "flexible": msg.get("flexibleVersions", "none"),
+                "fields": convert_fields(msg["fields"], common_structs(msg), msg["name"]),
             }
         table[api] = entry
-    header = (
-        '"""Kafka message schemas. GENERATED by tools/gen_protocol.py from Kafka\'s JSON definitions; do not edit."""\n\n'
-        "from typing import Any\n\n"
-        "SCHEMAS: dict[int, dict[str, Any]] = "
-    )
-    Path(out).write_text(header + pprint.pformat(table, width=110, sort_dicts=False) + "\n")
+    return table
+
+
+def render_fields(fields: list[dict[str, Any]], indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for f in fields:
+        head = ", ".join(f"{k!r}: {v!r}" for k, v in f.items() if k != "fields")
+        if "fields" in f:
+            lines.append(f"{pad}{{{head}, 'fields': [")
+            lines.extend(render_fields(f["fields"], indent + 4))
+            lines.append(f"{pad}]}},")
+        else:
+            lines.append(f"{pad}{{{head}}},")
+    return lines
+
+
+def render(table: dict[int, dict[str, Any]], src: Path) -> str:
+    lines = [
+        '"""Kafka message schemas, one entry per API.',
+        "",
+        "GENERATED by tools/gen_protocol.py from Kafka's JSON message definitions; do not edit.",
+        f"Source: {src.name}/ (see SOURCES.md next to it). Interpreted by kafkajet/protocol/schema.py.",
+        '"""',
+        "",
+        "from typing import Any",
+        "",
+        "SCHEMAS: dict[int, dict[str, Any]] = {",
+    ]
+    for api, entry in table.items():
+        lines.append(f"    {api}: {{'name': {entry['name']!r}, 'versions': {entry['versions']!r},")
+        for kind in ("request", "response"):
+            msg = entry[kind]
+            lines.append(f"        {kind!r}: {{'flexible': {msg['flexible']!r}, 'fields': [")
+            lines.extend(render_fields(msg["fields"], 12))
+            lines.append("        ]},")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    src = Path(argv[0]) if argv else DEFAULT_SOURCE
+    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUTPUT
+    out.write_text(render(build_table(src), src))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main(sys.argv[1:])

@@ -1,191 +1,212 @@
-"""Encode and decode request/response bodies by interpreting the generated schema table.
+"""Encode and decode message bodies by walking a per-version plan (see schema.py).
 
-Bodies are plain dicts keyed by snake_case field names; nested structs are dicts, arrays are lists.
+Bodies are plain dicts keyed by snake_case field names; structs are dicts, arrays are lists. Encoding appends
+byte strings to a list of parts that the caller joins once, so a record batch is copied a single time.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkajet.errors import ProtocolError, UnsupportedVersionError
+from kafkajet.errors import ProtocolError
 from kafkajet.protocol import types as t
-from kafkajet.protocol._schemas import SCHEMAS
+from kafkajet.protocol.schema import FieldPlan, StructPlan, fresh
 
-Field = dict[str, Any]
-
-
-def _in(rng: tuple[int, int] | None, v: int) -> bool:
-    return rng is not None and rng[0] <= v <= rng[1]
+Parts = list[Any]  # bytes-like pieces, joined by the caller
+_MISSING = object()
 
 
-class MessageSchema:
-    """One direction of one API: which fields exist at which version, and whether the version is flexible."""
-
-    def __init__(self, api_key: int, name: str, kind: str, versions: tuple[int, int], spec: dict[str, Any]) -> None:
-        self.api_key = api_key
-        self.name = name
-        self.kind = kind
-        self.versions = versions
-        self.flexible_from: int | None = spec["flexible_from"]
-        self.fields: list[Field] = spec["fields"]
-
-    def flexible(self, version: int) -> bool:
-        return self.flexible_from is not None and version >= self.flexible_from
-
-    def check_version(self, version: int) -> None:
-        lo, hi = self.versions
-        if not lo <= version <= hi:
-            raise UnsupportedVersionError(f"unsupported version {version} of {self.name} (supported {lo}-{hi})")
-
-    # --- encode -------------------------------------------------------------------------------------
-
-    def encode(self, body: dict[str, Any], version: int, out: list[Any]) -> None:
-        self.check_version(version)
-        _encode_struct(self.fields, body, version, self.flexible(version), out, self.name)
-
-    # --- decode -------------------------------------------------------------------------------------
-
-    def decode(self, reader: t.Reader, version: int) -> dict[str, Any]:
-        self.check_version(version)
-        return _decode_struct(self.fields, reader, version, self.flexible(version), self.name)
+# --- encode ----------------------------------------------------------------------------------------------
 
 
-def _encode_value(f: Field, value: Any, v: int, flex: bool, out: list[Any], path: str) -> None:
-    ftype = f["type"]
-    nullable = _in(f["nullable"], v)
-    if value is None and not nullable and ftype not in t.FIXED and ftype not in ("bool", "uuid"):
-        raise ProtocolError(f"{path}: null is not allowed in version {v}")
-    try:
-        st = t.FIXED.get(ftype)
-        if st is not None:
-            out.append(st.pack(value))
-        elif ftype == "bool":
-            out.append(b"\x01" if value else b"\x00")
-        elif ftype == "string":
-            out.append(t.string(value, flex))
-        elif ftype in ("bytes", "records"):
-            out.extend(t.bytes_(value, flex))
-        elif ftype == "uuid":
-            raw = bytes(16) if value is None else bytes(value)
-            if len(raw) != 16:
-                raise ProtocolError(f"{path}: a uuid is 16 bytes, got {len(raw)}")
-            out.append(raw)
-        elif ftype == "struct":
-            _encode_struct(f["fields"], value or {}, v, flex, out, path)
-        elif ftype.startswith("[]"):
-            out.append(t.array_length(None if value is None else len(value), flex))
-            if value:
-                if ftype == "[]":
-                    for item in value:
-                        _encode_struct(f["fields"], item, v, flex, out, path)
-                else:
-                    elem = {"type": ftype[2:], "nullable": None}
-                    for item in value:
-                        _encode_value(elem, item, v, flex, out, path)
-        else:
-            raise ProtocolError(f"{path}: unknown type {ftype}")
-    except struct.error as e:
-        raise ProtocolError(f"{path}: cannot encode {value!r} as {ftype}: {e}") from None
-    except (TypeError, AttributeError) as e:
-        raise ProtocolError(f"{path}: cannot encode {value!r} as {ftype}: {e}") from None
-
-
-_NAMES: dict[int, frozenset[str]] = {}
-
-
-def _check_names(fields: list[Field], body: dict[str, Any], path: str) -> None:
-    names = _NAMES.get(id(fields))
-    if names is None:
-        names = _NAMES[id(fields)] = frozenset(f["name"] for f in fields)
-    if not names.issuperset(body):
+def encode_struct(plan: StructPlan, body: Any, out: Parts) -> None:
+    if not isinstance(body, Mapping):
+        raise ProtocolError(f"'{plan.path}' must be a dict, got {type(body).__name__}")
+    if not plan.known.issuperset(body):
         # A misspelt key would otherwise be replaced by the field's default without a word.
-        unknown = sorted(set(body) - names)
-        raise ProtocolError(f"{path}: unknown field(s) {', '.join(unknown)}; this message has {', '.join(sorted(names))}")
+        unknown = ", ".join(sorted(map(str, set(body) - plan.known)))
+        raise ProtocolError(f"unknown field(s) {unknown} in '{plan.path}'; it has {', '.join(sorted(plan.known))}")
+    for f in plan.fields:
+        value = body.get(f.name, _MISSING)
+        encode_value(f, f.default if value is _MISSING else value, out)
+    if plan.flexible:
+        encode_tagged(plan, body, out)
 
 
-def _encode_struct(fields: list[Field], body: dict[str, Any], v: int, flex: bool, out: list[Any], path: str) -> None:
-    _check_names(fields, body, path)
-    tagged: list[tuple[int, Field, Any]] = []
-    for f in fields:
-        if not _in(f["versions"], v):
-            continue
-        value = body.get(f["name"], f["default"])
-        if f["tag"] is not None and flex and _in(f["tagged"], v):
-            if value != f["default"]:
-                tagged.append((f["tag"], f, value))
-            continue
-        _encode_value(f, value, v, flex, out, f"{path}.{f['name']}")
-    if flex:
-        out.append(t.uvarint(len(tagged)))
-        for tag, f, value in sorted(tagged, key=lambda x: x[0]):
-            parts: list[Any] = []
-            _encode_value(f, value, v, flex, parts, f"{path}.{f['name']}")
-            data = b"".join(parts)
-            out.append(t.uvarint(tag))
-            out.append(t.uvarint(len(data)))
-            out.append(data)
+def encode_tagged(plan: StructPlan, body: Mapping[str, Any], out: Parts) -> None:
+    entries: list[bytes] = []
+    for f in plan.tagged:  # already in ascending tag order
+        value = body.get(f.name, _MISSING)
+        if value is _MISSING or value == f.default:
+            continue  # a tagged field at its default is left out (that is what makes it optional)
+        parts: Parts = []
+        encode_value(f, value, parts)
+        data = b"".join(parts)
+        assert f.tag is not None
+        entries.append(t.uvarint(f.tag) + t.uvarint(len(data)) + data)
+    out.append(t.uvarint(len(entries)))
+    out.extend(entries)
 
 
-def _decode_value(f: Field, r: t.Reader, v: int, flex: bool, path: str) -> Any:
-    ftype = f["type"]
-    st = t.FIXED.get(ftype)
-    if st is not None:
-        return r.fixed(st, path)
-    nullable = _in(f["nullable"], v)
-    if ftype == "bool":
-        return r.boolean(path)
-    if ftype == "string":
-        return r.string(flex, nullable, path)
-    if ftype in ("bytes", "records"):
-        return r.bytes_(flex, nullable or ftype == "records", path)
-    if ftype == "uuid":
-        return r.raw(16, path)
-    if ftype == "struct":
-        return _decode_struct(f["fields"], r, v, flex, path)
-    if ftype.startswith("[]"):
-        n = r.array_length(flex, nullable, path)
-        if n is None:
-            return None
-        if ftype == "[]":
-            return [_decode_struct(f["fields"], r, v, flex, path) for _ in range(n)]
-        elem = {"type": ftype[2:], "nullable": None}
-        return [_decode_value(elem, r, v, flex, path) for _ in range(n)]
-    raise ProtocolError(f"{path}: unknown type {ftype}")
+def encode_value(f: FieldPlan, value: Any, out: Parts) -> None:
+    if value is None and f.type != "uuid":
+        if not f.nullable:  # structs never are: tools/gen_protocol.py refuses nullable struct fields
+            raise ProtocolError(f"'{f.path}' is not nullable in this version, got None")
+        out.append(t.array_length(None, f.compact) if f.type == "array" else _null(f))
+        return
+    _ENCODERS[f.type](f, value, out)
 
 
-def _decode_struct(fields: list[Field], r: t.Reader, v: int, flex: bool, path: str) -> dict[str, Any]:
+def _null(f: FieldPlan) -> bytes:
+    if f.type == "string":
+        return t.string(None, f.compact)
+    return t.bytes_parts(None, f.compact)[0]
+
+
+def _enc_fixed(f: FieldPlan, value: Any, out: Parts) -> None:
+    st = t.FIXED[f.type]
+    try:
+        out.append(st.pack(value))
+    except struct.error as e:
+        raise ProtocolError(f"cannot encode {value!r} as {f.label}: {e}") from None
+
+
+def _enc_bool(f: FieldPlan, value: Any, out: Parts) -> None:
+    if not isinstance(value, int):
+        raise ProtocolError(f"{f.label} must be a bool, got {type(value).__name__}")
+    out.append(t.boolean(bool(value)))
+
+
+def _enc_string(f: FieldPlan, value: Any, out: Parts) -> None:
+    if not isinstance(value, str):
+        raise ProtocolError(f"{f.label} must be a str, got {type(value).__name__}")
+    try:
+        out.append(t.string(value, f.compact))
+    except ProtocolError as e:
+        raise ProtocolError(f"{f.label}: {e}") from None
+
+
+def _enc_bytes(f: FieldPlan, value: Any, out: Parts) -> None:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise ProtocolError(f"{f.label} must be bytes, got {type(value).__name__}")
+    prefix, payload = t.bytes_parts(value, f.compact)
+    out.append(prefix)
+    out.append(payload)  # not copied here: the final join is the only copy of a record batch
+
+
+def _enc_uuid(f: FieldPlan, value: Any, out: Parts) -> None:
+    # None is accepted as the all-zero uuid, Kafka's "no id" (Uuid.ZERO_UUID).
+    if value is None:
+        out.append(bytes(t.UUID_SIZE))
+        return
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise ProtocolError(f"{f.label} must be 16 bytes, got {type(value).__name__}")
+    try:
+        out.append(t.uuid(value))
+    except ProtocolError as e:
+        raise ProtocolError(f"{f.label}: {e}") from None
+
+
+def _enc_struct(f: FieldPlan, value: Any, out: Parts) -> None:
+    assert f.struct is not None
+    encode_struct(f.struct, value, out)
+
+
+def _enc_array(f: FieldPlan, value: Any, out: Parts) -> None:
+    if not isinstance(value, list | tuple):
+        raise ProtocolError(f"'{f.path}' must be a list, got {type(value).__name__}")
+    elem = f.element
+    assert elem is not None
+    out.append(t.array_length(len(value), f.compact))
+    encode = _ENCODERS[elem.type]
+    for item in value:
+        if item is None:
+            raise ProtocolError(f"'{f.path}' elements cannot be None")
+        encode(elem, item, out)
+
+
+_ENCODERS: dict[str, Callable[[FieldPlan, Any, Parts], None]] = {
+    **{name: _enc_fixed for name in t.FIXED},
+    "bool": _enc_bool, "string": _enc_string, "bytes": _enc_bytes, "records": _enc_bytes, "uuid": _enc_uuid,
+    "struct": _enc_struct, "array": _enc_array,
+}
+
+
+# --- decode ----------------------------------------------------------------------------------------------
+
+
+def decode_struct(plan: StructPlan, r: t.Reader) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    by_tag: dict[int, Field] = {}
-    for f in fields:
-        if not _in(f["versions"], v):
-            continue
-        if f["tag"] is not None and flex and _in(f["tagged"], v):
-            by_tag[f["tag"]] = f
-            out[f["name"]] = f["default"]
-            continue
-        out[f["name"]] = _decode_value(f, r, v, flex, f"{path}.{f['name']}")
-    if flex:
-        count = r.uvarint(f"{path} tagged field count")
-        if count > r.end - r.pos:
-            raise ProtocolError(f"{r.context}: {count} tagged fields claimed with {r.end - r.pos} bytes left")
-        for _ in range(count):
-            tag = r.uvarint(f"{path} tag")
-            size = r.uvarint(f"{path} tag {tag} size")
-            r.need(size, f"{path} tag {tag}")
-            tf = by_tag.get(tag)
-            if tf is None:
-                r.pos += size  # unknown tags are skipped: newer brokers may add them
-                continue
-            sub = t.Reader(r.data[r.pos:r.pos + size], r.context)
-            out[tf["name"]] = _decode_value(tf, sub, v, flex, f"{path}.{tf['name']}")
-            r.pos += size
+    for f in plan.fields:
+        out[f.name] = _DECODERS[f.type](f, r)
+    if plan.flexible:
+        for f in plan.tagged:
+            out[f.name] = fresh(f.default)
+        decode_tagged(plan, r, out)
     return out
 
 
-REQUESTS: dict[int, MessageSchema] = {}
-RESPONSES: dict[int, MessageSchema] = {}
-for _api, _entry in SCHEMAS.items():
-    REQUESTS[_api] = MessageSchema(_api, _entry["name"] + " request", "request", _entry["versions"], _entry["request"])
-    RESPONSES[_api] = MessageSchema(_api, _entry["name"] + " response", "response", _entry["versions"],
-                                    _entry["response"])
+def decode_tagged(plan: StructPlan | None, r: t.Reader, out: dict[str, Any]) -> None:
+    """Read a tagged-field section into ``out``; tags the plan does not know are skipped (a newer peer's)."""
+    where = plan.path if plan is not None else "header"
+    count = r.uvarint(f"tagged field count of '{where}'")
+    if count * 2 > r.remaining:  # every entry takes at least a tag byte and a size byte
+        raise r.error(f"{count} tagged fields claimed in '{where}' with only {r.remaining} bytes left")
+    for _ in range(count):
+        tag = r.uvarint(f"tag in '{where}'")
+        size = r.uvarint(f"size of tag {tag} in '{where}'")
+        r.need(size, f"tag {tag} in '{where}'")
+        f = plan.by_tag.get(tag) if plan is not None else None
+        if f is None:
+            r.pos += size
+            continue
+        end = r.pos + size
+        sub = t.Reader(r.data, r.context, pos=r.pos, end=end)
+        out[f.name] = _DECODERS[f.type](f, sub)
+        if sub.pos != end:
+            raise r.error(f"tagged field {f.label} (tag {tag}) declared {size} bytes but used {sub.pos - r.pos}")
+        r.pos = end
+
+
+def _dec_fixed(f: FieldPlan, r: t.Reader) -> Any:
+    return r.fixed(t.FIXED[f.type], f.label)
+
+
+def _dec_bool(f: FieldPlan, r: t.Reader) -> Any:
+    return r.boolean(f.label)
+
+
+def _dec_string(f: FieldPlan, r: t.Reader) -> Any:
+    return r.string(f.compact, f.nullable, f.label)
+
+
+def _dec_bytes(f: FieldPlan, r: t.Reader) -> Any:
+    return r.bytes_(f.compact, f.nullable, f.label)
+
+
+def _dec_uuid(f: FieldPlan, r: t.Reader) -> Any:
+    return r.uuid(f.label)
+
+
+def _dec_struct(f: FieldPlan, r: t.Reader) -> Any:
+    assert f.struct is not None
+    return decode_struct(f.struct, r)
+
+
+def _dec_array(f: FieldPlan, r: t.Reader) -> Any:
+    elem = f.element
+    assert elem is not None
+    n = r.array_length(f.compact, f.nullable, f.element_min_size, f.label)
+    if n is None:
+        return None
+    decode = _DECODERS[elem.type]
+    return [decode(elem, r) for _ in range(n)]
+
+
+_DECODERS: dict[str, Callable[[FieldPlan, t.Reader], Any]] = {
+    **{name: _dec_fixed for name in t.FIXED},
+    "bool": _dec_bool, "string": _dec_string, "bytes": _dec_bytes, "records": _dec_bytes, "uuid": _dec_uuid,
+    "struct": _dec_struct, "array": _dec_array,
+}
