@@ -189,6 +189,9 @@ class Sender:
             self._send_produce_request(node, batches, now)
         expired = self.accumulator.expire(now, self._cause_for)
         for batch in expired:
+            if self.idempotence is not None and batch.has_sequence:
+                # A numbered batch that never made it leaves a gap the broker would reject later ones for.
+                self.idempotence.request_epoch_bump(f"batch for {batch.topic}-{batch.partition} expired")
             self._on_failed(batch)
         return min(timeout, self.accumulator.next_expiry_ms(now))
 

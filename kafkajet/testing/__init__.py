@@ -1,5 +1,6 @@
 """Test helpers for kafkajet and its users: a real embedded broker and (later) an in-process MockCluster."""
 
 from kafkajet.testing.embedded_broker import BrokerStartError, EmbeddedBroker, find_tansu
+from kafkajet.testing.mock_cluster import MockCluster
 
-__all__ = ["BrokerStartError", "EmbeddedBroker", "find_tansu"]
+__all__ = ["BrokerStartError", "EmbeddedBroker", "MockCluster", "find_tansu"]
