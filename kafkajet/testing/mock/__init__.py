@@ -1,0 +1,11 @@
+"""The parts of MockCluster (kafkajet.testing.mock_cluster): storage, sequence checks, faults, server."""
+
+from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, ControlFn, after_append
+from kafkajet.testing.mock.sequences import BATCHES_RETAINED, SequenceChecker, Verdict
+from kafkajet.testing.mock.server import RequestRecord
+from kafkajet.testing.mock.state import NO_LEADER, MockConfig
+
+__all__ = [
+    "Action", "BATCHES_RETAINED", "ControlFn", "DROP", "DROP_AFTER", "MockConfig", "NO_LEADER", "RequestRecord",
+    "SequenceChecker", "Verdict", "after_append",
+]

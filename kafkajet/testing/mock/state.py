@@ -1,0 +1,144 @@
+"""What the mock cluster knows: brokers, topics, partitions and their leaders, producer ids.
+
+One lock guards all of it; the server thread takes it per request and the test thread per call, so a test
+always sees a request either wholly applied or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kafkajet.testing.mock.log import PartitionLog
+from kafkajet.testing.mock.sequences import SequenceChecker
+
+# Kafka's rule for topic names (Topic.validate): at most 249 of these characters, not "." or "..".
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+NO_LEADER = -1
+
+
+@dataclass
+class MockConfig:
+    auto_create_topics: bool = True
+    default_partitions: int = 1
+    replication_factor: int = 3  # reported in metadata, capped by the number of brokers; nothing is replicated
+    # Kafka's message.max.bytes default: 1 MiB plus the 12-byte log overhead of a batch.
+    max_message_bytes: int = 1048588
+    # Kafka's socket.request.max.bytes: a larger request frame closes the connection.
+    max_request_bytes: int = 100 * 1024 * 1024
+    duplicate_error: str | None = None
+    stale_epoch_error: str = "INVALID_PRODUCER_EPOCH"
+    unknown_producer_error: str | None = "UNKNOWN_PRODUCER_ID"
+
+
+@dataclass
+class BrokerState:
+    node_id: int
+    host: str
+    port: int
+    up: bool = True
+    rtt_ms: float = 0.0
+
+
+@dataclass
+class PartitionState:
+    index: int
+    leader: int
+    replicas: list[int]
+    sequences: SequenceChecker
+    leader_epoch: int = 0
+    log: PartitionLog = field(default_factory=PartitionLog)
+
+
+@dataclass
+class TopicState:
+    name: str
+    partitions: list[PartitionState]
+    topic_id: bytes = field(default_factory=lambda: uuid.uuid4().bytes)
+
+
+class ClusterState:
+    def __init__(self, config: MockConfig, broker_ids: list[int]) -> None:
+        self.config = config
+        self.lock = threading.RLock()
+        # Notified after every append, so tests can wait for records without polling.
+        self.changed = threading.Condition(self.lock)
+        self.broker_ids = broker_ids
+        self.brokers: dict[int, BrokerState] = {}
+        self.topics: dict[str, TopicState] = {}
+        self.cluster_id = "kafkajet-mock-" + uuid.uuid4().hex[:12]
+        # Produce outcomes per partition answered: error names, and "duplicate_batches" for retries recognised.
+        self.stats: Counter[str] = Counter()
+        self._next_producer_id = 1000
+        self._topics_created = 0
+
+    @property
+    def controller_id(self) -> int:
+        return self.broker_ids[0]
+
+    def topic_name_error(self, name: str) -> str | None:
+        if not _TOPIC_NAME.match(name) or name in (".", ".."):
+            return f"{name!r} is not a valid topic name"
+        return None
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int | None = None,
+                     leaders: list[int] | None = None) -> TopicState:
+        """Leaders go round the brokers starting one further for each new topic, as Kafka spreads them."""
+        if name in self.topics:
+            raise ValueError(f"topic {name!r} already exists")
+        error = self.topic_name_error(name)
+        if error:
+            raise ValueError(error)
+        if partitions < 1:
+            raise ValueError(f"a topic needs at least one partition, not {partitions}")
+        n = len(self.broker_ids)
+        rf = min(replication_factor or self.config.replication_factor, n)
+        start = self._topics_created
+        self._topics_created += 1
+        parts = []
+        for p in range(partitions):
+            first = (start + p) % n
+            replicas = [self.broker_ids[(first + i) % n] for i in range(rf)]
+            leader = replicas[0]
+            if leaders is not None:
+                leader = leaders[p]
+                if leader not in replicas:
+                    replicas = [leader, *replicas[: rf - 1]]
+            parts.append(PartitionState(p, leader, replicas, self._sequence_checker()))
+        topic = self.topics[name] = TopicState(name, parts)
+        return topic
+
+    def _sequence_checker(self) -> SequenceChecker:
+        c = self.config
+        return SequenceChecker(duplicate_error=c.duplicate_error, stale_epoch_error=c.stale_epoch_error,
+                               unknown_producer_error=c.unknown_producer_error)
+
+    def partition(self, topic: str, index: int) -> PartitionState | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
+
+    def require_partition(self, topic: str, index: int) -> PartitionState:
+        p = self.partition(topic, index)
+        if p is None:
+            raise KeyError(f"no partition {topic}-{index}")
+        return p
+
+    def set_leader(self, topic: str, index: int, broker_id: int) -> None:
+        p = self.require_partition(topic, index)
+        if broker_id != NO_LEADER and broker_id not in self.brokers:
+            raise ValueError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}")
+        if broker_id != NO_LEADER and broker_id not in p.replicas:
+            p.replicas = [broker_id, *[r for r in p.replicas if r != broker_id]][: len(p.replicas)]
+        p.leader = broker_id
+        # A new epoch per election, so clients using KIP-320 epochs see the move as newer metadata.
+        p.leader_epoch += 1
+
+    def next_producer_id(self) -> int:
+        pid = self._next_producer_id
+        self._next_producer_id += 1
+        return pid

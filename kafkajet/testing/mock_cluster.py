@@ -1,0 +1,296 @@
+"""MockCluster: a multi-broker Kafka cluster in process, on real TCP sockets, with fault injection.
+
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=6)
+        producer = Producer(bootstrap_servers=cluster.bootstrap_servers)
+        cluster.push_request_errors("Produce", ["NOT_LEADER_OR_FOLLOWER"])
+        ...
+        assert [r.value for r in cluster.records("t", 0)] == [...]
+
+It speaks the real wire protocol (kafkajet.protocol) and stores real record batches, so independent clients
+(kafka-python, confluent-kafka) produce into it and read back from it. It is not replicated and forgets
+everything on stop(). Served: ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
+InitProducerId (idempotent producers, not transactions), DescribeCluster. Faults are described in
+kafkajet.testing.mock.faults.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from types import TracebackType
+
+from kafkajet.protocol import ApiKey
+from kafkajet.records import Record, RecordBatch, decode_batches
+from kafkajet.testing.mock.faults import (
+    DROP,
+    DROP_AFTER,
+    Action,
+    ControlFn,
+    Faults,
+    RawResponse,
+    api_key,
+    parse_error_action,
+)
+from kafkajet.testing.mock.server import MockServer, RequestRecord
+from kafkajet.testing.mock.state import NO_LEADER, BrokerState, ClusterState, MockConfig
+
+log = logging.getLogger("kafkajet.testing.mock")
+
+__all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER"]
+
+
+class MockCluster:
+    """brokers are numbered 1..n, each with its own port on `host`. Methods that wait take a timeout (seconds)."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        *,
+        auto_create_topics: bool = True,
+        default_partitions: int = 1,
+        replication_factor: int = 3,
+        max_message_bytes: int = 1048588,
+        duplicate_error: str | None = None,
+        stale_epoch_error: str = "INVALID_PRODUCER_EPOCH",
+        unknown_producer_error: str | None = "UNKNOWN_PRODUCER_ID",
+        host: str = "127.0.0.1",
+    ) -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, not {brokers}")
+        for name in (duplicate_error, stale_epoch_error, unknown_producer_error):
+            if name is not None:
+                parse_error_action(name)
+        config = MockConfig(auto_create_topics=auto_create_topics, default_partitions=default_partitions,
+                            replication_factor=replication_factor, max_message_bytes=max_message_bytes,
+                            duplicate_error=duplicate_error, stale_epoch_error=stale_epoch_error,
+                            unknown_producer_error=unknown_producer_error)
+        self._host = host
+        self._state = ClusterState(config, list(range(1, brokers + 1)))
+        self._faults = Faults()
+        self._server: MockServer | None = None
+
+    # --- life cycle -----------------------------------------------------------------------------------
+
+    def start(self) -> MockCluster:
+        if self._server is not None:
+            raise RuntimeError("the mock cluster was already started")
+        server = self._server = MockServer(self._state, self._faults, self._host)
+        try:
+            for broker_id in self._state.broker_ids:
+                port = server.listen(broker_id)
+                self._state.brokers[broker_id] = BrokerState(broker_id, self._host, port)
+            server.start(f"kafkajet-mock-cluster-{self._state.cluster_id[-12:]}")
+        except BaseException:
+            server.stop(5.0)
+            raise
+        log.info("mock cluster %s up: %s", self._state.cluster_id, self.bootstrap_servers)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close every socket and join the server thread."""
+        if self._server is not None:
+            self._server.stop(timeout)
+
+    @property
+    def running(self) -> bool:
+        """True while the server thread is alive."""
+        return self._server is not None and self._server.running
+
+    def __enter__(self) -> MockCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # --- topology -------------------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{b.host}:{b.port}" for b in self._state.brokers.values())
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(self._state.broker_ids)
+
+    @property
+    def config(self) -> MockConfig:
+        """Mutable: e.g. cluster.config.max_message_bytes = 10_000 takes effect at the next request."""
+        return self._state.config
+
+    def address(self, broker_id: int) -> str:
+        b = self._broker(broker_id)
+        return f"{b.host}:{b.port}"
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None) -> None:
+        with self._state.lock:
+            self._state.create_topic(name, partitions, replication_factor)
+
+    def delete_topic(self, name: str) -> None:
+        with self._state.lock:
+            if self._state.topics.pop(name, None) is None:
+                raise KeyError(f"no topic {name!r}")
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> number of partitions."""
+        with self._state.lock:
+            return {name: len(t.partitions) for name, t in self._state.topics.items()}
+
+    def leader(self, topic: str, partition: int) -> int:
+        with self._state.lock:
+            return self._state.require_partition(topic, partition).leader
+
+    def set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        """Move leadership (NO_LEADER = -1 for none: metadata then says LEADER_NOT_AVAILABLE). The old leader
+        answers NOT_LEADER_OR_FOLLOWER from the next request on."""
+        with self._state.lock:
+            self._state.set_leader(topic, partition, broker_id)
+
+    def partitions_led_by(self, broker_id: int) -> list[tuple[str, int]]:
+        with self._state.lock:
+            return [(t.name, p.index) for t in self._state.topics.values() for p in t.partitions
+                    if p.leader == broker_id]
+
+    # --- faults ---------------------------------------------------------------------------------------
+
+    def control(self, api: ApiKey | int | str, fn: ControlFn) -> int:
+        """Add a hook fn(request_header, body, broker_id) -> action; returns a handle for remove_control().
+        The actions are listed in kafkajet.testing.mock.faults. Hooks run on the server thread."""
+        return self._faults.add_hook(api_key(api), fn)
+
+    def remove_control(self, handle: int) -> bool:
+        return self._faults.remove_hook(handle)
+
+    def push_request_errors(self, api: ApiKey | int | str, errors: Iterable[str], *,
+                            broker_id: int | None = None) -> None:
+        """The next len(errors) requests of `api` (to `broker_id`, or any broker) fail one error each, every
+        partition in them getting it. Wrap a name in faults.after_append() to have the request handled first."""
+        names = list(errors)
+        for name in names:
+            parse_error_action(name)
+        self._enqueue(api, list(names), broker_id)
+
+    def drop_requests(self, api: ApiKey | int | str, count: int = 1, *, broker_id: int | None = None) -> None:
+        """Close the connection on the next `count` requests of `api`, without handling them."""
+        self._enqueue(api, [DROP] * count, broker_id)
+
+    def drop_after_append(self, api: ApiKey | int | str = "Produce", count: int = 1, *,
+                          broker_id: int | None = None) -> None:
+        """Handle the next `count` requests of `api` (a Produce appends), then close the connection unanswered."""
+        self._enqueue(api, [DROP_AFTER] * count, broker_id)
+
+    def inject_response_bytes(self, api: ApiKey | int | str, data: RawResponse, *,
+                              broker_id: int | None = None) -> None:
+        """Answer the next request of `api` with raw bytes (whole frame: size prefix, header, body), or with
+        data(request_header) if callable. The request itself is not handled."""
+        self._enqueue(api, [data], broker_id)
+
+    def pending_faults(self, api: ApiKey | int | str) -> int:
+        """Queued one-shot faults not yet consumed by a request."""
+        return self._faults.pending(api_key(api))
+
+    def clear_faults(self) -> None:
+        """Remove every hook and queued fault, and every rtt."""
+        self._faults.clear()
+        with self._state.lock:
+            for b in self._state.brokers.values():
+                b.rtt_ms = 0.0
+
+    def _enqueue(self, api: ApiKey | int | str, actions: list[Action], broker_id: int | None) -> None:
+        if broker_id is not None:
+            self._broker(broker_id)
+        self._faults.enqueue(api_key(api), actions, broker_id)
+
+    def set_rtt(self, broker_id: int, ms: float) -> None:
+        """Delay every answer of the broker by `ms` (from the moment it is ready); other brokers are unaffected."""
+        if ms < 0:
+            raise ValueError(f"rtt must be >= 0, not {ms}")
+        with self._state.lock:
+            self._broker(broker_id).rtt_ms = float(ms)
+
+    def broker_down(self, broker_id: int, timeout: float = 5.0) -> None:
+        """Close the broker's listener and connections: clients get connection refused. Metadata keeps listing
+        it and its leadership (the cluster has not noticed); use set_leader() for a failover."""
+        broker = self._broker(broker_id)
+        self._require_server().call(lambda: self._require_server().close_broker(broker_id), timeout)
+        with self._state.lock:
+            broker.up = False
+
+    def broker_up(self, broker_id: int, timeout: float = 5.0) -> None:
+        """Listen again on the broker's old port."""
+        broker = self._broker(broker_id)
+        if broker.up:
+            return
+        server = self._require_server()
+        server.call(lambda: server.listen(broker_id, broker.port), timeout)
+        with self._state.lock:
+            broker.up = True
+
+    # --- what the cluster holds -----------------------------------------------------------------------
+
+    def records(self, topic: str, partition: int) -> list[Record]:
+        """Every record of a partition with its offset, decoded from the stored batches."""
+        with self._state.lock:
+            plog = self._state.require_partition(topic, partition).log
+            stored = plog.stored()
+        # Decoded outside the lock: the server keeps answering meanwhile.
+        return [r for b in decode_batches(b"".join(s.data for s in stored)) for r in b.records]
+
+    def batches(self, topic: str, partition: int) -> list[RecordBatch]:
+        """The stored batches, decoded: producer id, epoch, base sequence, offsets, records."""
+        with self._state.lock:
+            return self._state.require_partition(topic, partition).log.decoded()
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        with self._state.lock:
+            return self._state.require_partition(topic, partition).log.log_end_offset
+
+    def record_count(self, topic: str) -> int:
+        with self._state.lock:
+            t = self._state.topics.get(topic)
+            return 0 if t is None else sum(p.log.log_end_offset for p in t.partitions)
+
+    def stats(self) -> dict[str, int]:
+        """Produce outcomes answered per partition since start: error names (forced ones included), and
+        "duplicate_batches" for retried idempotent batches recognised and not written again."""
+        with self._state.lock:
+            return dict(self._state.stats)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str = "condition") -> None:
+        """Wait until predicate() holds, re-checking after every request the cluster handles."""
+        with self._state.changed:
+            if not self._state.changed.wait_for(predicate, timeout):
+                raise TimeoutError(f"{what} not reached within {timeout} s")
+
+    def wait_for_records(self, topic: str, count: int, timeout: float) -> None:
+        """Wait until the topic holds at least `count` records (over all partitions)."""
+        try:
+            self.wait_until(lambda: self.record_count(topic) >= count, timeout)
+        except TimeoutError:
+            raise TimeoutError(f"{count} records in {topic!r} not reached within {timeout} s "
+                               f"(have {self.record_count(topic)})") from None
+
+    def requests(self, api: ApiKey | int | str | None = None) -> list[RequestRecord]:
+        """Request history, oldest first: api name, version, broker, time.monotonic(), correlation id, client id."""
+        history = self._require_server().history()
+        if api is None:
+            return history
+        name = api_key(api).name
+        return [r for r in history if r.api == name]
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    def _broker(self, broker_id: int) -> BrokerState:
+        b = self._state.brokers.get(broker_id)
+        if b is None:
+            raise ValueError(f"no broker {broker_id}; brokers are {self._state.broker_ids}")
+        return b
+
+    def _require_server(self) -> MockServer:
+        if self._server is None:
+            raise RuntimeError("the mock cluster is not started")
+        return self._server
+
+    def __repr__(self) -> str:
+        return f"MockCluster({self.bootstrap_servers or 'not started'})"
