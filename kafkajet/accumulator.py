@@ -285,32 +285,42 @@ class RecordAccumulator:
         batch.retry_at_ms = now + backoff * random.uniform(0.8, 1.2)
         with self._lock:
             dq = self._queues.setdefault(batch.tp, deque())
-            # Back to its place in send order: ahead of younger batches, behind older retried ones.
-            i = 0
-            while i < len(dq) and dq[i].order < batch.order:
-                i += 1
-            dq.insert(i, batch)
+            self._insert_in_order(dq, batch)
             self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+
+    @staticmethod
+    def _insert_in_order(dq: deque[ProducerBatch], batch: ProducerBatch) -> None:
+        """Back to its place in send order: ahead of younger batches, behind older retried ones."""
+        i = 0
+        while i < len(dq) and dq[i].order < batch.order:
+            i += 1
+        dq.insert(i, batch)
 
     def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
         """Split a batch the broker found too large; returns how many batches it became."""
-        parts = batch.split(self.batch_size, lambda size: self.pool.allocate(size, 0.0), now)
+        # Halve what the broker refused: re-packing into batch.size would rebuild the same batch when the
+        # broker's limit is below batch.size.
+        target = min(self.batch_size, BATCH_HEADER_SIZE + len(batch.buf) // 2)
+        parts = batch.split(target, now)
         with self._lock:
             dq = self._queues.setdefault(batch.tp, deque())
-            for part in reversed(parts):
-                dq.appendleft(part)
+            for part in parts:
+                # By send order, like a retry: an older batch may already be back in the deque.
+                self._insert_in_order(dq, part)
                 self._incomplete.add(part)
             self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
             self._incomplete.discard(batch)
         batch.mark_split()
-        self.pool.deallocate(batch.buf, batch.capacity)
+        if batch.pooled:
+            self.pool.deallocate(batch.buf, batch.capacity)
         return len(parts)
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
         if batch.complete(base_offset, log_append_time, error):
             with self._lock:
                 self._incomplete.discard(batch)
-            self.pool.deallocate(batch.buf, batch.capacity)
+            if batch.pooled:
+                self.pool.deallocate(batch.buf, batch.capacity)
 
     def expire(self, now: float, cause_for: Callable[[ProducerBatch], KafkaError | None]) -> list[ProducerBatch]:
         """Fail queued batches older than delivery.timeout.ms; in-flight ones wait for their request."""

@@ -23,6 +23,7 @@ class IdempotenceManager:
         self.producer_epoch = -1
         self._next_sequence: dict[TopicPartition, int] = {}
         self._in_flight: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._last_acked: dict[TopicPartition, int] = {}
         self.bump_requested = False
         self.bump_reason = ""
         self.init_in_progress = False
@@ -39,6 +40,7 @@ class IdempotenceManager:
         self.producer_epoch = epoch
         # A new epoch starts every partition's sequence at 0 (KIP-360).
         self._next_sequence.clear()
+        self._last_acked.clear()
         self.bump_requested = False
 
     def request_epoch_bump(self, reason: str) -> None:
@@ -82,6 +84,18 @@ class IdempotenceManager:
                 q.remove(batch)
             except ValueError:
                 pass
+
+    def acknowledged(self, batch: ProducerBatch) -> None:
+        if batch.has_sequence and batch.producer_epoch == self.producer_epoch:
+            self._last_acked[batch.tp] = batch.base_sequence + batch.count - 1
+
+    def is_next_expected(self, batch: ProducerBatch) -> bool:
+        """Whether the broker should accept this batch next: every earlier sequence was acknowledged.
+
+        A sequence error on a batch that is not next only means an earlier batch is still unresolved
+        (being retried), so it is retried after it: Java's lastAckedSequence rule.
+        """
+        return batch.base_sequence == self._last_acked.get(batch.tp, -1) + 1
 
     def is_first_in_flight(self, batch: ProducerBatch) -> bool:
         q = self._in_flight.get(batch.tp)

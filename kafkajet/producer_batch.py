@@ -27,7 +27,7 @@ class ProducerBatch:
         "futures", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "done_event", "last_error", "_lock", "_listeners", "is_split", "order",
-        "_sealed_sequence",
+        "_sealed_sequence", "pooled",
     )
 
     def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
@@ -52,6 +52,7 @@ class ProducerBatch:
         self.base_sequence = -1
         self.wire: bytes | None = None
         self._sealed_sequence = -1
+        self.pooled = True  # whether buf came from the BufferPool and goes back to it
         self.completed = False
         self.error: KafkaError | None = None
         self.base_offset = -1
@@ -123,8 +124,12 @@ class ProducerBatch:
     def has_sequence(self) -> bool:
         return self.base_sequence >= 0
 
-    def split(self, batch_size: int, allocate: Callable[[int], bytearray], now_ms: float) -> list[ProducerBatch]:
-        """Re-encode this batch's records into batches of at most batch_size bytes; futures follow them."""
+    def split(self, batch_size: int, now_ms: float) -> list[ProducerBatch]:
+        """Re-encode this batch's records into batches of at most batch_size bytes; futures follow them.
+
+        The parts' memory is not taken from the BufferPool (as Java does): the sender thread must not block
+        on memory that only it can free.
+        """
         records = decode_records(bytes(self.buf), self.count, 0, self.base_timestamp)
         out: list[ProducerBatch] = []
         current: ProducerBatch | None = None
@@ -136,7 +141,8 @@ class ProducerBatch:
                 -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value), headers
             )
             size = max(batch_size, need)
-            current = ProducerBatch(self.topic, self.partition, allocate(size), size, self.created_ms)
+            current = ProducerBatch(self.topic, self.partition, bytearray(), size, self.created_ms)
+            current.pooled = False
             current.attempts = self.attempts
             current.order = (*self.order, len(out))
             current.last_error = self.last_error

@@ -307,7 +307,7 @@ class Sender:
             log.info("split a batch of %d records for %s-%d into %d after %s", b.count, b.topic, b.partition, n, err.name)
             return
         if idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH):
-            if idem.bump_requested or not idem.is_first_in_flight(b):
+            if idem.bump_requested or not idem.is_next_expected(b):
                 # An earlier batch of this partition is unresolved; this one follows it in order.
                 self._reenqueue(b, err, now)
                 return
@@ -357,6 +357,7 @@ class Sender:
     def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         if self.idempotence is not None:
             self.idempotence.remove_in_flight(b)
+            self.idempotence.acknowledged(b)
         self.accumulator.complete(b, base_offset, log_append_time, None)
         self.metrics.records_sent(b.count)
         self._acknowledge(b)
