@@ -65,10 +65,8 @@ class ProducerBatch:
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
         self.order: tuple[int, ...] = ()
 
-    # --- the hot path: one call per send() -------------------------------------------------------
-
-    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
-        """Append one record, or return None (and mark the batch full) when it does not fit."""
+    def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
+        """Encode one record into the buffer: its offset delta, or None (batch now full) if it does not fit."""
         buf = self.buf
         count = self.count
         if count == 0:
@@ -82,12 +80,19 @@ class ProducerBatch:
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        fut = RecordFuture(
-            self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value)
-        )
-        self.futures.append(fut)
         if len(buf) >= self.limit:
             self.full = True
+        return count
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
+        """Append one record (the hot path: one call per send()), or return None when it does not fit."""
+        index = self._encode(timestamp, key, value, headers)
+        if index is None:
+            return None
+        fut = RecordFuture(
+            self, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value)
+        )
+        self.futures.append(fut)
         return fut
 
     @property
@@ -153,20 +158,12 @@ class ProducerBatch:
 
     def _append_moved(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
                       fut: RecordFuture) -> bool:
-        buf = self.buf
-        count = self.count
-        if count == 0:
-            self.base_timestamp = timestamp
-        mark = len(buf)
-        append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
-        if len(buf) > self.limit and count:
-            del buf[mark:]
+        index = self._encode(timestamp, key, value, headers)
+        if index is None:
             return False
-        self.count = count + 1
-        self.max_timestamp = max(self.max_timestamp, timestamp)
         # Re-point the caller's future at its new home; listeners must follow it.
         fut._batch = self
-        fut._index = count
+        fut._index = index
         self.futures.append(fut)
         if fut._callbacks or fut._cond is not None:
             if self._listeners is None:
