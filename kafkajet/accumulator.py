@@ -193,31 +193,35 @@ class RecordAccumulator:
     # --- sender thread ------------------------------------------------------------------------------
 
     def ready(self, cluster: Cluster, now: float) -> ReadyCheck:
-        """Which leaders have a batch that may go now, and when to look again (Java's ready())."""
+        """Which leaders have a batch that may go now, and when to look again (Java's ready()).
+
+        Runs on the sender thread without the accumulator lock: only this thread removes batches, and
+        what other threads do meanwhile (append a record, open a batch) can only make a partition
+        readier, which they announce with a wake-up, so a stale read costs at most one more pass.
+        """
         result = ReadyCheck()
         exhausted = self.pool.queued() > 0
-        with self._lock:
-            flushing = self._flushes > 0 or self.closed
-            for tp, dq in self._queues.items():
-                if not dq:
-                    continue
-                leader = cluster.leader_for(tp[0], tp[1])
-                if leader is None:
-                    result.unknown_leaders = True
-                    continue
-                if leader in result.nodes:
-                    continue
-                first = dq[0]
-                backing_off = first.attempts > 0 and now < first.retry_at_ms
-                if backing_off:
-                    result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
-                    continue
-                waited = now - first.created_ms
-                full = len(dq) > 1 or first.full
-                if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
-                    result.nodes.add(leader)
-                else:
-                    result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
+        flushing = self._flushes > 0 or self.closed
+        for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
+            if not dq:
+                continue
+            leader = cluster.leader_for(tp[0], tp[1])
+            if leader is None:
+                result.unknown_leaders = True
+                continue
+            if leader in result.nodes:
+                continue
+            first = dq[0]
+            backing_off = first.attempts > 0 and now < first.retry_at_ms
+            if backing_off:
+                result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
+                continue
+            waited = now - first.created_ms
+            full = len(dq) > 1 or first.full
+            if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
+                result.nodes.add(leader)
+            else:
+                result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
         return result
 
     def drain(self, cluster: Cluster, nodes: Iterable[int], max_size: int, now: float) -> dict[int, list[ProducerBatch]]:
