@@ -1,0 +1,115 @@
+"""A small fetch client (not a consumer group): partition offsets and the records between two offsets.
+
+Used by the Spark source and the demo. Every call takes a timeout and goes to the partition's leader.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+from kafkajet.errors import KafkaTimeoutError, make_error
+from kafkajet.network.addresses import parse_servers
+from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
+from kafkajet.protocol import ApiKey
+from kafkajet.records import Record, decode_batches
+
+FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of the definition we ship
+
+
+class FetchClient:
+    """Connections to the leaders of one topic's partitions, opened on demand."""
+
+    def __init__(self, bootstrap_servers: str | Sequence[str], *, timeout_s: float = 30.0,
+                 client_id: str = "kafkajet-fetch") -> None:
+        self.servers = parse_servers(bootstrap_servers)
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self._conns: dict[int, BlockingConnection] = {}
+        self._leaders: dict[tuple[str, int], int] = {}
+        self._brokers: dict[int, tuple[str, int]] = {}
+
+    def __enter__(self) -> FetchClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    def partitions(self, topic: str) -> list[int]:
+        md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id)
+        self._brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
+        for t in md["topics"]:
+            if t["name"] != topic:
+                continue
+            err = make_error(t["error_code"], f"topic '{topic}'")
+            if err is not None:
+                raise err
+            for p in t["partitions"]:
+                self._leaders[(topic, p["partition_index"])] = p["leader_id"]
+            return sorted(p["partition_index"] for p in t["partitions"])
+        raise make_error(3, f"topic '{topic}'") or KafkaTimeoutError(f"topic '{topic}' not found")
+
+    def _conn(self, topic: str, partition: int) -> BlockingConnection:
+        if (topic, partition) not in self._leaders:
+            self.partitions(topic)
+        leader = self._leaders[(topic, partition)]
+        conn = self._conns.get(leader)
+        if conn is None:
+            host, port = self._brokers[leader]
+            conn = self._conns[leader] = BlockingConnection(host, port, client_id=self.client_id,
+                                                            timeout_s=self.timeout_s)
+        return conn
+
+    def _fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:
+        resp = self._conn(topic, partition).request(ApiKey.FETCH, {
+            "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": 0,
+            "topics": [{"name": topic, "fetch_partitions": [
+                {"partition_index": partition, "fetch_offset": offset, "log_start_offset": -1,
+                 "max_bytes": max_bytes}]}],
+        }, version=FETCH_VERSION, timeout_s=self.timeout_s)
+        (p,) = resp["responses"][0]["partition_responses"]
+        err = make_error(p["error_code"], f"fetch {topic}-{partition} at offset {offset}")
+        if err is not None:
+            raise err
+        return p  # type: ignore[no-any-return]
+
+    def offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark). The high watermark, not ListOffsets "latest": Tansu answers
+        the latter with the last batch's base offset + 1."""
+        # max_wait 0 makes Tansu answer with no partitions at all; with data present it answers at once.
+        p = self._fetch(topic, partition, 0, 1, 100)
+        return max(0, p.get("log_start_offset", 0)), p["high_watermark"]
+
+    def fetch_range(self, topic: str, partition: int, start: int, end: int, *,
+                    max_bytes: int = 8 << 20) -> Iterator[Record]:
+        """Records with start <= offset < end, control batches skipped; a deadline per round trip."""
+        offset = start
+        deadline = time.monotonic() + self.timeout_s
+        while offset < end:
+            p = self._fetch(topic, partition, offset, max_bytes, 500)
+            batches = decode_batches(p["record_set"] or b"", allow_partial_tail=True)
+            progressed = False
+            for batch in batches:
+                for rec in batch.records:
+                    if rec.offset >= offset and not batch.is_control:
+                        if rec.offset >= end:
+                            return
+                        yield rec
+                    if rec.offset >= offset:
+                        offset = rec.offset + 1
+                        progressed = True
+                if not batch.records:
+                    offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
+            if progressed:
+                deadline = time.monotonic() + self.timeout_s
+            elif p["high_watermark"] <= offset or time.monotonic() > deadline:
+                if offset < end and p["high_watermark"] < end:
+                    raise KafkaTimeoutError(
+                        f"{topic}-{partition}: offsets up to {end} requested, the log ends at {p['high_watermark']}")
+                return

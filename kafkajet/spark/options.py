@@ -1,0 +1,38 @@
+"""Spark options -> producer settings and source settings, checked at planning time with clear messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkajet.config import parse_producer_config
+from kafkajet.errors import ConfigError
+
+REJECTED = ("key.serializer", "value.serializer")
+
+
+def producer_config(options: Mapping[str, str]) -> dict[str, str]:
+    """Every kafka.* option, prefix removed, validated against the producer's config table."""
+    # Spark lower-cases option keys; Kafka's keys are lower case already.
+    cfg = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+    for key in REJECTED:
+        if key in cfg:
+            raise ConfigError(f"kafka.{key} is not supported: serialize the key/value columns to string or "
+                              "binary in the DataFrame (as with Spark's own Kafka sink)")
+    if not cfg.get("bootstrap.servers"):
+        raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
+                          ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
+    parse_producer_config(cfg)  # fail on the driver, not in every task
+    return cfg
+
+
+def bootstrap(options: Mapping[str, str]) -> str:
+    servers = options.get("kafka.bootstrap.servers")
+    if not servers:
+        raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
+                          ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
+    return servers
+
+
+def timeout_s(options: Mapping[str, Any]) -> float:
+    return float(options.get("kafkajet.timeout.ms", "30000")) / 1000.0

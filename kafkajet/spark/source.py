@@ -1,0 +1,66 @@
+"""KafkaDataSource: register it, then format("kafkajet") reads and writes Kafka from PySpark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructType, TimestampType
+
+from kafkajet.errors import ConfigError
+from kafkajet.spark.options import bootstrap, producer_config, timeout_s
+from kafkajet.spark.reader import SCHEMA, KafkaReader
+from kafkajet.spark.writer import KafkaArrowWriter, KafkaStreamArrowWriter
+
+_COLUMN_TYPES: dict[str, tuple[type, ...]] = {
+    "value": (BinaryType, StringType), "key": (BinaryType, StringType), "topic": (StringType,),
+    "partition": (IntegerType, LongType), "timestamp": (TimestampType,),
+}
+
+
+def _check_schema(schema: StructType, topic_option: str | None) -> None:
+    fields = {f.name: f.dataType for f in schema.fields}
+    if "value" not in fields:
+        raise ConfigError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
+    if topic_option is None and "topic" not in fields:
+        raise ConfigError("no topic: set .option(\"topic\", name) or add a 'topic' column")
+    for name, allowed in _COLUMN_TYPES.items():
+        if name in fields and not isinstance(fields[name], allowed):
+            want = " or ".join(t.typeName() for t in allowed)  # type: ignore[attr-defined]
+            raise ConfigError(f"column '{name}' is {fields[name].simpleString()}; it must be {want}")
+    if "headers" in fields and fields["headers"].simpleString() != "array<struct<key:string,value:binary>>":
+        raise ConfigError(f"column 'headers' is {fields['headers'].simpleString()}; it must be "
+                          "array<struct<key:string,value:binary>>")
+
+
+class KafkaDataSource(DataSource):
+    """Spark's Kafka source and sink, in Python. Short name "kafkajet" ("kafka" belongs to Spark)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkajet"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def _writer_args(self, schema: StructType, overwrite: bool) -> tuple[dict[str, str], str | None]:
+        if overwrite:
+            raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
+                              "mode(\"append\")")
+        cfg = producer_config(self.options)
+        topic = self.options.get("topic")
+        _check_schema(schema, topic)
+        return cfg, topic
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaArrowWriter:
+        cfg, topic = self._writer_args(schema, overwrite)
+        fail_after = self.options.get("kafkajet.test.fail.after.rows")
+        return KafkaArrowWriter(cfg, topic, int(fail_after) if fail_after else None,
+                                self.options.get("kafkajet.test.fail.marker"))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamArrowWriter:  # noqa: N802
+        cfg, topic = self._writer_args(schema, overwrite)
+        return KafkaStreamArrowWriter(cfg, topic)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return KafkaReader(dict(self.options), bootstrap(self.options), timeout_s(self.options))
