@@ -14,13 +14,13 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from _common import create_topic, report, spawn
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "acks-1": {"records": 500_000, "size": 100, "acks": 1, "compression": "none", "key": False},
@@ -120,9 +120,7 @@ def worker(client: str, workload_json: str, bootstrap: str, topic: str) -> None:
     w = json.loads(workload_json)
     start = time.perf_counter()
     acked = RUNNERS[client](bootstrap, topic, w)
-    wall = time.perf_counter() - start
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"acked": acked, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}))
+    report(acked, time.perf_counter() - start)
 
 
 @dataclass
@@ -135,19 +133,12 @@ class Result:
 
 
 def one_run(client: str, workload: str, bootstrap: str, n: int) -> Result:
-    from kafkajet.admin import Admin
-
     topic = f"bench-{workload}-{client}-{n}-{os.getpid()}"
-    with Admin(bootstrap) as admin:
-        admin.create_topics([topic], num_partitions=6)
-    out = subprocess.run([sys.executable, __file__, "--worker", client, json.dumps(WORKLOADS[workload]),
-                          bootstrap, topic],
-                         capture_output=True, text=True, timeout=900)
+    create_topic(bootstrap, topic)
     w = WORKLOADS[workload]
-    if out.returncode != 0:
-        print(f"  {client} {workload} crashed:\n{out.stderr[-2000:]}", file=sys.stderr)
+    r = spawn([__file__, "--worker", client, json.dumps(w), bootstrap, topic], f"{client} {workload}")
+    if r is None:
         return Result(0, 0, 0, 0, False)
-    r = json.loads(out.stdout.strip().splitlines()[-1])
     ok = r["acked"] == w["records"]
     rps = w["records"] / r["wall"]
     return Result(rps, rps * w["size"] / 1e6, r["cpu"], r["rss_mb"], ok)

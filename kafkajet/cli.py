@@ -39,6 +39,12 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from kafkajet.perf import main as perf_main
+
+    return perf_main(args.perf_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kafkajet", description="kafkajet command line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
@@ -54,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--records", type=int, default=1_000_000, help="synthetic events to generate")
     d.add_argument("--topic", default=None, help="topic to write (default: a fresh one)")
     d.set_defaults(func=_cmd_demo)
+
+    # The perf tool parses its own (Java-compatible) options: hand it everything after "perf" untouched.
+    pf = sub.add_parser("perf", help="producer performance test, like Kafka's kafka-producer-perf-test",
+                        add_help=False, prefix_chars="\0")
+    pf.add_argument("perf_args", nargs="*", help=argparse.SUPPRESS)
+    pf.set_defaults(func=_cmd_perf)
 
     c = sub.add_parser("config", help="print the producer configuration table (Markdown)")
     c.set_defaults(func=_cmd_config)

@@ -1,0 +1,41 @@
+"""What the benchmark scripts share: one run per child process, and what that process reports about itself.
+
+A run happens in a fresh interpreter so that its CPU seconds and peak RSS (getrusage of the child itself)
+belong to one client and one workload only. The child prints one JSON line last; the parent reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from typing import Any
+
+
+def report(acked: int, wall: float, **extra: Any) -> None:
+    """Print the child's result line: records acknowledged, wall seconds, its CPU seconds and peak RSS."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"acked": acked, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime,
+                      "rss_mb": ru.ru_maxrss / 1024, **extra}), flush=True)
+
+
+def spawn(argv: list[str], label: str, timeout_s: float = 900) -> dict[str, Any] | None:
+    """Run `python argv...` and return its result line, or None (with its stderr shown) if it crashed."""
+    try:
+        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        print(f"  {label} did not finish within {timeout_s} s", file=sys.stderr)
+        return None
+    if out.returncode != 0:
+        print(f"  {label} crashed:\n{out.stderr[-2000:]}", file=sys.stderr)
+        return None
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 6) -> None:
+    from kafkajet.admin import Admin
+
+    with Admin(bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=partitions)
