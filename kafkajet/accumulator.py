@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kafkajet.buffer_pool import BufferPool
 from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
-from kafkajet.future import RecordFuture
+from kafkajet.future import RecordFuture, Segment
 from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Cluster
 from kafkajet.producer_batch import Headers, ProducerBatch
@@ -118,11 +118,13 @@ class RecordAccumulator:
     def append_many(
         self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
         values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float | None,
-        out: list[RecordFuture | None],
+        segments: list[Segment],
     ) -> bool:
-        """Append many records to one partition under one lock hold per batch; futures land in out[i].
+        """Append many records to one partition under one lock hold per batch.
 
-        Returns whether the sender should be woken. Order within the partition follows `indices`.
+        No future per record: each run of records that went into one batch becomes a segment (batch, index
+        of its first record there, their input indices) in `segments`. Returns whether the sender should be
+        woken. Order within the partition follows `indices`.
         """
         tp = (topic, partition)
         wake = False
@@ -135,14 +137,11 @@ class RecordAccumulator:
                     dq = self._queues[tp] = deque()
                 if dq and not dq[-1].full:
                     last = dq[-1]
-                    append = last.try_append
-                    while pos < n:
-                        i = indices[pos]
-                        fut = append(timestamps[i], keys[i], values[i], headers[i] if headers else None)
-                        if fut is None:
-                            break
-                        out[i] = fut
-                        pos += 1
+                    first = last.count
+                    end = last.append_run(indices, pos, timestamps, keys, values, headers)
+                    if end > pos:
+                        segments.append((last, first, indices[pos:end]))
+                        pos = end
                     if last.full:
                         wake = True
                     if pos == n:
@@ -150,7 +149,7 @@ class RecordAccumulator:
             i = indices[pos]
             fut, _ = self.append(topic, partition, timestamps[i], keys[i], values[i],
                                  headers[i] if headers else None, deadline_ms)
-            out[i] = fut
+            segments.append((fut._batch, fut._index, (i,)))
             pos += 1
             wake = True
             if self.on_new_batch is not None:
@@ -180,7 +179,7 @@ class RecordAccumulator:
             if not batch.done_event.wait(remaining):
                 raise KafkaTimeoutError(f"flush timed out with {len(pending) + 1} batches still in progress")
             if batch.is_split:
-                pending.extend(b for f in batch.futures if (b := f._batch) is not batch)
+                pending.extend(b for f in batch.futures if f is not None and (b := f._batch) is not batch)
 
     def has_incomplete(self) -> bool:
         with self._lock:

@@ -12,7 +12,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkajet.errors import KafkaTimeoutError
@@ -156,36 +156,94 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
 
 
+# A run of send_batch() records that went into one batch: the batch, the index of the run's first record in
+# it, and the records' positions in the caller's input.
+Segment = tuple["ProducerBatch", int, Sequence[int]]
+
+
 class BatchFuture:
-    """The outcome of Producer.send_batch(): one RecordFuture per record, awaited together.
+    """The outcome of Producer.send_batch(), awaited together.
 
     result() returns every record's RecordMetadata in input order, or raises the first failure (with the
     index of the record in its message); errors() lists every failed record for callers that want them all.
+
+    It holds segments, not a future per record: creating a million futures was the largest cost of the batch
+    path. A record's outcome is its batch's; if the batch was split (MESSAGE_TOO_LARGE), the batch gave each
+    record a RecordFuture before moving it, and the record is followed through that.
     """
 
-    def __init__(self, futures: list[RecordFuture]) -> None:
-        self.futures = futures
+    def __init__(self, n: int, segments: list[Segment], timestamps: Sequence[int],
+                 keys: Sequence[bytes | None], values: Sequence[bytes | None]) -> None:
+        self._n = n
+        self._segments = segments
+        self._timestamps = timestamps
+        self._keys = keys
+        self._values = values
+
+    @classmethod
+    def of(cls, futures: Sequence[RecordFuture]) -> BatchFuture:
+        """From per-record futures (the path interceptors need); every record then has its future."""
+        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), (), ())
 
     def __len__(self) -> int:
-        return len(self.futures)
+        return self._n
+
+    def _moved(self, batch: ProducerBatch, first: int, count: int) -> list[RecordFuture]:
+        return [f for f in batch.futures[first:first + count] if f is not None]
 
     def done(self) -> bool:
-        return all(f.done() for f in self.futures)
+        for batch, first, idx in self._segments:
+            if not batch.completed:
+                return False
+            if batch.is_split and not all(f.done() for f in self._moved(batch, first, len(idx))):
+                return False
+        return True
 
     def wait(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for f in self.futures:
-            if not f._batch.completed:  # records share batches: most of these checks are one attribute read
-                f._wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for batch, first, idx in self._segments:
+            if not batch.completed:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not batch.done_event.wait(remaining):
+                    raise KafkaTimeoutError(
+                        f"records for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
+                        "(still pending; the producer keeps trying until delivery.timeout.ms)")
+            if batch.is_split:
+                for f in self._moved(batch, first, len(idx)):
+                    f._wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
         self.wait(timeout)
-        return [(i, f._batch.error) for i, f in enumerate(self.futures) if f._batch.error is not None]
+        out: list[tuple[int, BaseException]] = []
+        for batch, first, idx in self._segments:
+            if batch.is_split:
+                for i, f in zip(idx, batch.futures[first:first + len(idx)], strict=True):
+                    if f is not None and f._batch.error is not None:
+                        out.append((i, f._batch.error))
+            elif batch.error is not None:
+                out.extend((i, batch.error) for i in idx)
+        out.sort(key=lambda e: e[0])
+        return out
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
-        self.wait(timeout)
-        for i, f in enumerate(self.futures):
-            if f._batch.error is not None:
-                log.debug("record %d of a send_batch() call failed", i)
-                raise f._batch.error
-        return [f._metadata() for f in self.futures]
+        failed = self.errors(timeout)
+        if failed:
+            log.debug("record %d of a send_batch() call failed", failed[0][0])
+            raise failed[0][1]
+        out: list[RecordMetadata | None] = [None] * self._n
+        ts, keys, values = self._timestamps, self._keys, self._values
+        for batch, first, idx in self._segments:
+            futures = batch.futures
+            topic, partition = batch.topic, batch.partition
+            base = batch.base_offset
+            log_append = batch.log_append_time
+            for j, i in enumerate(idx):
+                f = futures[first + j]
+                if f is not None:
+                    out[i] = f._metadata()
+                    continue
+                k, v = keys[i], values[i]
+                out[i] = RecordMetadata(topic, partition, base + first + j if base >= 0 else -1,
+                                        log_append if log_append >= 0 else ts[i],
+                                        -1 if k is None else len(k), -1 if v is None else len(v))
+        return out  # type: ignore[return-value]

@@ -23,7 +23,7 @@ from kafkajet.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-from kafkajet.future import BatchFuture, RecordFuture
+from kafkajet.future import BatchFuture, RecordFuture, Segment
 from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Metadata, PartitionInfo
 from kafkajet.metrics import ProducerMetrics
@@ -262,7 +262,7 @@ class Producer:
                               None if headers is None else headers[i],
                               None if partitions is None else partitions[i],
                               None if timestamps is None else timestamps[i]) for i in range(n)]
-            return BatchFuture(futs)
+            return BatchFuture.of(futs)
         start = _now_ms()
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)
@@ -289,14 +289,14 @@ class Producer:
             if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
                 self._check_size(k, v, hs[i] if hs else None)
         by_partition = self._partition_batch(topic, ks, vals, partitions, count, cluster.available_partitions(topic))
-        futures: list[Any] = [None] * n
+        segments: list[Segment] = []
         wake = False
         for partition, indices in by_partition.items():
             wake |= self._accumulator.append_many(topic, partition, indices, ts, ks, vals, hs,  # type: ignore[arg-type]
-                                                  deadline, futures)
+                                                  deadline, segments)
         if wake:
             self._wakeup()
-        return BatchFuture(futures)
+        return BatchFuture(n, segments, ts, ks, vals)
 
     def _partition_batch(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
                          partitions: Sequence[int | None] | None, count: int,

@@ -40,7 +40,9 @@ class ProducerBatch:
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
-        self.futures: list[RecordFuture] = []
+        # One entry per record. None for records send_batch() appended without a future of their own; split()
+        # gives those one before the records move, so a BatchFuture can follow them (see BatchFuture).
+        self.futures: list[RecordFuture | None] = []
         self.created_ms = now_ms
         self.last_attempt_ms = now_ms
         self.retry_at_ms = 0.0
@@ -95,6 +97,23 @@ class ProducerBatch:
         self.futures.append(fut)
         return fut
 
+    def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
+                   keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                   headers: Sequence[Headers] | None) -> int:
+        """Append records indices[pos:] until the batch is full, without a future per record; the new pos."""
+        start = self.count
+        encode = self._encode
+        n = len(indices)
+        while pos < n:
+            i = indices[pos]
+            if encode(timestamps[i], keys[i], values[i], headers[i] if headers else None) is None:
+                break
+            pos += 1
+        added = self.count - start
+        if added:
+            self.futures += [None] * added
+        return pos
+
     @property
     def size_in_bytes(self) -> int:
         """Uncompressed size on the wire; an upper bound of the compressed size."""
@@ -138,8 +157,15 @@ class ProducerBatch:
         records = decode_records(bytes(self.buf), self.count, 0, self.base_timestamp)
         out: list[ProducerBatch] = []
         current: ProducerBatch | None = None
-        for rec, fut in zip(records, self.futures, strict=True):
+        futures = self.futures
+        for index, rec in enumerate(records):
             headers = rec.headers or None
+            fut = futures[index]
+            if fut is None:
+                # Give the record its own future before it moves: whoever holds this batch and the record's
+                # index (a BatchFuture) finds it here once is_split is set, and follows it.
+                fut = futures[index] = RecordFuture(self, index, rec.timestamp, -1 if rec.key is None else len(rec.key),
+                                                    -1 if rec.value is None else len(rec.value))
             if current is not None and current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
                 continue
             need = BATCH_HEADER_SIZE + record_size_upper_bound(

@@ -366,6 +366,8 @@ class Sender:
         if not self.interceptors:
             return
         for fut in b.futures:
+            if fut is None:  # cannot happen: with interceptors send_batch() goes through send(), record by record
+                continue
             md = fut._metadata() if b.error is None else None
             for icp in self.interceptors:
                 try:

@@ -8,7 +8,7 @@ from kafkajet import Producer
 from kafkajet.admin import Admin
 from kafkajet.errors import KafkaError
 from kafkajet.partitioner import partition_for_key
-from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing import EmbeddedBroker, MockCluster
 from tests.readback import read_topic
 
 
@@ -53,3 +53,35 @@ def test_send_batch_rejects_mismatched_lengths_and_bad_partitions(broker: Embedd
             p.send_batch(topic_name, [b"a", b"b"], keys=[b"k"])
         with pytest.raises(KafkaError, match="Invalid partition 5 for record 1"):
             p.send_batch(topic_name, [b"a", b"b"], partitions=[0, 5])
+
+
+def test_send_batch_follows_records_through_a_split_batch() -> None:
+    # The batch path keeps no future per record; when the broker refuses a batch as too large and it is split,
+    # result() must still report each record where it really landed.
+    n = 4000
+    values = [f"value-{i:05d}".encode() * 4 for i in range(n)]
+    keys = [b"same-key" if i % 2 else None for i in range(n)]
+    with MockCluster(brokers=1, max_message_bytes=3000) as cluster:
+        cluster.create_topic("t", partitions=1)
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, batch_size=64 * 1024, linger_ms=50) as p:
+            result = p.send_batch("t", values, keys=keys)
+            mds = result.result(timeout=60)
+        assert cluster.stats().get("MESSAGE_TOO_LARGE", 0) > 0
+        stored = cluster.records("t", 0)
+    assert result.errors() == []
+    assert [md.offset for md in mds] == list(range(n))  # in input order, each at its own offset
+    assert [(r.key, r.value) for r in stored] == list(zip(keys, values, strict=True))
+    assert all(md.serialized_value_size == len(values[i]) for i, md in enumerate(mds))
+
+
+def test_send_batch_reports_every_failed_record() -> None:
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        cluster.push_request_errors("Produce", ["INVALID_REQUIRED_ACKS"] * 10)
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=50, enable_idempotence=False,
+                      acks=1) as p:
+            result = p.send_batch("t", [b"v%d" % i for i in range(500)], partitions=[i % 2 for i in range(500)])
+            errors = result.errors(timeout=30)
+            with pytest.raises(KafkaError, match="INVALID_REQUIRED_ACKS|acks"):
+                result.result(timeout=30)
+    assert [i for i, _ in errors] == list(range(500))
