@@ -28,6 +28,7 @@ from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Metadata, PartitionInfo
 from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import NetworkClient
+from kafkajet.network.security import connection_security
 from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner
 from kafkajet.records import BATCH_HEADER_SIZE, Compression, record_size_upper_bound
 from kafkajet.sender import Sender
@@ -117,6 +118,7 @@ class Producer:
             idempotence=self._idempotence,
         )
         self._client = NetworkClient(
+            security=connection_security(cfg),
             client_id=self.client_id,
             request_timeout_ms=cfg["request.timeout.ms"],
             max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
@@ -304,6 +306,7 @@ class Producer:
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
+        memo = self._key_hashes if self._sticky is not None and not self._ignore_keys else None
         i, n = 0, len(values)
         while i < n:
             explicit = None if partitions is None else partitions[i]
@@ -316,7 +319,16 @@ class Producer:
                 out.setdefault(explicit, []).append(i)
                 i += 1
             elif key is not None:
-                out.setdefault(part.partition(topic, key, count, available), []).append(i)
+                if memo is None:
+                    p = part.partition(topic, key, count, available)
+                else:  # the default partitioner, with send()'s memo of key hashes
+                    h = memo.get(key)
+                    if h is None:
+                        if len(memo) >= 65536:
+                            memo.clear()
+                        h = memo[key] = murmur2(key) & 0x7FFFFFFF
+                    p = h % count
+                out.setdefault(p, []).append(i)
                 i += 1
             else:
                 # A run of keyless records goes to the sticky partition until batch.size bytes went there.
@@ -349,6 +361,9 @@ class Producer:
 
     @staticmethod
     def _check_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+        if type(headers) is list and all(type(h) is tuple and len(h) == 2 and type(h[0]) is str
+                                         and (type(h[1]) is bytes or h[1] is None) for h in headers):
+            return headers  # already what the encoder takes (the Spark sink's shape): no copy
         items = headers.items() if isinstance(headers, Mapping) else headers
         out: list[tuple[str, bytes | None]] = []
         for item in items:

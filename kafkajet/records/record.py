@@ -51,24 +51,31 @@ def append_record(
 ) -> int:
     """Append one encoded record (length varint first) to buf; returns the number of bytes appended.
 
-    Runs once per send(), so the common shape (no headers, non-null value under 8 KiB, offset and timestamp
-    deltas in 0..16383) is table lookups plus a single join; anything else takes the general path.
+    Runs once per send(), so the common shape (non-null value under 8 KiB, offset and timestamp deltas in
+    0..16383) is table lookups plus a single join; anything else takes the general path.
     """
-    if not headers and value is not None and not ((timestamp_delta | offset_delta) >> _TABLE_BITS):
+    if value is not None and not ((timestamp_delta | offset_delta) >> _TABLE_BITS):
         n = len(value)
         if n < _FAST_LEN:
+            if headers:
+                hb = encode_headers(headers)
+                extra = len(hb) - 1  # the tables count a one-byte empty header section
+            else:
+                hb, extra = _NO_HEADERS, 0
             if key is None:
-                size = _LEN[timestamp_delta] + _LEN[offset_delta] + _NULL_KEY_VALUE_PART[n]
-                buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], _OFF_NULL_KEY[offset_delta], VARINT[n],
-                              value, _NO_HEADERS))
-                return _LEN[size] + size
-            k = len(key)
-            if k < _FAST_LEN:
-                size = _LEN[timestamp_delta] + _LEN[offset_delta] + _LEN[k] + k + _VALUE_PART[n]
+                size = _LEN[timestamp_delta] + _LEN[offset_delta] + _NULL_KEY_VALUE_PART[n] + extra
                 if size < TABLE_SIZE:
-                    buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], VARINT[offset_delta], VARINT[k], key,
-                                  VARINT[n], value, _NO_HEADERS))
+                    buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], _OFF_NULL_KEY[offset_delta], VARINT[n],
+                                  value, hb))
                     return _LEN[size] + size
+            else:
+                k = len(key)
+                if k < _FAST_LEN:
+                    size = _LEN[timestamp_delta] + _LEN[offset_delta] + _LEN[k] + k + _VALUE_PART[n] + extra
+                    if size < TABLE_SIZE:
+                        buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], VARINT[offset_delta], VARINT[k], key,
+                                      VARINT[n], value, hb))
+                        return _LEN[size] + size
     return _append_general(buf, offset_delta, timestamp_delta, key, value, headers)
 
 
@@ -93,25 +100,40 @@ def _append_general(
     else:
         parts.append(encode_varint(len(value)))
         parts.append(value)
-    if headers:
-        parts.append(encode_varint(len(headers)))
-        for hkey, hvalue in headers:
-            hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-            parts.append(encode_varint(len(hk)))
-            parts.append(hk)
-            if hvalue is None:
-                parts.append(_NULL)
-            else:
-                parts.append(encode_varint(len(hvalue)))
-                parts.append(hvalue)
-    else:
-        parts.append(_NO_HEADERS)
+    parts.append(encode_headers(headers) if headers else _NO_HEADERS)
     body = _join(parts)
     size = len(body)
     lb = VARINT[size] if size < TABLE_SIZE else encode_varint_slow(size)
     buf += lb
     buf += body
     return len(lb) + size
+
+
+# Header keys repeat on nearly every record ("trace-id", "source"): their encoded form is kept, bounded.
+_HEADER_KEYS: dict[str, bytes] = {}
+_HEADER_KEYS_MAX = 4096
+
+
+def encode_headers(headers: Headers) -> bytes:
+    """The header section of a record: the count, then each key and value with their length varints."""
+    count = len(headers)
+    parts = [VARINT[count] if count < TABLE_SIZE else encode_varint(count)]
+    append = parts.append
+    for hkey, hvalue in headers:
+        hk = _HEADER_KEYS.get(hkey) if type(hkey) is str else None
+        if hk is None:
+            raw = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+            hk = encode_varint(len(raw)) + raw
+            if type(hkey) is str and len(_HEADER_KEYS) < _HEADER_KEYS_MAX:
+                _HEADER_KEYS[hkey] = hk
+        append(hk)
+        if hvalue is None:
+            append(_NULL)
+        else:
+            m = len(hvalue)
+            append(VARINT[m] if m < TABLE_SIZE else encode_varint(m))
+            append(hvalue)
+    return _join(parts)
 
 
 def encode_record(

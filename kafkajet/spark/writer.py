@@ -41,6 +41,16 @@ def _as_bytes(column: Any) -> list[bytes | None]:
     return column.to_pylist()  # type: ignore[no-any-return]
 
 
+def _headers(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
+    """array<struct<key, value>> as per-row lists of (key, value) tuples, without a dict per header."""
+    offsets = column.offsets.to_pylist()
+    flat = column.flatten()  # the struct values of the rows in this (possibly sliced) array
+    pairs = list(zip(flat.field("key").to_pylist(), _as_bytes(flat.field("value")), strict=True))
+    base = offsets[0]
+    # A null row and an empty list both mean "no headers".
+    return [pairs[offsets[j] - base:offsets[j + 1] - base] or None for j in range(len(offsets) - 1)]
+
+
 def _inject_failure(fail_after: int | None, marker: str | None, sent: int) -> None:
     """Test hook (options kafkajet.test.fail.after.rows / .marker): fail a task mid-write, once per marker."""
     if fail_after is None or sent < fail_after:
@@ -70,10 +80,7 @@ def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterat
         values = _as_bytes(rb.column(names.index("value")))
         keys = _as_bytes(rb.column(names.index("key"))) if "key" in names else None
         partitions = rb.column(names.index("partition")).to_pylist() if "partition" in names else None
-        headers = None
-        if "headers" in names:
-            headers = [None if h is None else [(e["key"], e["value"]) for e in h]
-                       for h in rb.column(names.index("headers")).to_pylist()]
+        headers = _headers(rb.column(names.index("headers"))) if "headers" in names else None
         timestamps = None
         if "timestamp" in names:
             import pyarrow as pa
