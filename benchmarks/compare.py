@@ -1,0 +1,462 @@
+"""kafkajet against kafka-python, aiokafka and confluent-kafka: every client, every workload, one run.
+
+    .venv/bin/python benchmarks/compare.py            # medians of 3, interleaved (a few minutes)
+    .venv/bin/python benchmarks/compare.py --quick    # one repetition, a fifth of the records
+    .venv/bin/python benchmarks/compare.py --workloads latency-20k --clients kafkajet,confluent-kafka
+
+Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
+  send-100B    a plain send()/produce() loop, then flush
+  send-1KiB    the same with 1 KiB values
+  batch-100B   each client's batch path: kafkajet send_batch(), aiokafka create_batch()/send_batch(), and
+               confluent-kafka's produce() loop as the reference
+  latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record
+
+Each run is its own process against its own fresh embedded broker; CPU seconds and peak RSS are that process's.
+Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed. The table is
+printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from _common import create_topic, report, spawn
+from produce import RUNNERS as SEND_RUNNERS
+
+ROOT = Path(__file__).resolve().parent
+BATCH_CHUNK = 10_000  # records per send_batch() call: the size of a typical DataFrame/Arrow batch
+
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "send-100B": {"kind": "send", "records": 500_000, "size": 100,
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+    "send-1KiB": {"kind": "send", "records": 200_000, "size": 1024,
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+    "batch-100B": {"kind": "batch", "records": 500_000, "size": 100,
+                   "clients": ["kafkajet send_batch", "aiokafka batch", "confluent-kafka"]},
+    "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
+                    "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+}
+for _w in WORKLOADS.values():
+    _w.setdefault("records", int(_w.get("rate", 0) * _w.get("seconds", 0)))
+    _w.update(acks=-1, compression="none", key=False)  # what produce.py's runners read
+BASELINE = {"send": "kafkajet", "batch": "kafkajet send_batch", "latency": "kafkajet"}
+
+
+# --- runners (in the child process) ----------------------------------------------------------------------
+# Each returns the number of records acknowledged and, for the latency workload, extra numbers to report.
+
+
+def run_kafkajet_batch(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    value = b"x" * w["size"]
+    chunk = [value] * BATCH_CHUNK
+    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+        results = []
+        left = w["records"]
+        while left:
+            n = min(BATCH_CHUNK, left)
+            results.append(p.send_batch(topic, chunk if n == BATCH_CHUNK else chunk[:n]))
+            left -= n
+        p.flush()
+        return sum(len(r) - len(r.errors()) for r in results)
+
+
+def run_aiokafka_batch(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> int:
+        value = b"x" * w["size"]
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        await p.start()
+        try:
+            partitions = sorted(await p.partitions_for(topic))
+            sent: list[tuple[int, asyncio.Future[Any]]] = []
+            batch = p.create_batch()
+            for _ in range(w["records"]):
+                if batch.append(key=None, value=value, timestamp=None) is None:
+                    # Full: send it to the next partition in turn (aiokafka leaves placement to the caller).
+                    fut = await p.send_batch(batch, topic, partition=partitions[len(sent) % len(partitions)])
+                    sent.append((batch.record_count(), fut))
+                    batch = p.create_batch()
+                    batch.append(key=None, value=value, timestamp=None)
+            if batch.record_count():
+                fut = await p.send_batch(batch, topic, partition=partitions[len(sent) % len(partitions)])
+                sent.append((batch.record_count(), fut))
+            outcomes = await asyncio.gather(*(f for _, f in sent), return_exceptions=True)
+        finally:
+            await p.stop()
+        return sum(n for (n, _), o in zip(sent, outcomes, strict=True) if not isinstance(o, BaseException))
+
+    return asyncio.run(go())
+
+
+def _percentiles(latencies_us: array.array[int]) -> dict[str, float]:
+    if not latencies_us:
+        return {"p50_ms": 0.0, "p99_ms": 0.0}
+    ordered = sorted(latencies_us)
+    return {"p50_ms": ordered[len(ordered) // 2] / 1000, "p99_ms": ordered[int(len(ordered) * 0.99)] / 1000}
+
+
+def _throttler(rate: float, start: float) -> Any:
+    from kafkajet.perf import Throttler  # the perf tool's throttle (Java's ThroughputThrottler), for everyone
+
+    return Throttler(rate, start, clock=time.perf_counter)
+
+
+def latency_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from kafkajet import Producer
+
+    value, n, clock = b"x" * w["size"], w["records"], time.perf_counter
+    lat: array.array[int] = array.array("i")
+
+    def done(start: float, fut: Any) -> None:  # on the sender thread
+        now = clock()
+        if fut.exception() is None:
+            lat.append(int((now - start) * 1e6))
+
+    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+        p.send(topic, value).result()  # connect and fetch metadata outside the measurement
+        t0 = clock()
+        throttler = _throttler(w["rate"], t0)
+        for i in range(n):
+            start = clock()
+            p.send(topic, value).add_done_callback(partial(done, start))
+            if throttler.should_throttle(i + 1, start):
+                throttler.throttle()
+        p.flush()
+        wall = clock() - t0
+    return len(lat), {"wall_run": wall, **_percentiles(lat)}
+
+
+def latency_kafka_python(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from kafka import KafkaProducer
+
+    value, n, clock = b"x" * w["size"], w["records"], time.perf_counter
+    lat: array.array[int] = array.array("i")
+
+    def ok(start: float, _md: Any) -> None:
+        lat.append(int((clock() - start) * 1e6))
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    p.send(topic, value).get(timeout=60)
+    t0 = clock()
+    throttler = _throttler(w["rate"], t0)
+    for i in range(n):
+        start = clock()
+        p.send(topic, value=value).add_callback(ok, start)
+        if throttler.should_throttle(i + 1, start):
+            throttler.throttle()
+    p.flush()
+    wall = clock() - t0
+    p.close()
+    return len(lat), {"wall_run": wall, **_percentiles(lat)}
+
+
+def latency_aiokafka(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from aiokafka import AIOKafkaProducer
+
+    value, n, clock = b"x" * w["size"], w["records"], time.perf_counter
+    lat: array.array[int] = array.array("i")
+
+    def done(start: float, fut: asyncio.Future[Any]) -> None:
+        now = clock()
+        if not fut.cancelled() and fut.exception() is None:
+            lat.append(int((now - start) * 1e6))
+
+    async def go() -> float:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        await p.start()
+        try:
+            await p.send_and_wait(topic, value)
+            t0 = clock()
+            throttler = _throttler(w["rate"], t0)
+            futs = []
+            for i in range(n):
+                start = clock()
+                fut = await p.send(topic, value=value)
+                fut.add_done_callback(partial(done, start))
+                futs.append(fut)
+                if throttler.should_throttle(i + 1, start):
+                    # Sleeping in the event loop, not time.sleep(): aiokafka's sender runs on this loop.
+                    end = clock() + throttler.take_pause()
+                    while (remaining := end - clock()) > 0:
+                        await asyncio.sleep(remaining)
+            await asyncio.gather(*futs, return_exceptions=True)
+            await asyncio.sleep(0)  # let the last done-callbacks run
+            return clock() - t0
+        finally:
+            await p.stop()
+
+    wall = asyncio.run(go())
+    return len(lat), {"wall_run": wall, **_percentiles(lat)}
+
+
+def latency_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from confluent_kafka import Producer as CProducer
+
+    value, n, clock = b"x" * w["size"], w["records"], time.perf_counter
+    lat: array.array[int] = array.array("i")
+
+    def delivered(start: float, err: Any, _msg: Any) -> None:
+        now = clock()
+        if err is None:
+            lat.append(int((now - start) * 1e6))
+
+    p = CProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    p.produce(topic, value)
+    p.flush(60)
+    t0 = clock()
+    throttler = _throttler(w["rate"], t0)
+    for i in range(n):
+        start = clock()
+        p.produce(topic, value, on_delivery=partial(delivered, start))
+        p.poll(0)
+        if throttler.should_throttle(i + 1, start):
+            throttler.throttle(sleep=p.poll)  # delivery callbacks run inside poll(): wait there, not asleep
+    p.flush(120)
+    return len(lat), {"wall_run": clock() - t0, **_percentiles(lat)}
+
+
+def _send_runner(fn: Callable[[str, str, dict[str, Any]], int]) -> Callable[..., tuple[int, dict[str, Any]]]:
+    return lambda bootstrap, topic, w: (fn(bootstrap, topic, w), {})
+
+
+RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
+    "send": {name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()},
+    "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
+              "aiokafka batch": _send_runner(run_aiokafka_batch),
+              "confluent-kafka": _send_runner(SEND_RUNNERS["confluent-kafka"])},
+    "latency": {"kafkajet": latency_kafkajet, "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
+                "confluent-kafka": latency_confluent},
+}
+
+
+def worker(client: str, workload_json: str, bootstrap: str, topic: str) -> None:
+    w = json.loads(workload_json)
+    start = time.perf_counter()
+    acked, extra = RUNNERS[w["kind"]][client](bootstrap, topic, w)
+    wall = time.perf_counter() - start
+    report(acked, extra.pop("wall_run", wall), **extra)
+
+
+# --- the parent: runs, medians, table, files --------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    ok: bool
+    rps: float = 0.0
+    mbps: float = 0.0
+    cpu: float = 0.0
+    rss: float = 0.0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    acked: int = 0
+
+
+@dataclass
+class Summary:
+    workload: str
+    client: str
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.runs) and all(r.ok for r in self.runs)
+
+    def median(self, attr: str) -> float | None:
+        values = [getattr(r, attr) for r in self.runs if r.ok and getattr(r, attr) is not None]
+        if not values:
+            return None
+        return max(values) if attr == "rss" else statistics.median(values)  # peak RSS: the worst run
+
+
+def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, rep: int) -> Run:
+    from kafkajet.testing import EmbeddedBroker
+
+    topic = f"compare-{name}-{client.replace(' ', '-')}-{rep}-{os.getpid()}"
+    label = f"{client} {name}"
+    argv_tail = [client, json.dumps(w)]
+    if bootstrap is None:
+        # A fresh broker per run: no client inherits a log that earlier runs grew, or their leftovers.
+        with EmbeddedBroker() as broker:
+            create_topic(broker.bootstrap_servers, topic)
+            r = spawn([__file__, "--worker", *argv_tail, broker.bootstrap_servers, topic], label)
+    else:
+        create_topic(bootstrap, topic)
+        r = spawn([__file__, "--worker", *argv_tail, bootstrap, topic], label)
+    if r is None:
+        return Run(ok=False)
+    rps = r["acked"] / r["wall"] if r["wall"] > 0 else 0.0
+    return Run(ok=r["acked"] == w["records"], rps=rps, mbps=rps * w["size"] / 1e6, cpu=r["cpu"], rss=r["rss_mb"],
+               p50_ms=r.get("p50_ms"), p99_ms=r.get("p99_ms"), acked=r["acked"])
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(summaries: dict[str, dict[str, Summary]]) -> str:
+    rows = ["| workload | client | records/s | MB/s | CPU s | peak RSS MB | p50 ms | p99 ms | kafkajet ratio |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, by_client in summaries.items():
+        kind = WORKLOADS[name]["kind"]
+        base = by_client.get(BASELINE[kind])
+        for client, s in by_client.items():
+            if not s.ok:
+                lost = ", ".join(f"{r.acked:,}/{WORKLOADS[name]['records']:,}" for r in s.runs)
+                rows.append(f"| {name} | {client} | FAILED (acked {lost}) | | | | | | |")
+                continue
+            ratio = ""
+            if base is not None and base.ok and client != base.client:
+                if kind == "latency":
+                    mine, theirs = base.median("p99_ms"), s.median("p99_ms")
+                    ratio = f"{theirs / mine:.2f}x p99" if mine and theirs else ""
+                else:
+                    mine, theirs = base.median("rps"), s.median("rps")
+                    ratio = f"{mine / theirs:.2f}x" if mine and theirs else ""
+            rows.append(f"| {name} | {client} | {_fmt(s.median('rps'), ',.0f')} | {_fmt(s.median('mbps'), '.1f')} "
+                        f"| {_fmt(s.median('cpu'), '.1f')} | {_fmt(s.median('rss'), '.0f')} "
+                        f"| {_fmt(s.median('p50_ms'), '.1f')} | {_fmt(s.median('p99_ms'), '.1f')} | {ratio} |")
+    return "\n".join(rows)
+
+
+def chart(summaries: dict[str, dict[str, Summary]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    throughput = [n for n in summaries if WORKLOADS[n]["kind"] != "latency"]
+    latency = [n for n in summaries if WORKLOADS[n]["kind"] == "latency"]
+    fig, axes = plt.subplots(1, 2 if latency else 1, figsize=(14 if latency else 9, 5.5), squeeze=False,
+                             gridspec_kw={"width_ratios": [2, 1]} if latency else None)
+    clients = list(dict.fromkeys(c for n in summaries for c in summaries[n]))
+    colours = {c: plt.get_cmap("tab10")(i) for i, c in enumerate(clients)}
+    ax = axes[0][0]
+    width = 0.8 / max(len(summaries[n]) for n in throughput) if throughput else 0.8
+    for x, name in enumerate(throughput):
+        present = list(summaries[name].values())
+        for j, s in enumerate(present):
+            pos = x - 0.4 + width * (j + 0.5)
+            value = s.median("rps") if s.ok else 0.0
+            ax.bar(pos, value or 0.0, width, color=colours[s.client],
+                   label=s.client if s.client not in ax.get_legend_handles_labels()[1] else None)
+            ax.text(pos, value or 0.0, f"{value / 1000:,.0f}k" if s.ok and value else "FAILED",
+                    ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(throughput)), throughput)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v / 1000:,.0f}k"))
+    ax.set_ylabel("records/s (median)")
+    ax.set_title("throughput")
+    ax.legend(fontsize=8)
+    if latency:
+        ax2 = axes[0][1]
+        name = latency[0]
+        present = [s for s in summaries[name].values() if s.ok]
+        for j, s in enumerate(present):
+            ax2.bar(j - 0.2, s.median("p50_ms") or 0.0, 0.4, color=colours[s.client], alpha=0.55)
+            ax2.bar(j + 0.2, s.median("p99_ms") or 0.0, 0.4, color=colours[s.client])
+        ax2.set_xticks(range(len(present)), [s.client for s in present], rotation=20, fontsize=8)
+        ax2.set_ylabel("ms send -> ack (light: p50, dark: p99)")
+        ax2.set_title(f"latency at {WORKLOADS[name]['rate']:,} records/s, linger.ms=5")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version(), "machine": f"{platform.machine()} x {os.cpu_count()} CPUs"}
+    for pkg in ("kafkajet", "kafka-python", "aiokafka", "confluent-kafka"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "?"
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", nargs=4, metavar=("CLIENT", "WORKLOAD", "BOOTSTRAP", "TOPIC"), help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", help="one repetition with a fifth of the records")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3, or 1 with --quick)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of workloads")
+    ap.add_argument("--clients", default=None, help="comma-separated subset of clients")
+    ap.add_argument("--bootstrap-servers", default=None, help="an existing cluster instead of embedded brokers")
+    ap.add_argument("--out-dir", default=str(ROOT / "results"), help="where the JSON and PNG go")
+    args = ap.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return
+    reps = args.reps or (1 if args.quick else 3)
+    names = args.workloads.split(",")
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
+    only = set(args.clients.split(",")) if args.clients else None
+    workloads = {n: dict(WORKLOADS[n]) for n in names}
+    for w in workloads.values():
+        if args.quick:
+            w["records"] //= 5
+            if "seconds" in w:
+                w["seconds"] /= 5
+    from kafkajet.producer import Producer
+
+    if not hasattr(Producer, "send_arrow"):
+        print("note: this kafkajet has no Producer.send_arrow (the Arrow path); batch-100B measures send_batch",
+              file=sys.stderr)
+
+    summaries: dict[str, dict[str, Summary]] = {
+        n: {c: Summary(n, c) for c in w["clients"] if only is None or c in only or c.split()[0] in only}
+        for n, w in workloads.items()}
+    started = time.time()
+    for rep in range(reps):
+        for name, w in workloads.items():
+            for client, s in summaries[name].items():  # interleaved: drift in the machine hits every client alike
+                run = one_run(client, name, w, args.bootstrap_servers, rep)
+                s.runs.append(run)
+                detail = (f"{run.rps:>10,.0f} rec/s" + (f"  p50 {run.p50_ms:.1f} ms  p99 {run.p99_ms:.1f} ms"
+                                                        if run.p50_ms is not None else "")
+                          if run.ok else f"FAILED: {run.acked:,} of {w['records']:,} acknowledged")
+                print(f"  rep {rep + 1}/{reps} {name:12s} {client:20s} {detail}", file=sys.stderr, flush=True)
+
+    text = table(summaries)
+    print(text)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "compare-quick" if args.quick else "compare"
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "duration_s": round(time.time() - started),
+            "reps": reps, "quick": args.quick, "load_avg": os.getloadavg(), **_versions()}
+    data = {"meta": meta, "workloads": {
+        n: {"spec": {k: v for k, v in workloads[n].items() if k != "clients"},
+            "clients": {c: {"runs": [asdict(r) for r in s.runs], "ok": s.ok,
+                            "median": {a: s.median(a) for a in ("rps", "mbps", "cpu", "rss", "p50_ms", "p99_ms")}}
+                        for c, s in by_client.items()}}
+        for n, by_client in summaries.items()}, "table": text}
+    (out_dir / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
+    chart(summaries, out_dir / f"{stem}.png",
+          f"median of {reps} run(s), {meta['machine']}, Python {meta['python']}, {meta['date']}")
+    print(f"\nwrote {out_dir / (stem + '.json')} and {out_dir / (stem + '.png')}", file=sys.stderr)
+    if any(not s.ok for by_client in summaries.values() for s in by_client.values()):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

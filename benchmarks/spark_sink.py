@@ -1,0 +1,156 @@
+"""A DataFrame into Kafka from PySpark: the kafkajet sink against what users write today without it.
+
+    .venv/bin/python benchmarks/spark_sink.py              # 2,000,000 rows, medians of 3, interleaved
+    .venv/bin/python benchmarks/spark_sink.py --rows 200000 --reps 1
+
+local[2], 100-byte values, 6 partitions, acks=all, against one embedded broker. The jobs:
+  kafkajet sink              df.write.format("kafkajet")...save()
+  foreachPartition kafka-python     the usual hand-written job: one KafkaProducer per partition
+  foreachPartition confluent-kafka  the same with confluent_kafka.Producer
+Each job writes to a fresh topic; the rows the topic then holds (its high watermarks) must equal the rows
+written, or the run reports FAILED instead of a speed. The DataFrame is cached and counted first, so the timing
+is the write alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+PARTITIONS = 6
+
+
+def _kafka_python_partition(bootstrap: str, topic: str) -> Callable[[Iterator[Any]], None]:
+    def write(rows: Iterator[Any]) -> None:
+        from kafka import KafkaProducer
+
+        p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        for row in rows:
+            p.send(topic, value=row.value)
+        p.flush(timeout=300)
+        p.close(timeout=60)
+
+    return write
+
+
+def _confluent_partition(bootstrap: str, topic: str) -> Callable[[Iterator[Any]], None]:
+    def write(rows: Iterator[Any]) -> None:
+        from confluent_kafka import Producer
+
+        errors: list[Any] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+        for row in rows:
+            while True:
+                try:
+                    p.produce(topic, value=row.value, on_delivery=delivered)
+                    break
+                except BufferError:  # librdkafka's queue is full: serve callbacks, then try again
+                    p.poll(0.05)
+            p.poll(0)
+        left = p.flush(300)
+        if left or errors:
+            raise RuntimeError(f"confluent-kafka: {left} undelivered, {len(errors)} failed: {errors[:3]}")
+
+    return write
+
+
+def rows_in(bootstrap: str, topic: str) -> int:
+    from kafkajet.fetch import FetchClient
+
+    with FetchClient(bootstrap) as fc:
+        return sum(fc.offsets(topic, p)[1] - fc.offsets(topic, p)[0] for p in fc.partitions(topic))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--jobs", default="kafkajet sink,foreachPartition kafka-python,foreachPartition confluent-kafka")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafkajet.admin import Admin
+    from kafkajet.spark import KafkaDataSource
+    from kafkajet.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-sink-bench")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(KafkaDataSource)
+        df = spark.range(args.rows, numPartitions=4).selectExpr(
+            "cast(concat(lpad(cast(id as string), 12, '0'), repeat('x', 88)) as binary) as value").cache()
+        assert df.count() == args.rows
+
+        def sink(topic: str) -> None:
+            (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).save())
+
+        jobs: dict[str, Callable[[str], None]] = {
+            "kafkajet sink": sink,
+            "foreachPartition kafka-python": lambda t: df.foreachPartition(_kafka_python_partition(bootstrap, t)),
+            "foreachPartition confluent-kafka": lambda t: df.foreachPartition(_confluent_partition(bootstrap, t)),
+        }
+        chosen = [j for j in args.jobs.split(",") if j]
+        rates: dict[str, list[float | None]] = {j: [] for j in chosen}
+        # Warm up every job once on a small slice: the first Python task of a Spark session forks its worker
+        # and imports pyarrow and the client (seconds), which a long-running pipeline pays once, not per write.
+        small = df.limit(10_000)
+        warm = {"kafkajet sink": lambda t: small.write.format("kafkajet").mode("append")
+                .option("kafka.bootstrap.servers", bootstrap).option("topic", t).save(),
+                "foreachPartition kafka-python": lambda t: small.foreachPartition(_kafka_python_partition(bootstrap, t)),
+                "foreachPartition confluent-kafka": lambda t: small.foreachPartition(_confluent_partition(bootstrap, t))}
+        for job in chosen:
+            topic = f"spark-warmup-{uuid.uuid4().hex[:8]}"
+            with Admin(bootstrap) as admin:
+                admin.create_topics([topic], num_partitions=PARTITIONS)
+            start = time.perf_counter()
+            warm[job](topic)
+            print(f"  warm-up {job:34s} {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+        for rep in range(args.reps):
+            for job in chosen:  # interleaved, so drift in the machine hits every job alike
+                topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
+                with Admin(bootstrap) as admin:
+                    admin.create_topics([topic], num_partitions=PARTITIONS)
+                start = time.perf_counter()
+                jobs[job](topic)
+                wall = time.perf_counter() - start
+                got = rows_in(bootstrap, topic)
+                rate = args.rows / wall if got == args.rows else None
+                rates[job].append(rate)
+                detail = f"{rate:,.0f} rows/s ({wall:.1f} s)" if rate else f"FAILED: topic holds {got:,} rows"
+                print(f"  rep {rep + 1}/{args.reps} {job:34s} {detail}", file=sys.stderr, flush=True)
+        spark.stop()
+
+    def median(job: str) -> float | None:
+        values = rates[job]
+        return statistics.median(values) if values and all(v is not None for v in values) else None  # type: ignore[type-var]
+
+    base = median("kafkajet sink") if "kafkajet sink" in rates else None
+    print(f"\n{args.rows:,} rows of 100 B, local[2], median of {args.reps}\n")
+    print("| job | rows/s | kafkajet sink ratio |\n| --- | ---: | ---: |")
+    failed = False
+    for job in chosen:
+        m = median(job)
+        failed |= m is None
+        ratio = f"{base / m:.2f}x" if base and m and job != "kafkajet sink" else ""
+        print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {ratio} |")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
