@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _common import create_topic, report, spawn
+from _common import create_topic, preload, report, spawn
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "acks-1": {"records": 500_000, "size": 100, "acks": 1, "compression": "none", "key": False},
@@ -118,6 +118,7 @@ RUNNERS = {"kafkajet": run_kafkajet, "kafka-python": run_kafka_python, "aiokafka
 
 def worker(client: str, workload_json: str, bootstrap: str, topic: str) -> None:
     w = json.loads(workload_json)
+    preload(client)
     start = time.perf_counter()
     acked = RUNNERS[client](bootstrap, topic, w)
     report(acked, time.perf_counter() - start)

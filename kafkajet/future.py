@@ -247,3 +247,35 @@ class BatchFuture:
                                         log_append if log_append >= 0 else ts[i],
                                         -1 if k is None else len(k), -1 if v is None else len(v))
         return out  # type: ignore[return-value]
+
+
+class CombinedBatchFuture(BatchFuture):
+    """Several BatchFutures (one per topic of a multi-topic send_arrow()) seen as one, in input order."""
+
+    def __init__(self, n: int, parts: Sequence[tuple[BatchFuture, Sequence[int]]]) -> None:
+        self._n = n
+        self._parts = parts  # each part, and where its records were in the caller's input
+
+    def done(self) -> bool:
+        return all(part.done() for part, _ in self._parts)
+
+    def wait(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for part, _ in self._parts:
+            part.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        self.wait(timeout)
+        out = [(where[i], e) for part, where in self._parts for i, e in part.errors()]
+        out.sort(key=lambda e: e[0])
+        return out
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        failed = self.errors(timeout)
+        if failed:
+            raise failed[0][1]
+        out: list[RecordMetadata | None] = [None] * self._n
+        for part, where in self._parts:
+            for i, md in enumerate(part.result()):
+                out[where[i]] = md
+        return out  # type: ignore[return-value]

@@ -23,7 +23,7 @@ from kafkajet.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-from kafkajet.future import BatchFuture, RecordFuture, Segment
+from kafkajet.future import BatchFuture, CombinedBatchFuture, RecordFuture, Segment
 from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Metadata, PartitionInfo
 from kafkajet.metrics import ProducerMetrics
@@ -299,6 +299,42 @@ class Producer:
         if wake:
             self._wakeup()
         return BatchFuture(n, segments, ts, ks, vals)
+
+    def send_arrow(self, topic: str | None, data: Any) -> BatchFuture:
+        """Queue the rows of a pyarrow Table or RecordBatch with the columns of Spark's Kafka sink.
+
+        Columns: value (binary/string, required), key, topic, partition, headers, timestamp (see
+        kafkajet.arrow). `topic` names the topic for every row and wins over a topic column; with None, the
+        topic column decides per row. Returns one BatchFuture over all rows, in input order. With several
+        topics the rows go out one topic at a time: if a later topic's rows are refused (say, a partition it
+        does not have), the earlier topics' rows are already queued.
+        """
+        from kafkajet.arrow import rows_of
+
+        rows = rows_of(data)
+        if topic is not None or rows.topics is None:
+            if topic is None:
+                raise ValueError("send_arrow: no topic given and no 'topic' column in the data")
+            return self.send_batch(topic, rows.values, keys=rows.keys, headers=rows.headers,
+                                   partitions=rows.partitions, timestamps=rows.timestamps)
+        groups: dict[str, list[int]] = {}
+        for i, t in enumerate(rows.topics):
+            if t is None:
+                raise ValueError(f"send_arrow: row {i} has a null topic and no topic was given")
+            groups.setdefault(t, []).append(i)
+        if len(groups) == 1:
+            (only,) = groups
+            return self.send_batch(only, rows.values, keys=rows.keys, headers=rows.headers,
+                                   partitions=rows.partitions, timestamps=rows.timestamps)
+
+        def pick(col: list[Any] | None, idx: list[int]) -> list[Any] | None:
+            return None if col is None else [col[i] for i in idx]
+
+        parts = [(self.send_batch(t, pick(rows.values, idx), keys=pick(rows.keys, idx),  # type: ignore[arg-type]
+                                  headers=pick(rows.headers, idx), partitions=pick(rows.partitions, idx),
+                                  timestamps=pick(rows.timestamps, idx)), idx)
+                 for t, idx in groups.items()]
+        return CombinedBatchFuture(rows.n, parts)
 
     def _partition_batch(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
                          partitions: Sequence[int | None] | None, count: int,

@@ -33,24 +33,6 @@ class KafkaCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _as_bytes(column: Any) -> list[bytes | None]:
-    import pyarrow as pa
-
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        column = column.cast(pa.binary())
-    return column.to_pylist()  # type: ignore[no-any-return]
-
-
-def _headers(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
-    """array<struct<key, value>> as per-row lists of (key, value) tuples, without a dict per header."""
-    offsets = column.offsets.to_pylist()
-    flat = column.flatten()  # the struct values of the rows in this (possibly sliced) array
-    pairs = list(zip(flat.field("key").to_pylist(), _as_bytes(flat.field("value")), strict=True))
-    base = offsets[0]
-    # A null row and an empty list both mean "no headers".
-    return [pairs[offsets[j] - base:offsets[j + 1] - base] or None for j in range(len(offsets) - 1)]
-
-
 def _inject_failure(fail_after: int | None, marker: str | None, sent: int) -> None:
     """Test hook (options kafkajet.test.fail.after.rows / .marker): fail a task mid-write, once per marker."""
     if fail_after is None or sent < fail_after:
@@ -76,34 +58,7 @@ def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterat
         n = rb.num_rows
         if n == 0:
             continue
-        names = rb.schema.names
-        values = _as_bytes(rb.column(names.index("value")))
-        keys = _as_bytes(rb.column(names.index("key"))) if "key" in names else None
-        partitions = rb.column(names.index("partition")).to_pylist() if "partition" in names else None
-        headers = _headers(rb.column(names.index("headers"))) if "headers" in names else None
-        timestamps = None
-        if "timestamp" in names:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            ts = rb.column(names.index("timestamp"))
-            timestamps = pc.cast(pc.cast(ts, pa.timestamp("ms")), pa.int64()).to_pylist()
-        groups: dict[str, list[int] | None]
-        if topic_option is not None:
-            groups = {topic_option: None}
-        else:
-            topics = rb.column(names.index("topic")).to_pylist()
-            groups = {}
-            for i, t in enumerate(topics):
-                if t is None:
-                    raise ValueError(f"row {sent + i} has a null topic and no topic option is set")
-                groups.setdefault(t, []).append(i)  # type: ignore[union-attr]
-        for topic, idx in groups.items():
-            def pick(col: list[Any] | None, idx: list[int] | None = idx) -> list[Any] | None:
-                return col if col is None or idx is None else [col[i] for i in idx]
-
-            pending.append(producer.send_batch(topic, pick(values), keys=pick(keys), headers=pick(headers),
-                                               partitions=pick(partitions), timestamps=pick(timestamps)))
+        pending.append(producer.send_arrow(topic_option, rb))
         sent += n
         _inject_failure(fail_after, fail_marker, sent)
     producer.flush()
