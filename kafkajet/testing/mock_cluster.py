@@ -12,12 +12,29 @@ It speaks the real wire protocol (kafkajet.protocol) and stores real record batc
 everything on stop(). Served: ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
 InitProducerId (idempotent producers, not transactions), DescribeCluster. Faults are described in
 kafkajet.testing.mock.faults.
+
+SASL (SASL_PLAINTEXT; kafkajet.testing.mock.sasl):
+
+    MockCluster(brokers=1, sasl_mechanisms=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                sasl_users={"alice": "alice-secret"}, sasl_session_lifetime_ms=0)
+
+With sasl_mechanisms (any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) every connection must authenticate:
+ApiVersions (which then lists SaslHandshake and SaslAuthenticate) and SaslHandshake v0/v1 are all it may send
+before; anything else closes it. An unknown mechanism is answered UNSUPPORTED_SASL_MECHANISM with the enabled
+list, a wrong password SASL_AUTHENTICATION_FAILED with a message, and the connection is then closed (after
+cluster.config.sasl_failure_close_delay_ms, 100 by default, as Kafka's connection.failed.authentication.delay.ms).
+sasl_users maps usernames to passwords (SCRAM credentials are salted with 4096 iterations); change them with
+set_sasl_user() / remove_sasl_user(). sasl_session_lifetime_ms is the SessionLifetimeMs of SaslAuthenticate
+v1+ answers (KIP-368; also cluster.config.sasl_session_lifetime_ms, read at each authentication): once it
+has passed, a connection that sent no new SaslHandshake is closed at its next request. sasl_authentications()
+lists the exchanges; requests() records the principal of each request. Without sasl_mechanisms the cluster
+takes no SASL at all (and does not list the SASL APIs), as before.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 
 from kafkajet.protocol import ApiKey
@@ -32,12 +49,13 @@ from kafkajet.testing.mock.faults import (
     api_key,
     parse_error_action,
 )
+from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, SaslAuthRecord
 from kafkajet.testing.mock.server import MockServer, RequestRecord
 from kafkajet.testing.mock.state import NO_LEADER, BrokerState, ClusterState, MockConfig
 
 log = logging.getLogger("kafkajet.testing.mock")
 
-__all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER"]
+__all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER", "SaslAuthRecord"]
 
 
 class MockCluster:
@@ -55,18 +73,32 @@ class MockCluster:
         stale_epoch_error: str = "INVALID_PRODUCER_EPOCH",
         unknown_producer_error: str | None = "UNKNOWN_PRODUCER_ID",
         host: str = "127.0.0.1",
+        sasl_mechanisms: Iterable[str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        sasl_session_lifetime_ms: int = 0,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
+        mechanisms = tuple(sasl_mechanisms or ())
+        unknown = [m for m in mechanisms if m not in SERVER_MECHANISMS]
+        if unknown:
+            raise ValueError(f"SASL mechanisms {unknown} are not served; choose from {list(SERVER_MECHANISMS)}")
+        if sasl_users and not mechanisms:
+            raise ValueError("sasl_users without sasl_mechanisms: say which mechanisms the cluster takes")
+        if sasl_session_lifetime_ms < 0:
+            raise ValueError(f"sasl_session_lifetime_ms must be >= 0, not {sasl_session_lifetime_ms}")
         for name in (duplicate_error, stale_epoch_error, unknown_producer_error):
             if name is not None:
                 parse_error_action(name)
         config = MockConfig(auto_create_topics=auto_create_topics, default_partitions=default_partitions,
                             replication_factor=replication_factor, max_message_bytes=max_message_bytes,
                             duplicate_error=duplicate_error, stale_epoch_error=stale_epoch_error,
-                            unknown_producer_error=unknown_producer_error)
+                            unknown_producer_error=unknown_producer_error, sasl_mechanisms=mechanisms,
+                            sasl_session_lifetime_ms=sasl_session_lifetime_ms)
         self._host = host
         self._state = ClusterState(config, list(range(1, brokers + 1)))
+        for user, password in (sasl_users or {}).items():
+            self._state.sasl_credentials.set(user, password)
         self._faults = Faults()
         self._server: MockServer | None = None
 
@@ -226,6 +258,23 @@ class MockCluster:
         server.call(lambda: server.listen(broker_id, broker.port), timeout)
         with self._state.lock:
             broker.up = True
+
+    # --- SASL -----------------------------------------------------------------------------------------
+
+    def set_sasl_user(self, user: str, password: str) -> None:
+        """Add a user or change a password; takes effect at the next authentication (connections already
+        authenticated stay so until they re-authenticate)."""
+        with self._state.lock:
+            self._state.sasl_credentials.set(user, password)
+
+    def remove_sasl_user(self, user: str) -> None:
+        with self._state.lock:
+            self._state.sasl_credentials.remove(user)
+
+    def sasl_authentications(self) -> list[SaslAuthRecord]:
+        """Every SASL exchange finished or refused, oldest first: broker, mechanism, principal, ok, reauth."""
+        with self._state.lock:
+            return list(self._state.sasl_log)
 
     # --- what the cluster holds -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any
 from kafkajet.errors import CorruptRecordError, error_for_code, error_for_name
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, RequestHeader
 from kafkajet.records import decode_batches
+from kafkajet.testing.mock.sasl import SASL_APIS
 from kafkajet.testing.mock.sequences import last_sequence
 from kafkajet.testing.mock.state import NO_LEADER, ClusterState, PartitionState
 
@@ -43,10 +44,12 @@ class Request:
 @dataclass(slots=True)
 class Answer:
     """body None means no response at all (acks=0). wait_ms > 0 asks the server to hold the answer back
-    (a Fetch with nothing to return yet) and call the handler again when data arrives or the wait is over."""
+    (a Fetch with nothing to return yet) and call the handler again when data arrives or the wait is over.
+    close: close the connection once the answer is written (a failed SASL authentication)."""
 
     body: Body | None
     wait_ms: int = 0
+    close: bool = False
 
 
 Handler = Callable[[ClusterState, Request], Answer]
@@ -360,13 +363,14 @@ def handle_init_producer_id(state: ClusterState, req: Request) -> Answer:
                    "producer_epoch": 0})
 
 
-def api_versions_body(error: str | None = None) -> Body:
-    keys = [{"api_key": int(api), "min_version": lo, "max_version": hi} for api, (lo, hi) in advertised().items()]
+def api_versions_body(error: str | None = None, sasl: bool = False) -> Body:
+    keys = [{"api_key": int(api), "min_version": lo, "max_version": hi}
+            for api, (lo, hi) in advertised(sasl).items()]
     return {"error_code": code(error) if error else 0, "api_keys": keys, "throttle_time_ms": 0}
 
 
 def handle_api_versions(state: ClusterState, req: Request) -> Answer:
-    return Answer(api_versions_body())
+    return Answer(api_versions_body(sasl=bool(state.config.sasl_mechanisms)))
 
 
 HANDLERS: dict[ApiKey, Handler] = {
@@ -382,9 +386,11 @@ HANDLERS: dict[ApiKey, Handler] = {
 }
 
 
-def advertised() -> dict[ApiKey, tuple[int, int]]:
-    """Exactly what can be served: the APIs with a handler, at every version the codec reads and writes."""
-    return {api: SUPPORTED_VERSIONS[api] for api in sorted(HANDLERS) if api in SUPPORTED_VERSIONS}
+def advertised(sasl: bool = False) -> dict[ApiKey, tuple[int, int]]:
+    """Exactly what can be served: the APIs with a handler, at every version the codec reads and writes, and
+    with `sasl` the SASL APIs (the server answers those itself: they act on the connection)."""
+    apis = sorted([*HANDLERS, *(SASL_APIS if sasl else ())])
+    return {api: SUPPORTED_VERSIONS[api] for api in apis if api in SUPPORTED_VERSIONS}
 
 
 # --- Forced errors -------------------------------------------------------------------------------------
@@ -429,7 +435,11 @@ def error_response(state: ClusterState, req: Request, error: str) -> Body:
     if api == ApiKey.INIT_PRODUCER_ID:
         return {"throttle_time_ms": 0, "error_code": c, "producer_id": -1, "producer_epoch": -1}
     if api == ApiKey.API_VERSIONS:
-        return api_versions_body(error)
+        return api_versions_body(error, sasl=bool(state.config.sasl_mechanisms))
+    if api == ApiKey.SASL_HANDSHAKE:
+        return {"error_code": c, "mechanisms": list(state.config.sasl_mechanisms)}
+    if api == ApiKey.SASL_AUTHENTICATE:
+        return {"error_code": c, "error_message": error, "auth_bytes": b"", "session_lifetime_ms": 0}
     if api == ApiKey.DESCRIBE_CLUSTER:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": error, "cluster_id": state.cluster_id,
                 "controller_id": -1, "brokers": []}

@@ -25,6 +25,7 @@ from kafkajet.errors import ProtocolError, UnsupportedVersionError
 from kafkajet.protocol import ApiKey, RequestHeader, decode_request, encode_response
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, Faults, parse_error_action
 from kafkajet.testing.mock.handlers import HANDLERS, Answer, Request, api_versions_body, error_response
+from kafkajet.testing.mock.sasl import SASL_APIS, SaslSession
 from kafkajet.testing.mock.state import ClusterState
 
 log = logging.getLogger("kafkajet.testing.mock")
@@ -44,6 +45,7 @@ class RequestRecord:
     time: float  # time.monotonic() when the request was read
     correlation_id: int
     client_id: str | None
+    principal: str | None = None  # the SASL username the connection authenticated as
 
 
 class _Slot:
@@ -71,6 +73,7 @@ class _Conn:
         self.close_when_written = False
         self.closed = False
         self.events = selectors.EVENT_READ
+        self.sasl: SaslSession | None = None  # set when the cluster requires SASL
 
 
 @dataclass(slots=True)
@@ -257,6 +260,9 @@ class MockServer:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, broker_id, peer)
+            if self._state.config.sasl_mechanisms:
+                conn.sasl = SaslSession(tuple(self._state.config.sasl_mechanisms), self._state.sasl_credentials,
+                                        broker_id, self._state.sasl_log)
             self._conns.add(conn)
             self._sel.register(sock, selectors.EVENT_READ, conn)
             log.debug("broker %d: connection from %s", broker_id, peer)
@@ -299,7 +305,10 @@ class MockServer:
                 break
             payload = bytes(buf[pos + 4:pos + 4 + size])
             pos += 4 + size
-            self._on_request(conn, payload)
+            if conn.sasl is not None and conn.sasl.raw:
+                self._on_raw_sasl_token(conn, conn.sasl, payload)
+            else:
+                self._on_request(conn, payload)
         if not conn.closed:
             del buf[:pos]
 
@@ -313,13 +322,21 @@ class MockServer:
             self._close(conn, f"undecodable request: {e}")
             return
         api = header.api_key
+        sasl = conn.sasl
+        if sasl is not None:
+            refusal = sasl.refusal(api, time.monotonic())
+            if refusal is not None:
+                # Kafka's authenticator closes a connection that skips or breaks the SASL exchange.
+                self._close(conn, refusal)
+                return
         handler = HANDLERS.get(api)  # type: ignore[call-overload]
-        if handler is None:
+        if handler is None and not (sasl is not None and api in SASL_APIS):
             # What a broker does with an API it does not know; clients only send what ApiVersions listed.
             self._close(conn, f"unserved api {ApiKey(api).name} v{header.api_version}")
             return
         self._history.append(RequestRecord(ApiKey(api).name, header.api_version, conn.broker_id, time.monotonic(),
-                                           header.correlation_id, header.client_id))
+                                           header.correlation_id, header.client_id,
+                                           sasl.principal if sasl is not None else None))
         log.debug("broker %d: %s v%d correlation %d from %s", conn.broker_id, ApiKey(api).name,
                   header.api_version, header.correlation_id, header.client_id)
         req = Request(header, body, conn.broker_id)
@@ -336,28 +353,29 @@ class MockServer:
         # KIP-511: answer a too-new ApiVersions at v0 with UNSUPPORTED_VERSION and our ranges, so the client
         # retries with a version we speak.
         slot = self._new_slot(conn)
-        frame = encode_response(ApiKey.API_VERSIONS, 0, correlation_id, api_versions_body("UNSUPPORTED_VERSION"))
+        body = api_versions_body("UNSUPPORTED_VERSION", sasl=conn.sasl is not None)
+        frame = encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body)
         log.debug("broker %d: ApiVersions v%d unsupported; answered v0", conn.broker_id, version)
         self._fill(conn, slot, frame, time.monotonic())
 
     def _apply(self, conn: _Conn, req: Request, action: Action) -> None:
         now = time.monotonic()
         if action is None:
-            self._answer(conn, req, self._handle(req), now)
+            self._answer(conn, req, self._handle(conn, req), now)
         elif action == DROP:
             conn.closing = True
             slot = self._new_slot(conn)
             slot.drop = True
             self._fill(conn, slot, None, now)
         elif action == DROP_AFTER:
-            self._handle(req)
+            self._handle(conn, req)
             conn.closing = True
             slot = self._new_slot(conn)
             slot.drop = True
             self._fill(conn, slot, None, now)
         elif isinstance(action, str):
             forced = parse_error_action(action)
-            handled = self._handle(req) if forced.handle_first else None
+            handled = self._handle(conn, req) if forced.handle_first else None
             if handled is not None and handled.body is None:
                 return  # acks=0: no answer, error or not
             if req.header.api_key == ApiKey.PRODUCE and req.body.get("acks") == 0:
@@ -374,14 +392,55 @@ class MockServer:
         else:
             raise TypeError(f"a control hook returned {action!r}")
 
-    def _handle(self, req: Request) -> Answer:
+    def _handle(self, conn: _Conn, req: Request) -> Answer:
+        if conn.sasl is not None and req.header.api_key in SASL_APIS:
+            return self._handle_sasl(conn, conn.sasl, req)
         with self._state.lock:
             answer = HANDLERS[ApiKey(req.header.api_key)](self._state, req)
         if req.header.api_key == ApiKey.PRODUCE:
             self.wake_held_fetches()
         return answer
 
+    def _handle_sasl(self, conn: _Conn, sasl: SaslSession, req: Request) -> Answer:
+        now = time.monotonic()
+        with self._state.lock:
+            if req.header.api_key == ApiKey.SASL_HANDSHAKE:
+                reply = sasl.handshake(req.body["mechanism"], req.version, now)
+            else:
+                reply = sasl.authenticate(bytes(req.body["auth_bytes"] or b""), now,
+                                          self._state.config.sasl_session_lifetime_ms)
+        log.debug("broker %d: %s v%d from %s -> %s", conn.broker_id, ApiKey(req.header.api_key).name, req.version,
+                  conn.peer, "close" if reply.close else sasl.stage)
+        return Answer(reply.body, close=reply.close)
+
+    def _on_raw_sasl_token(self, conn: _Conn, sasl: SaslSession, token: bytes) -> None:
+        """After SaslHandshake v0 the frames are bare SASL tokens, and so are the answers (KIP-43)."""
+        now = time.monotonic()
+        with self._state.lock:
+            reply = sasl.raw_token(token, now, self._state.config.sasl_session_lifetime_ms)
+        if reply is None:
+            self._drop_after_answers(conn, now)
+        else:
+            self._fill(conn, self._new_slot(conn), _SIZE.pack(len(reply)) + reply, now)
+        with self._state.changed:
+            self._state.changed.notify_all()
+
+    def _drop_after_answers(self, conn: _Conn, now: float) -> None:
+        """Close once the answers already queued are written; read nothing more."""
+        conn.closing = True
+        if conn.closed:
+            return
+        slot = self._new_slot(conn)
+        slot.drop = True
+        self._fill(conn, slot, None, now)
+
     def _answer(self, conn: _Conn, req: Request, answer: Answer, now: float) -> None:
+        if answer.close:
+            self._answer(conn, req, Answer(answer.body, answer.wait_ms), now)
+            conn.closing = True  # nothing more is read meanwhile
+            delay = max(self._state.config.sasl_failure_close_delay_ms, 0) / 1000
+            self._at(now + delay, lambda: self._drop_after_answers(conn, time.monotonic()))
+            return
         if answer.body is None:
             return
         slot = self._new_slot(conn)

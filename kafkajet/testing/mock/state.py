@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from kafkajet.testing.mock.log import PartitionLog
+from kafkajet.testing.mock.sasl import Credentials, SaslAuthRecord
 from kafkajet.testing.mock.sequences import SequenceChecker
 
 # Kafka's rule for topic names (Topic.validate): at most 249 of these characters, not "." or "..".
@@ -32,6 +33,14 @@ class MockConfig:
     duplicate_error: str | None = None
     stale_epoch_error: str = "INVALID_PRODUCER_EPOCH"
     unknown_producer_error: str | None = "UNKNOWN_PRODUCER_ID"
+    # SASL on every connection when non-empty (read as connections are accepted); see mock/sasl.py.
+    sasl_mechanisms: tuple[str, ...] = ()
+    # SessionLifetimeMs of SaslAuthenticate v1+ answers (KIP-368); 0: sessions never expire.
+    sasl_session_lifetime_ms: int = 0
+    # After a failed authentication the answer goes out at once and the close follows this much later, like
+    # Kafka's connection.failed.authentication.delay.ms (100 ms; Kafka also holds the answer back). Closing at
+    # once would lose the answer in clients that drop data read together with the EOF (kafka-python).
+    sasl_failure_close_delay_ms: int = 100
 
 
 @dataclass
@@ -72,6 +81,9 @@ class ClusterState:
         self.cluster_id = "kafkajet-mock-" + uuid.uuid4().hex[:12]
         # Produce outcomes per partition answered: error names, and "duplicate_batches" for retries recognised.
         self.stats: Counter[str] = Counter()
+        self.sasl_credentials = Credentials()
+        # SASL exchanges finished or refused, oldest first; bounded, as a client may retry bad credentials forever.
+        self.sasl_log: deque[SaslAuthRecord] = deque(maxlen=10_000)
         self._next_producer_id = 1000
         self._topics_created = 0
 

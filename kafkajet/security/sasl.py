@@ -1,0 +1,265 @@
+"""SASL client mechanisms, sans-I/O: the network client carries their bytes in SaslAuthenticate requests.
+
+    client = sasl_client_from_config(cfg, host)
+    out = client.start()                       # auth_bytes of the first SaslAuthenticate
+    while out is not None:
+        response = <send SaslAuthenticate(auth_bytes=out)>   # raise on a non-zero error code
+        out = client.step(response.auth_bytes)
+    assert client.complete
+
+Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram) and OAUTHBEARER
+(RFC 7628, KIP-255). One client object per exchange: a re-authentication (KIP-368) makes a new one, which
+for OAUTHBEARER also fetches a fresh token.
+
+Every failure is an AuthenticationError (a malformed server message says "protocol violation"), and the
+connection should be closed. Passwords and tokens appear in no exception text and no repr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kafkajet.errors import AuthenticationError, ConfigError
+from kafkajet.security.jaas import (
+    OAUTHBEARER_LOGIN_MODULE,
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+    parse_jaas_config,
+)
+from kafkajet.security.scram import ScramClient
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+_LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
+                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE}
+
+
+class SaslClient(Protocol):
+    mechanism: str
+
+    def start(self) -> bytes:
+        """The first client message."""
+        ...
+
+    def step(self, server_message: bytes) -> bytes | None:
+        """The next client message; None when the exchange is complete. AuthenticationError on failure."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """True once the server's last message was verified."""
+        ...
+
+
+def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
+    """The error for a broker's SASL_AUTHENTICATION_FAILED (or similar) answer, in one wording."""
+    return AuthenticationError(f"{mechanism} authentication failed: {reason or 'no reason given by the broker'}")
+
+
+# --- PLAIN ------------------------------------------------------------------------------------------------
+
+
+class PlainClient:
+    """RFC 4616 with an empty authorization id: one message; the broker answers empty bytes if it agrees."""
+
+    mechanism = "PLAIN"
+
+    def __init__(self, username: str, password: str) -> None:
+        for what, value in (("username", username), ("password", password)):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"PLAIN: the {what} must be a non-empty string")
+            if "\0" in value:
+                raise ConfigError(f"PLAIN: the {what} contains a NUL character")
+        self._username = username
+        try:
+            self._message = b"\0" + username.encode("utf-8") + b"\0" + password.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("PLAIN: the username or password is not a valid text string") from None
+        self._state = "initial"
+
+    def __repr__(self) -> str:
+        return f"PlainClient(username={self._username!r}, state={self._state})"
+
+    @property
+    def complete(self) -> bool:
+        return self._state == "complete"
+
+    def start(self) -> bytes:
+        if self._state != "initial":
+            raise AuthenticationError("PLAIN: start() called twice; use a new client per exchange")
+        self._state = "sent"
+        message, self._message = self._message, b""
+        return message
+
+    def step(self, server_message: bytes) -> bytes | None:
+        if self._state != "sent":
+            raise AuthenticationError(f"PLAIN: unexpected server message in state {self._state}")
+        if server_message:
+            self._state = "failed"
+            raise AuthenticationError("PLAIN: protocol violation: the server answered with a non-empty message")
+        self._state = "complete"
+        return None
+
+
+# --- OAUTHBEARER ------------------------------------------------------------------------------------------
+
+# RFC 6750 b64token; RFC 7628 extension keys are letters, values printable (kept to visible ASCII and space).
+_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_EXT_KEY = re.compile(r"[A-Za-z]+")
+_EXT_VALUE = re.compile(r"[\x20-\x7e\t\r\n]*")
+
+TokenProvider = Any  # a callable returning a token, or an object with token() (and maybe extensions())
+
+
+class OAuthBearerClient:
+    """RFC 7628 / KIP-255: "n,,\\x01auth=Bearer <token>[\\x01key=value...]\\x01\\x01".
+
+    The token (and KIP-342 extensions, from the provider's extensions() if it has one) is fetched at start().
+    If the broker rejects the token it answers with a JSON error as a challenge; step() then returns the
+    "\\x01" that ends the exchange (RFC 7628 3.2.3) and keeps the error in `server_error`. The broker
+    follows with SASL_AUTHENTICATION_FAILED; should it instead answer success, step() raises.
+    """
+
+    mechanism = "OAUTHBEARER"
+
+    def __init__(self, provider: TokenProvider) -> None:
+        if not callable(provider) and not callable(getattr(provider, "token", None)):
+            raise ConfigError("sasl.oauthbearer.token.provider must be a callable or have a token() method")
+        self._provider = provider
+        self._state = "initial"
+        self.server_error: str | None = None
+
+    def __repr__(self) -> str:
+        return f"OAuthBearerClient(provider={type(self._provider).__name__}, state={self._state})"
+
+    @property
+    def complete(self) -> bool:
+        return self._state == "complete"
+
+    def start(self) -> bytes:
+        if self._state != "initial":
+            raise AuthenticationError("OAUTHBEARER: start() called twice; use a new client per exchange")
+        self._state = "failed"
+        token = self._token()
+        extensions = self._extensions()
+        ext = "".join(f"\x01{k}={v}" for k, v in extensions.items())
+        self._state = "sent"
+        return f"n,,\x01auth=Bearer {token}{ext}\x01\x01".encode("ascii")
+
+    def _token(self) -> str:
+        fetch = self._provider if callable(self._provider) else self._provider.token
+        try:
+            token = fetch()
+        except Exception as e:
+            # Not chained: the provider's exception text is outside our control and might quote the token.
+            raise AuthenticationError(
+                f"OAUTHBEARER: the token provider failed ({type(e).__name__})") from None
+        value = getattr(token, "value", token)  # a token object with .value, or the string itself
+        if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+            raise AuthenticationError("OAUTHBEARER: the token provider returned no valid bearer token "
+                                      "(expected a non-empty RFC 6750 b64token string)")
+        return value
+
+    def _extensions(self) -> dict[str, str]:
+        get = getattr(self._provider, "extensions", None)
+        if not callable(get):
+            return {}
+        try:
+            extensions = get() or {}
+        except Exception as e:
+            raise AuthenticationError(
+                f"OAUTHBEARER: the token provider's extensions() failed ({type(e).__name__})") from None
+        if not isinstance(extensions, Mapping):
+            raise AuthenticationError("OAUTHBEARER: extensions() must return a mapping")
+        out: dict[str, str] = {}
+        for k, v in extensions.items():
+            if not isinstance(k, str) or not _EXT_KEY.fullmatch(k) or k == "auth":
+                raise AuthenticationError(f"OAUTHBEARER: invalid extension name {k!r}")
+            if not isinstance(v, str) or not _EXT_VALUE.fullmatch(v):
+                raise AuthenticationError(f"OAUTHBEARER: invalid value for extension {k!r}")
+            out[k] = v
+        return out
+
+    def step(self, server_message: bytes) -> bytes | None:
+        if self._state == "sent":
+            if not server_message:
+                self._state = "complete"
+                return None
+            self._state = "rejected"
+            self.server_error = _describe_oauth_error(server_message)
+            return b"\x01"
+        if self._state == "rejected":
+            self._state = "failed"
+            raise AuthenticationError(f"OAUTHBEARER authentication failed: {self.server_error}")
+        raise AuthenticationError(f"OAUTHBEARER: unexpected server message in state {self._state}")
+
+
+def _describe_oauth_error(message: bytes) -> str:
+    """The RFC 7628 3.2.2 JSON error ({"status": ..., "scope": ..., "openid-configuration": ...}) in words."""
+    try:
+        doc = json.loads(message.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return f"protocol violation: the server sent a non-JSON challenge ({len(message)} bytes)"
+    if not isinstance(doc, dict):
+        return "protocol violation: the server's error is not a JSON object"
+    parts = [f"{k}={str(doc[k])[:100]!r}" for k in ("status", "scope", "openid-configuration") if k in doc]
+    return "server error " + (", ".join(parts) if parts else "with no status")
+
+
+# --- from configuration -----------------------------------------------------------------------------------
+
+
+def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
+    """A fresh client for one exchange with broker `host` (unused by these mechanisms; GSSAPI would need it).
+
+    Keys: sasl.mechanism (Java's default GSSAPI is not supported: set one of SASL_MECHANISMS),
+    sasl.username / sasl.password (librdkafka's names), sasl.jaas.config (Java's syntax, for PLAIN and
+    SCRAM: username= and password= options), sasl.oauthbearer.token.provider (for OAUTHBEARER).
+
+    Credentials may come from either place. If both give a username or password they must agree, else
+    ConfigError: silently preferring one would hide a stale copy that later breaks in another environment.
+    """
+    raw = cfg.get("sasl.mechanism")
+    mechanism = "GSSAPI" if raw is None else str(raw).strip().upper()
+    if mechanism not in SASL_MECHANISMS:
+        raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
+    options = _jaas_options(cfg, mechanism)
+    if mechanism == "OAUTHBEARER":
+        provider = cfg.get("sasl.oauthbearer.token.provider")
+        if provider is None:
+            raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
+                              "(a callable returning a token, or an object with a token() method)")
+        return OAuthBearerClient(provider)
+    username = _credential(cfg, options, "username", mechanism)
+    password = _credential(cfg, options, "password", mechanism)
+    if mechanism == "PLAIN":
+        return PlainClient(username, password)
+    return ScramClient(username, password, mechanism)
+
+
+def _jaas_options(cfg: Mapping[str, Any], mechanism: str) -> dict[str, str]:
+    text = cfg.get("sasl.jaas.config")
+    if text is None:
+        return {}
+    jaas = parse_jaas_config(text)
+    if jaas.module != _LOGIN_MODULE[mechanism]:
+        raise ConfigError(f"sasl.jaas.config names {jaas.module}, which does not do sasl.mechanism={mechanism}; "
+                          f"use {_LOGIN_MODULE[mechanism]}")
+    return jaas.options
+
+
+def _credential(cfg: Mapping[str, Any], jaas: Mapping[str, str], name: str, mechanism: str) -> str:
+    key = f"sasl.{name}"
+    explicit = cfg.get(key)
+    from_jaas = jaas.get(name)
+    if explicit is not None and not isinstance(explicit, str):
+        raise ConfigError(f"{key} must be a string, got {type(explicit).__name__}")
+    if explicit is not None and from_jaas is not None and explicit != from_jaas:
+        raise ConfigError(f"{key} and the {name} in sasl.jaas.config disagree; give it in one place only")
+    value = explicit if explicit is not None else from_jaas
+    if not value:
+        raise ConfigError(f"sasl.mechanism={mechanism} needs {key} (or {name}=... in sasl.jaas.config)")
+    return value

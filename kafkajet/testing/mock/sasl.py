@@ -1,0 +1,422 @@
+"""The broker side of SASL for the mock cluster: PLAIN and SCRAM-SHA-256/512 server mechanisms, the stored
+credentials, and the per-connection state machine of Kafka's SaslServerAuthenticator.
+
+Per connection: [ApiVersions] -> SaslHandshake -> SaslAuthenticate... -> authenticated. Before that only
+ApiVersions and SaslHandshake are served; anything else closes the connection, as Kafka does. SaslHandshake
+v0 switches the connection to the legacy framing (KIP-43): size-prefixed raw SASL tokens, no Kafka headers,
+until the mechanism completes; v1 carries the tokens in SaslAuthenticate requests. A failed authentication
+is answered (v1) and the connection closed (MockConfig.sasl_failure_close_delay_ms later). An authenticated connection may re-authenticate (KIP-368) with
+the same mechanism and principal; once a session lifetime has passed, anything but SaslHandshake closes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import secrets
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafkajet.errors import error_for_name
+from kafkajet.protocol import ApiKey
+from kafkajet.security import scram
+
+SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
+
+Body = dict[str, Any]
+
+
+def _code(name: str) -> int:
+    return error_for_name(name).code
+
+
+class SaslRejected(Exception):
+    """The server refuses the exchange; `error` is the Kafka error name for the SaslAuthenticate answer."""
+
+    def __init__(self, message: str, error: str = "SASL_AUTHENTICATION_FAILED") -> None:
+        super().__init__(message)
+        self.message = message
+        self.error = error
+
+
+def _invalid_credentials(mechanism: str) -> SaslRejected:
+    # Kafka's wording for a SaslAuthenticationException caused by bad credentials.
+    return SaslRejected("Authentication failed during authentication due to invalid credentials with SASL "
+                        f"mechanism {mechanism}")
+
+
+def _malformed(mechanism: str, what: str) -> SaslRejected:
+    # Kafka answers a mechanism's SaslException with SASL_AUTHENTICATION_FAILED too (with a generic text;
+    # ours says what was wrong, which helps whoever is debugging a client against the mock).
+    return SaslRejected(f"Authentication failed: invalid {mechanism} {what}")
+
+
+# --- credentials ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    """What a broker stores per user and mechanism (RFC 5802): never the password itself."""
+
+    salt: bytes
+    iterations: int
+    stored_key: bytes = field(repr=False)
+    server_key: bytes = field(repr=False)
+
+
+def scram_credential(mechanism: str, password: str, *, salt: bytes | None = None,
+                     iterations: int = ITERATIONS) -> ScramCredential:
+    hash_ = scram.hash_name(mechanism)
+    salt = secrets.token_bytes(16) if salt is None else salt
+    salted = scram.salted_password(hash_, password.encode("utf-8"), salt, iterations)
+    return ScramCredential(salt, iterations, scram.stored_key(hash_, scram.client_key(hash_, salted)),
+                           scram.server_key(hash_, salted))
+
+
+class Credentials:
+    """user -> password for PLAIN (Kafka's PLAIN callback compares plain passwords too), and salted SCRAM
+    credentials per SCRAM mechanism. Guarded by the cluster lock."""
+
+    def __init__(self, users: Mapping[str, str] | None = None, iterations: int = ITERATIONS) -> None:
+        self._iterations = iterations
+        self._plain: dict[str, bytes] = {}
+        self._scram: dict[tuple[str, str], ScramCredential] = {}
+        for user, password in (users or {}).items():
+            self.set(user, password)
+
+    def __repr__(self) -> str:
+        return f"Credentials(users={sorted(self._plain)})"
+
+    def set(self, user: str, password: str) -> None:
+        if not user or not isinstance(user, str) or not isinstance(password, str):
+            raise ValueError("a SASL user needs a non-empty name and a string password")
+        self._plain[user] = password.encode("utf-8")
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            self._scram[(mechanism, user)] = scram_credential(mechanism, password, iterations=self._iterations)
+
+    def set_scram_credential(self, mechanism: str, user: str, credential: ScramCredential) -> None:
+        """A SCRAM credential made elsewhere (a fixed salt, as in RFC 7677's example)."""
+        self._scram[(mechanism, user)] = credential
+
+    def remove(self, user: str) -> None:
+        self._plain.pop(user, None)
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            self._scram.pop((mechanism, user), None)
+
+    def users(self) -> list[str]:
+        return sorted(self._plain)
+
+    def plain_matches(self, user: str, password: bytes) -> bool:
+        expected = self._plain.get(user)
+        # Compared even for an unknown user, so the time taken says nothing about which users exist.
+        return hmac.compare_digest(expected if expected is not None else b"\0" * 8, password) and \
+            expected is not None
+
+    def scram(self, mechanism: str, user: str) -> ScramCredential | None:
+        return self._scram.get((mechanism, user))
+
+
+# --- server mechanisms ------------------------------------------------------------------------------------
+
+
+class ServerMechanism(Protocol):
+    mechanism: str
+    principal: str | None
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        """The server's answer to a client message; SaslRejected to refuse."""
+        ...
+
+    @property
+    def complete(self) -> bool: ...
+
+
+class PlainServer:
+    """RFC 4616: authzid NUL authcid NUL passwd; the authzid must be empty or the username (as Kafka)."""
+
+    mechanism = "PLAIN"
+
+    def __init__(self, credentials: Credentials) -> None:
+        self._credentials = credentials
+        self.principal: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.principal is not None
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        if self.complete:
+            raise SaslRejected("PLAIN takes one message", "ILLEGAL_SASL_STATE")
+        parts = client_message.split(b"\0")
+        if len(parts) != 3:
+            raise _malformed("PLAIN", "message: expected authzid NUL username NUL password")
+        authzid_b, user_b, password = parts
+        try:
+            authzid, user = authzid_b.decode("utf-8"), user_b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _malformed("PLAIN", "message: the username is not UTF-8") from None
+        if not user:
+            raise SaslRejected("Authentication failed: username not specified")
+        if not password:
+            raise SaslRejected("Authentication failed: password not specified")
+        if authzid and authzid != user:
+            raise SaslRejected("Authentication failed: Client requested an authorization id that is different "
+                               "from username")
+        if not self._credentials.plain_matches(user, password):
+            raise _invalid_credentials("PLAIN")
+        self.principal = user
+        return b""
+
+
+class ScramServer:
+    """RFC 5802 server: client-first -> server-first; client-final -> server-final (v=signature)."""
+
+    def __init__(self, mechanism: str, credentials: Credentials, *, nonce: str | None = None) -> None:
+        self.mechanism = mechanism
+        self._hash = scram.hash_name(mechanism)
+        self._credentials = credentials
+        self._server_nonce = nonce if nonce is not None else secrets.token_urlsafe(24)
+        self._state = "initial"  # -> sent-first -> complete | failed
+        self._user = ""
+        self._gs2_header = ""
+        self._nonce = ""
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._credential: ScramCredential | None = None
+        self.principal: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self._state == "complete"
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        state = self._state
+        self._state = "failed"
+        try:
+            if state == "initial":
+                reply = self._server_first_message(client_message)
+                self._state = "sent-first"
+                return reply
+            if state == "sent-first":
+                reply = self._server_final_message(client_message)
+                self._state = "complete"
+                return reply
+        except scram.ScramProtocolError as e:
+            raise SaslRejected(f"Authentication failed: {e}") from None
+        raise SaslRejected(f"{self.mechanism}: unexpected client message in state {state}", "ILLEGAL_SASL_STATE")
+
+    def _server_first_message(self, data: bytes) -> bytes:
+        text = scram.decode_message(data, "client-first message")
+        parts = text.split(",", 2)
+        if len(parts) != 3:
+            raise _malformed(self.mechanism, "client-first message")
+        cbind, authzid, bare = parts
+        if cbind not in ("n", "y"):
+            # "p=": the client wants channel binding, which needs the -PLUS mechanism we do not offer.
+            raise _malformed(self.mechanism, "client-first message: channel binding is not supported")
+        if authzid and not authzid.startswith("a="):
+            raise _malformed(self.mechanism, "client-first message: bad authorization id")
+        attrs = scram.parse_attributes(bare, "client-first message")
+        if attrs[0][0] == "m":
+            raise _malformed(self.mechanism, "client-first message: unsupported mandatory extension")
+        if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r":
+            raise _malformed(self.mechanism, "client-first message: expected n=, r=")
+        user = scram.unescape_saslname(attrs[0][1])
+        nonce = attrs[1][1]
+        if not user or not scram.valid_nonce(nonce):
+            raise _malformed(self.mechanism, "client-first message: empty username or bad nonce")
+        if authzid and scram.unescape_saslname(authzid[2:]) != user:
+            raise SaslRejected("Authentication failed: Client requested an authorization id that is different "
+                               "from username")
+        credential = self._credentials.scram(self.mechanism, user)
+        if credential is None:
+            raise _invalid_credentials(self.mechanism)
+        self._user, self._credential, self._gs2_header = user, credential, f"{cbind},{authzid},"
+        self._nonce = nonce + self._server_nonce
+        self._client_first_bare = bare
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
+        return self._server_first.encode()
+
+    def _server_final_message(self, data: bytes) -> bytes:
+        text = scram.decode_message(data, "client-final message")
+        without_proof, sep, proof_b64 = text.rpartition(",p=")
+        if not sep:
+            raise _malformed(self.mechanism, "client-final message: no proof")
+        attrs = scram.parse_attributes(without_proof, "client-final message")
+        if len(attrs) < 2 or attrs[0][0] != "c" or attrs[1][0] != "r":
+            raise _malformed(self.mechanism, "client-final message: expected c=, r=")
+        if scram.b64decode(attrs[0][1], "the channel binding") != self._gs2_header.encode():
+            raise _malformed(self.mechanism, "client-final message: channel binding does not match")
+        if attrs[1][1] != self._nonce:
+            raise _malformed(self.mechanism, "client-final message: nonce does not match")
+        proof = scram.b64decode(proof_b64, "the client proof")
+        credential = self._credential
+        assert credential is not None
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = scram.hmac_(self._hash, credential.stored_key, auth_message)
+        if len(proof) != len(signature):
+            raise _invalid_credentials(self.mechanism)
+        client_key = scram.xor(proof, signature)
+        if not hmac.compare_digest(scram.stored_key(self._hash, client_key), credential.stored_key):
+            raise _invalid_credentials(self.mechanism)
+        self.principal = self._user
+        server_signature = scram.hmac_(self._hash, credential.server_key, auth_message)
+        return b"v=" + base64.b64encode(server_signature)
+
+
+def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
+    if mechanism == "PLAIN":
+        return PlainServer(credentials)
+    return ScramServer(mechanism, credentials)
+
+
+# --- per connection ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaslAuthRecord:
+    """One SASL exchange the cluster finished: reauth True for a KIP-368 re-authentication."""
+
+    broker_id: int
+    mechanism: str
+    principal: str | None  # the username that authenticated; None when refused
+    ok: bool
+    reauth: bool
+    error: str | None
+    time: float  # time.monotonic()
+
+
+@dataclass(slots=True)
+class SaslReply:
+    body: Body
+    close: bool = False
+
+
+class SaslSession:
+    """One connection's SASL state. Called on the server thread with the cluster lock held."""
+
+    def __init__(self, mechanisms: tuple[str, ...], credentials: Credentials, broker_id: int,
+                 records: deque[SaslAuthRecord]) -> None:
+        self._mechanisms = mechanisms
+        self._credentials = credentials
+        self._broker_id = broker_id
+        self._records = records
+        self.stage = "handshake"  # -> authenticate (v1) | raw (v0) -> authenticated | failed
+        self.mechanism: str | None = None
+        self.principal: str | None = None
+        self.expires_at: float | None = None  # time.monotonic() when the session ends; None: never
+        self.authentications = 0
+        self._server: ServerMechanism | None = None
+        self._reauth = False
+
+    @property
+    def raw(self) -> bool:
+        """True while the next frames are raw SASL tokens (after SaslHandshake v0)."""
+        return self.stage == "raw"
+
+    @property
+    def authenticated(self) -> bool:
+        return self.stage == "authenticated"
+
+    def refusal(self, api: int, now: float) -> str | None:
+        """Why a request of `api` must close the connection, or None if it may be served."""
+        name = _api_name(api)
+        if self.stage == "authenticated":
+            if self.expires_at is not None and now >= self.expires_at and api != ApiKey.SASL_HANDSHAKE:
+                return f"{name} after the SASL session expired (no re-authentication)"
+            return None
+        if self.stage == "handshake" and api in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE):
+            return None
+        if self.stage == "authenticate" and api == ApiKey.SASL_AUTHENTICATE:
+            return None
+        return f"{name} during SASL authentication (stage {self.stage})"
+
+    def handshake(self, mechanism: str, version: int, now: float) -> SaslReply:
+        reauth = self.stage == "authenticated"
+        enabled = list(self._mechanisms)
+        if self.stage not in ("handshake", "authenticated"):
+            return SaslReply({"error_code": _code("ILLEGAL_SASL_STATE"), "mechanisms": enabled}, close=True)
+        if reauth and (version < 1 or mechanism != self.mechanism):
+            # KIP-368: re-authentication keeps the mechanism, and needs SaslAuthenticate (v1 handshake).
+            self._record(mechanism, False, True, "re-authentication must use the same mechanism", now)
+            return SaslReply({"error_code": _code("ILLEGAL_SASL_STATE"), "mechanisms": enabled}, close=True)
+        if mechanism not in self._mechanisms:
+            self._record(mechanism, False, reauth, "UNSUPPORTED_SASL_MECHANISM", now)
+            return SaslReply({"error_code": _code("UNSUPPORTED_SASL_MECHANISM"), "mechanisms": enabled},
+                             close=True)
+        self.mechanism = mechanism
+        self._server = server_mechanism(mechanism, self._credentials)
+        self.stage = "authenticate" if version >= 1 else "raw"
+        self._reauth = reauth
+        return SaslReply({"error_code": 0, "mechanisms": enabled})
+
+    def authenticate(self, auth_bytes: bytes, now: float, lifetime_ms: int) -> SaslReply:
+        if self.stage != "authenticate":
+            return SaslReply(_auth_body("ILLEGAL_SASL_STATE", "SaslAuthenticate without a SaslHandshake v1"),
+                             close=True)
+        try:
+            challenge = self._evaluate(auth_bytes, now, lifetime_ms)
+        except SaslRejected as e:
+            return SaslReply(_auth_body(e.error, e.message), close=True)
+        body = _auth_body(None, None, challenge)
+        if self.stage == "authenticated":
+            body["session_lifetime_ms"] = max(lifetime_ms, 0)
+        return SaslReply(body)
+
+    def raw_token(self, token: bytes, now: float, lifetime_ms: int) -> bytes | None:
+        """The answer to a raw token (after SaslHandshake v0); None means close the connection: a legacy
+        client learns of a failure only by the close."""
+        try:
+            return self._evaluate(token, now, lifetime_ms)
+        except SaslRejected:
+            return None
+
+    def _evaluate(self, data: bytes, now: float, lifetime_ms: int) -> bytes:
+        server, mechanism = self._server, self.mechanism
+        assert server is not None and mechanism is not None
+        try:
+            challenge = server.evaluate(data)
+        except SaslRejected as e:
+            self.stage = "failed"
+            self._record(mechanism, False, self._reauth, e.message, now)
+            raise
+        if server.complete:
+            self._server = None
+            if self._reauth and server.principal != self.principal:
+                self.stage = "failed"
+                message = "Authentication failed: re-authentication changed the principal"
+                self._record(mechanism, False, True, message, now)
+                raise SaslRejected(message)
+            self.stage = "authenticated"
+            self.principal = server.principal
+            self.authentications += 1
+            self.expires_at = now + lifetime_ms / 1000 if lifetime_ms > 0 else None
+            self._record(mechanism, True, self._reauth, None, now)
+        return challenge
+
+    def _record(self, mechanism: str, ok: bool, reauth: bool, error: str | None, now: float) -> None:
+        principal = self.principal if ok or reauth else None
+        self._records.append(SaslAuthRecord(self._broker_id, mechanism, principal, ok, reauth, error, now))
+
+
+def _api_name(api: int) -> str:
+    try:
+        return ApiKey(api).name
+    except ValueError:
+        return f"api key {api}"
+
+
+def _auth_body(error: str | None, message: str | None, auth_bytes: bytes = b"") -> Body:
+    return {"error_code": _code(error) if error else 0, "error_message": message, "auth_bytes": auth_bytes,
+            "session_lifetime_ms": 0}
+
+
+__all__ = [
+    "Credentials", "PlainServer", "SASL_APIS", "SERVER_MECHANISMS", "SaslAuthRecord",
+    "SaslRejected", "SaslReply", "SaslSession", "ScramCredential", "ScramServer", "scram_credential",
+]
