@@ -1,6 +1,7 @@
 """kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture."""
 
 from kafkajet.errors import (
+    AuthenticationError,
     BufferExhaustedError,
     ConfigError,
     DeliveryTimeoutError,
@@ -25,7 +26,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError", "KafkaError", "KafkaTimeoutError",
-    "Producer", "ProducerClosedError", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
+    "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
+    "KafkaError", "KafkaTimeoutError", "Producer", "ProducerClosedError", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
     "SerializationError",
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import (
     BrokerError,
     ConfigError,
@@ -25,6 +26,7 @@ from kafkajet.errors import (
 )
 from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.network.security import PLAINTEXT, ConnectionSecurity, connection_security
 from kafkajet.protocol import ApiKey
 
 log = logging.getLogger("kafkajet.admin")
@@ -33,7 +35,7 @@ T = TypeVar("T")
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
-_CONFIG_KEYS = {"bootstrap.servers", "client.id", "request.timeout.ms"}
+_CONFIG_KEYS = {"bootstrap.servers", "client.id", "request.timeout.ms", *SECURITY_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,9 @@ class Admin:
 
     >>> with Admin("127.0.0.1:9092") as admin:
     ...     admin.create_topics("events", num_partitions=6)
+
+    With a mapping it takes the producer's key names, the security ones included:
+    Admin({"bootstrap.servers": "host:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": ...}).
     """
 
     def __init__(
@@ -100,8 +105,10 @@ class Admin:
         client_id: str = "kafkajet-admin",
         request_timeout_ms: float = 30000,
     ) -> None:
+        self._security: ConnectionSecurity = PLAINTEXT
         if isinstance(bootstrap_servers, Mapping):
             config = dict(bootstrap_servers)
+            self._security = connection_security(security_config(config))
             if "bootstrap.servers" not in config:
                 raise ConfigError("bootstrap.servers is required")
             ignored = sorted(set(config) - _CONFIG_KEYS)
@@ -333,7 +340,7 @@ class Admin:
         if conn is not None and not conn.closed:
             return conn
         conn = BlockingConnection(address[0], address[1], client_id=self.client_id,
-                                  timeout_s=self._request_timeout_s(deadline))
+                                  timeout_s=self._request_timeout_s(deadline), security=self._security)
         self._connections[address] = conn
         return conn
 

@@ -7,6 +7,7 @@ same. Values may arrive as strings (properties files, Spark options) and are con
 from __future__ import annotations
 
 import difflib
+import importlib
 import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -124,13 +125,66 @@ def _interceptors(key: str, v: Any) -> list[Any]:
     return items
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+
+
 def _security(key: str, v: Any) -> str:
     s = str(v).strip().upper()
-    if s == "PLAINTEXT":
-        return s
-    if s in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-        raise ConfigError(f"{key}={s}: TLS and SASL are not supported yet; only PLAINTEXT works in this version")
-    raise ConfigError(f"{key}={v!r}: must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    if s not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"{key}={v!r}: must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    return s
+
+
+def _sasl_mechanism(key: str, v: Any) -> str:
+    s = str(v).strip().upper()
+    if s == "GSSAPI":
+        raise ConfigError(f"{key}=GSSAPI: Kerberos is not supported; use {', '.join(SASL_MECHANISMS)}")
+    if s not in SASL_MECHANISMS:
+        raise ConfigError(f"{key}={v!r}: must be one of {', '.join(SASL_MECHANISMS)}")
+    return s
+
+
+def _endpoint_identification(key: str, v: Any) -> str:
+    s = str(v).strip().lower()
+    if s in ("", "none"):  # "none" is librdkafka's spelling of Java's empty string
+        return ""
+    if s != "https":
+        raise ConfigError(f"{key}={v!r}: must be https (verify the broker's host name) or empty (do not)")
+    return s
+
+
+def tls_versions(key: str, v: Any) -> list[str]:
+    """ssl.enabled.protocols ("TLSv1.2,TLSv1.3" or a list) as canonical names; older versions are refused."""
+    items = [x.strip() for x in (v.split(",") if isinstance(v, str) else list(v)) if str(x).strip()]
+    by_lower = {t.lower(): t for t in TLS_VERSIONS}
+    out = []
+    for item in items:
+        name = by_lower.get(str(item).lower())
+        if name is None:
+            raise ConfigError(f"{key}: {item!r} is not supported; kafkajet speaks {' and '.join(TLS_VERSIONS)} "
+                              "(TLS 1.2 is the minimum)")
+        out.append(name)
+    if not out:
+        raise ConfigError(f"{key} is empty: give TLSv1.2, TLSv1.3 or both")
+    return out
+
+
+def _token_provider(key: str, v: Any) -> Any:
+    """A callable returning the token (str), or "module:function" naming one (Spark options, properties files)."""
+    if callable(v) or callable(getattr(v, "token", None)):
+        return v
+    if isinstance(v, str) and ":" in v:
+        module, _, attr = v.strip().partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise ConfigError(f"{key}: cannot import {v.strip()!r}: {type(e).__name__}") from None
+        if callable(found):
+            return found
+    raise ConfigError(f"{key}: expected a callable returning the token (or an object with a token() method), "
+                      "or 'module:function' naming one")
 
 
 def _transactional_id(key: str, v: Any) -> None:
@@ -196,7 +250,32 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
     K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
     K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
     K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
-    K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT (TLS and SASL arrive later)", _security),
+    K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)",
+      _security),
+    K("ssl.ca.location", "str", None, "PEM file of CA certificates trusted in addition to the system store",
+      _str),
+    K("ssl.truststore.certificates", "str", None, "PEM text of CA certificates trusted in addition to the "
+      "system store", _str),
+    K("ssl.endpoint.identification.algorithm", "str", "https",
+      "https: verify the broker's host name against its certificate; empty: do not (a warning is logged)",
+      _endpoint_identification),
+    K("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions allowed (TLSv1.2, TLSv1.3)",
+      tls_versions),
+    K("ssl.certificate.location", "str", None, "PEM file of the client certificate (mutual TLS)", _str),
+    K("ssl.key.location", "str", None, "PEM file of the client certificate's private key", _str),
+    K("ssl.certificate.pem", "str", None, "PEM text of the client certificate (instead of a file)", _str),
+    K("ssl.key.pem", "str", None, "PEM text of the client's private key (instead of a file); secret", _str,
+      secret=True),
+    K("ssl.key.password", "str", None, "password of an encrypted private key; secret", _str, secret=True),
+    K("sasl.mechanism", "enum", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", _sasl_mechanism),
+    K("sasl.username", "str", None, "SASL user name (PLAIN, SCRAM)", _str),
+    K("sasl.password", "str", None, "SASL password (PLAIN, SCRAM); secret", _str, secret=True),
+    K("sasl.jaas.config", "str", None,
+      "Java's login module line, e.g. org.apache.kafka.common.security.plain.PlainLoginModule required "
+      'username="u" password="p"; (instead of sasl.username/sasl.password); secret', _str, secret=True),
+    K("sasl.oauthbearer.token.provider", "object", None,
+      "OAUTHBEARER: a callable returning the token, or 'module:function' naming one; secret", _token_provider,
+      secret=True),
     K("transactional.id", "str", None, "not supported yet", _transactional_id),
 )
 BY_NAME: dict[str, ConfigKey] = {k.name: k for k in PRODUCER_CONFIG}
@@ -258,12 +337,14 @@ def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: 
         if name is None:
             raise _unknown(key, snake=True)
         if name in raw and raw[name] != value:
+            if BY_NAME[name].secret:
+                raise ConfigError(f"'{name}' is set twice with different values (as '{name}' and as {key}=)")
             raise ConfigError(f"'{name}' is set twice with different values ({raw[name]!r} and {key}={value!r})")
         raw[name] = value
     values: dict[str, Any] = {}
     for k in PRODUCER_CONFIG:
         if k.name in raw and raw[k.name] is not None:
-            values[k.name] = k.validator(k.name, raw[k.name]) if k.validator else raw[k.name]
+            values[k.name] = _validate(k, raw[k.name])
         elif k.required:
             raise ConfigError(f"'{k.name}' is required: the host:port of at least one broker")
         else:
@@ -272,7 +353,84 @@ def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: 
         values["client.id"] = f"producer-{next(_client_ids)}"
     explicit = frozenset(raw)
     _cross_check(values, explicit)
+    check_security(values, explicit)
     return ProducerConfig(values, explicit)
+
+
+def _validate(k: ConfigKey, value: Any) -> Any:
+    if k.validator is None:
+        return value
+    if not k.secret:
+        return k.validator(k.name, value)
+    try:
+        return k.validator(k.name, value)
+    except ConfigError as e:
+        # Validators quote the value they reject; a secret's value must never reach a message or a log.
+        msg = str(e)
+        if repr(value) in msg or (isinstance(value, str) and value and value in msg):
+            msg = f"{k.name}: invalid value of type {type(value).__name__} (not shown: it is a secret)"
+        raise ConfigError(msg) from None
+
+
+SECURITY_KEYS: tuple[str, ...] = tuple(
+    k.name for k in PRODUCER_CONFIG if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.")))
+
+
+def security_config(config: Mapping[str, Any]) -> ProducerConfig:
+    """The validated security settings (security.protocol, ssl.*, sasl.*) of any client's configuration.
+
+    For the admin client, the fetch client and Spark, which take the producer's security keys but not
+    the rest of its table; other keys in `config` are ignored here.
+    """
+    raw = {k: v for k, v in config.items() if k in SECURITY_KEYS}
+    values = {}
+    for name in SECURITY_KEYS:
+        k = BY_NAME[name]
+        values[name] = _validate(k, raw[name]) if raw.get(name) is not None else k.default
+    explicit = frozenset(raw)
+    check_security(values, explicit)
+    return ProducerConfig(values, explicit)  # its repr hides the secrets
+
+
+_CREDENTIAL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
+    """Cross-checks of the security keys: what each security.protocol and sasl.mechanism needs."""
+    protocol = values["security.protocol"]
+    uses_tls = protocol in ("SSL", "SASL_SSL")
+    uses_sasl = protocol.startswith("SASL_")
+    ignored = sorted(k for k in explicit if (k.startswith("sasl.") and not uses_sasl)
+                     or (k.startswith("ssl.") and not uses_tls))
+    if ignored:
+        log.warning("%s ignored: security.protocol is %s", ", ".join(ignored), protocol)
+    if uses_tls:
+        for file_key, pem_key in (("ssl.certificate.location", "ssl.certificate.pem"),
+                                  ("ssl.key.location", "ssl.key.pem")):
+            if values[file_key] is not None and values[pem_key] is not None:
+                raise ConfigError(f"set either {file_key} or {pem_key}, not both")
+        has_cert = values["ssl.certificate.location"] is not None or values["ssl.certificate.pem"] is not None
+        has_key = values["ssl.key.location"] is not None or values["ssl.key.pem"] is not None
+        if has_key and not has_cert:
+            raise ConfigError("a client private key (ssl.key.location / ssl.key.pem) needs its certificate: "
+                              "set ssl.certificate.location or ssl.certificate.pem")
+    if not uses_sasl:
+        return
+    mechanism = values["sasl.mechanism"]
+    if mechanism is None:
+        raise ConfigError(f"security.protocol={protocol} needs sasl.mechanism "
+                          f"({', '.join(SASL_MECHANISMS)})")
+    user, password, jaas = values["sasl.username"], values["sasl.password"], values["sasl.jaas.config"]
+    if mechanism in _CREDENTIAL_MECHANISMS:
+        # With sasl.jaas.config the SASL layer reads the credentials from it (and checks they agree).
+        if jaas is None and (user is None or password is None):
+            missing = " and ".join(k for k, v in (("sasl.username", user), ("sasl.password", password))
+                                   if v is None)
+            raise ConfigError(f"sasl.mechanism={mechanism} needs credentials: {missing} is not set "
+                              "(or give sasl.jaas.config)")
+    elif mechanism == "OAUTHBEARER" and values["sasl.oauthbearer.token.provider"] is None:
+        raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider: a callable "
+                          "returning the token")
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
@@ -304,5 +462,7 @@ def config_markdown() -> str:
         default = "producer-N" if k.name == "client.id" else ("required" if k.required else k.default)
         if k.name == "acks":
             default = "all"
+        if isinstance(default, list):
+            default = ",".join(default)
         lines.append(f"| `{k.name}` | {k.type} | `{default}` | {k.doc} |")
     return "\n".join(lines)

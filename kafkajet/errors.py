@@ -41,6 +41,14 @@ class AuthenticationError(KafkaError):
     """The broker refused our credentials, or the TLS/SASL handshake failed."""
 
 
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: the broker's certificate did not verify, or the broker refused ours."""
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL authentication failed: the mechanism is not enabled on the broker, or the credentials are wrong."""
+
+
 class KafkaTimeoutError(KafkaError, TimeoutError):
     """A client-side deadline passed (max.block.ms, delivery.timeout.ms, a caller's timeout)."""
 

@@ -6,11 +6,14 @@ Used by the Spark source and the demo. Every call takes a timeout and goes to th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from kafkajet.config import security_config
 from kafkajet.errors import KafkaTimeoutError, make_error
 from kafkajet.network.addresses import parse_servers
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
+from kafkajet.network.security import connection_security
 from kafkajet.protocol import ApiKey
 from kafkajet.records import Record, decode_batches
 
@@ -18,10 +21,14 @@ FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of t
 
 
 class FetchClient:
-    """Connections to the leaders of one topic's partitions, opened on demand."""
+    """Connections to the leaders of one topic's partitions, opened on demand.
+
+    `config` takes the producer's security keys (security.protocol, ssl.*, sasl.*); others are ignored.
+    """
 
     def __init__(self, bootstrap_servers: str | Sequence[str], *, timeout_s: float = 30.0,
-                 client_id: str = "kafkajet-fetch") -> None:
+                 client_id: str = "kafkajet-fetch", config: Mapping[str, Any] | None = None) -> None:
+        self.security = connection_security(security_config(config or {}))
         self.servers = parse_servers(bootstrap_servers)
         self.timeout_s = timeout_s
         self.client_id = client_id
@@ -41,7 +48,8 @@ class FetchClient:
         self._conns.clear()
 
     def partitions(self, topic: str) -> list[int]:
-        md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id)
+        md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id,
+                                security=self.security)
         self._brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
         for t in md["topics"]:
             if t["name"] != topic:
@@ -62,7 +70,7 @@ class FetchClient:
         if conn is None:
             host, port = self._brokers[leader]
             conn = self._conns[leader] = BlockingConnection(host, port, client_id=self.client_id,
-                                                            timeout_s=self.timeout_s)
+                                                            timeout_s=self.timeout_s, security=self.security)
         return conn
 
     def _fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:

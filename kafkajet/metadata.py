@@ -133,6 +133,8 @@ class Metadata:
         self._backoff_max_ms = retry_backoff_max_ms
         self.last_error: KafkaError | None = None
         self._fatal: KafkaError | None = None
+        # The last connection's authentication failure; cleared by the next metadata response.
+        self.authentication_error: KafkaError | None = None
 
     # --- called by any thread -------------------------------------------------------------------
 
@@ -167,6 +169,8 @@ class Metadata:
                     raise err
                 if self._fatal is not None:
                     raise self._fatal
+                if self.authentication_error is not None:
+                    raise self.authentication_error
                 remaining = deadline_ms - clock()
                 if remaining <= 0:
                     cause = err or self.last_error
@@ -208,6 +212,7 @@ class Metadata:
             self.version += 1
             self._last_refresh_ms = now_ms
             self._failures = 0
+            self.authentication_error = None
             missing = [t for t in self._topics if cluster.partition_count(t) is None]
             # A topic we asked for but did not get back is still pending (e.g. being auto-created).
             self._need_update = bool(missing)
@@ -218,6 +223,13 @@ class Metadata:
             self.last_error = error
             self._failures += 1
             self._need_update = True
+            self._cond.notify_all()
+
+    def authentication_failed(self, error: KafkaError) -> None:
+        """Waiters raise `error` now instead of waiting out max.block.ms; a later success clears it."""
+        with self._cond:
+            self.authentication_error = error
+            self.last_error = error
             self._cond.notify_all()
 
     def fatal(self, error: KafkaError) -> None:

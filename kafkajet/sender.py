@@ -12,6 +12,7 @@ from typing import Any
 
 from kafkajet.accumulator import RecordAccumulator
 from kafkajet.errors import (
+    AuthenticationError,
     DeliveryTimeoutError,
     KafkaConnectionError,
     KafkaError,
@@ -119,6 +120,22 @@ class Sender:
         timeout = min(timeout, self._send_produce_data(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
+        for error in self.client.authentication_failures():
+            self._on_authentication_failure(error)
+
+    def _on_authentication_failure(self, error: AuthenticationError) -> None:
+        """As Java: an authentication failure is not retried record by record until delivery.timeout.ms; the
+        records waiting to be sent fail at once and callers waiting for metadata get the error. The client
+        keeps reconnecting, no faster than reconnect.backoff.max.ms, so fixed credentials or a renewed
+        certificate on the broker side heal the producer."""
+        self.metadata.authentication_failed(error)
+        gap = any(b.has_sequence and not b.in_flight for b in self.accumulator.incomplete_batches())
+        failed = self.accumulator.abort_undrained(error)
+        if failed:
+            log.error("failed %d batch(es) waiting to be sent: %s", failed, error)
+        if gap and self.idempotence is not None:
+            # A failed numbered batch leaves a sequence gap: renumber what comes next.
+            self.idempotence.request_epoch_bump(f"batches failed authentication: {error}")
 
     def _maybe_update_metadata(self, now: float) -> float:
         if self._metadata_in_flight:

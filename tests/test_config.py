@@ -61,7 +61,8 @@ def test_strings_from_properties_files_are_converted() -> None:
     ("max.in.flight.requests.per.connection", 0, "must be in"),
     ("bootstrap.servers", "nohostport", "not host:port"),
     ("bootstrap.servers", "", "is empty"),
-    ("security.protocol", "SASL_SSL", "not supported yet"),
+    ("security.protocol", "SASL_SSL", "needs sasl.mechanism"),
+    ("security.protocol", "TLS", "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
 ])
 def test_bad_values_name_the_key_and_the_rule(key: str, value: object, match: str) -> None:
     with pytest.raises(ConfigError, match=match):

@@ -27,7 +27,7 @@ def test_every_column_reaches_kafka_in_input_order(broker: EmbeddedBroker, topic
     partitions = [i % 3 if i % 7 == 0 else None for i in range(n)]
     headers = [None if i % 3 else [{"key": "i", "value": str(i).encode()}, {"key": "nil", "value": None}]
                for i in range(n)]
-    base = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
     stamps = [base + dt.timedelta(milliseconds=i) if i % 2 else None for i in range(n)]
     table = pa.table({"key": pa.array(keys, pa.string()), "value": pa.array(values, pa.binary()),
                       "topic": topics, "partition": pa.array(partitions, pa.int32()),

@@ -7,14 +7,25 @@ where one request at a time and a timeout per call are all that is needed.
 from __future__ import annotations
 
 import logging
+import random
 import socket
+import ssl
 import time
 from types import TracebackType
 from typing import Any
 
-from kafkajet.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, RequestTimedOutError
+from kafkajet.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    RequestTimedOutError,
+    SslAuthenticationError,
+)
 from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, Connection, CorruptStreamError
+from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
+from kafkajet.network.security import PLAINTEXT, ConnectionSecurity
 from kafkajet.network.versions import (
     MAX_API_VERSIONS_ATTEMPTS,
     VersionRanges,
@@ -24,6 +35,7 @@ from kafkajet.network.versions import (
     negotiate,
 )
 from kafkajet.protocol import ApiKey, decode_response, encode_request
+from kafkajet.security.tls import verification_reason
 
 log = logging.getLogger("kafkajet.network")
 
@@ -31,9 +43,11 @@ _RECV_SIZE = 256 * 1024
 
 
 class BlockingConnection:
-    """Connects and negotiates API versions in the constructor; every call is bounded by a timeout.
+    """Connects, does the TLS handshake, negotiates API versions and authenticates (SASL) in the constructor;
+    every call is bounded by a timeout.
 
-    Any failure closes the connection (its byte stream is then in an unknown state); make a new one.
+    Any failure closes the connection (its byte stream is then in an unknown state); make a new one. A SASL
+    session with a lifetime is renewed (KIP-368) before the next request once 85-95 % of it has passed.
     """
 
     def __init__(
@@ -44,6 +58,7 @@ class BlockingConnection:
         client_id: str = "kafkajet",
         timeout_s: float = 30.0,
         max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -54,10 +69,16 @@ class BlockingConnection:
         self._conn = Connection(max_response_size)
         self._correlation_id = 0
         self._sock: socket.socket | None = None
+        self.security = security or PLAINTEXT
+        self._reauth_at = float("inf")
         deadline = time.monotonic() + timeout_s
         self._sock = self._open(deadline)
         try:
+            if self.security.ssl_context is not None:
+                self._sock = self._tls_handshake(self._sock, self.security.ssl_context, deadline)
             self._negotiate(deadline)
+            if self.security.sasl is not None:
+                self._authenticate(deadline)
         except BaseException:
             self.close()
             raise
@@ -80,6 +101,47 @@ class BlockingConnection:
             raise KafkaConnectionError(f"connect to {self.address} failed: {e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+
+    def _tls_handshake(self, sock: socket.socket, context: ssl.SSLContext, deadline: float) -> socket.socket:
+        error: KafkaError
+        try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            return context.wrap_socket(sock, server_hostname=self.host)
+        except TimeoutError:
+            error = KafkaConnectionError(f"TLS handshake with {self.address} timed out")
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            error = KafkaConnectionError(f"TLS handshake with {self.address} failed: the connection was closed "
+                                         "during the handshake")
+        except ssl.SSLError as e:
+            error = SslAuthenticationError(f"TLS handshake with {self.address} failed: {verification_reason(e)}")
+        except OSError as e:
+            error = KafkaConnectionError(f"TLS handshake with {self.address} failed: {e}")
+        sock.close()
+        self._sock = None
+        raise error
+
+    def _authenticate(self, deadline: float) -> None:
+        factory = self.security.sasl
+        assert factory is not None
+        exchange = SaslExchange(factory(self.host), self.address, self.api_versions)
+        request: SaslRequest | None = exchange.start()
+        sent = time.monotonic()
+        try:
+            while request is not None:
+                sent = time.monotonic()  # the session lifetime runs from the broker's answer, after this
+                payload = self._round_trip(request.api_key, request.version, request.body, deadline,
+                                           step=request.api_key.name)
+                try:
+                    _, body = decode_response(request.api_key, request.version, payload)
+                except Exception as e:
+                    raise CorruptStreamError(f"bad {request.api_key.name} response from {self.address}: {e}") from e
+                request = exchange.on_response(request.api_key, body)
+        except BaseException:
+            self.close()
+            raise
+        after = exchange.reauthenticate_after_ms(random.Random())
+        self._reauth_at = float("inf") if after is None else sent + after / 1000.0
+        log.debug("%s: SASL %s authenticated", self.address, exchange.mechanism)
 
     def _negotiate(self, deadline: float) -> None:
         version = max_api_versions_version()
@@ -116,6 +178,8 @@ class BlockingConnection:
         if version is None:
             version = self.api_version(api)
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        if time.monotonic() >= self._reauth_at and self._sock is not None:
+            self._authenticate(deadline)  # KIP-368: nothing is in flight between two calls
         payload = self._round_trip(api, version, body, deadline, step=api.name)
         try:
             _, decoded = decode_response(api, version, payload)
@@ -149,6 +213,14 @@ class BlockingConnection:
         except KafkaError:
             self.close()
             raise
+        except ssl.SSLError as e:
+            self.close()
+            if step in ("ApiVersions", "SASL_HANDSHAKE") and not isinstance(e, ssl.SSLEOFError):
+                # TLS 1.3: the broker's refusal of our certificate arrives with its first response.
+                raise SslAuthenticationError(f"TLS handshake with {self.address} failed: the broker refused the "
+                                             f"connection: {verification_reason(e)}") from None
+            raise KafkaConnectionError(f"TLS error on the connection to {self.address} during {step}: "
+                                       f"{verification_reason(e)}") from None
         except OSError as e:
             self.close()
             raise KafkaConnectionError(f"connection to {self.address} failed during {step}: {e}") from None
@@ -195,7 +267,7 @@ def metadata_request_body(topics: list[str] | None, *, version: int | None = Non
 
 
 def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,
-                       client_id: str = "kafkajet") -> dict[str, Any]:
+                       client_id: str = "kafkajet", security: ConnectionSecurity | None = None) -> dict[str, Any]:
     """Metadata from the first bootstrap server that answers, trying each in turn until the deadline."""
     addresses = parse_servers(servers)
     names = ", ".join(format_address(h, p) for h, p in addresses)
@@ -208,10 +280,13 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
             if remaining <= 0:
                 break
             try:
-                with BlockingConnection(host, port, client_id=client_id, timeout_s=remaining) as conn:
+                with BlockingConnection(host, port, client_id=client_id, timeout_s=remaining,
+                                        security=security) as conn:
                     version = conn.api_version(ApiKey.METADATA)
                     return conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version),
                                         version=version)
+            except AuthenticationError:
+                raise  # wrong credentials or an untrusted certificate: the next server will say the same
             except KafkaError as e:
                 log.debug("bootstrap server %s failed: %s", format_address(host, port), e)
                 last = e

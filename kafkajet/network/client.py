@@ -6,8 +6,16 @@ the real time spent in select(), so a test may run the client on a shifted (fake
 
 Per-node state machine::
 
-    DISCONNECTED -> CONNECTING -> [TLS, SASL: see _on_transport_connected] -> API_VERSIONS -> READY
-         ^______________ any failure, timeout, idle expiry or disconnect() ______________|
+    DISCONNECTED -> CONNECTING -> [TLS_HANDSHAKE] -> API_VERSIONS -> [AUTHENTICATING] -> READY
+         ^_____________ any failure, timeout, idle expiry or disconnect() _____________|
+
+TLS_HANDSHAKE runs for security.protocol SSL and SASL_SSL, AUTHENTICATING (SaslHandshake + SaslAuthenticate)
+for SASL_*; ApiVersions comes before SASL as in Java, so the SASL request versions are negotiated.
+
+Re-authentication (KIP-368): when the broker gives the SASL session a lifetime, the connection is marked
+due at a random 85-95 % of it. From then on it takes no new requests; once the requests already in flight
+are answered it goes back to AUTHENTICATING for a new SaslHandshake + SaslAuthenticate on the same socket,
+then to READY. Nothing in flight is lost and responses never interleave with the SASL exchange.
 """
 
 from __future__ import annotations
@@ -19,17 +27,20 @@ import os
 import random
 import selectors
 import socket
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.errors import (
+    AuthenticationError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     ProtocolError,
     RequestTimedOutError,
+    SslAuthenticationError,
 )
 from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.backoff import ExponentialBackoff
@@ -39,6 +50,8 @@ from kafkajet.network.connection import (
     CorruptStreamError,
     InFlightRequest,
 )
+from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
+from kafkajet.network.security import PLAINTEXT, ConnectionSecurity
 from kafkajet.network.versions import (
     MAX_API_VERSIONS_ATTEMPTS,
     VersionRanges,
@@ -49,6 +62,7 @@ from kafkajet.network.versions import (
 )
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, decode_response, encode_request
+from kafkajet.security.tls import verification_reason
 
 log = logging.getLogger("kafkajet.network")
 
@@ -56,26 +70,33 @@ _RECV_SIZE = 256 * 1024
 # One poll reads at most this many chunks per socket, so one busy broker cannot starve the others.
 _MAX_READS_PER_POLL = 16
 _MAX_CORRELATION_ID = 2**31 - 1
+_TLS_WRITE_CHUNK = 256 * 1024  # bytes joined for one SSLSocket.send(); a copy, so bounded
 _CONNECT_IN_PROGRESS = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EAGAIN}
 
 
 class ConnectionState(enum.Enum):
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"
+    TLS_HANDSHAKE = "tls_handshake"
     API_VERSIONS = "api_versions"
+    AUTHENTICATING = "authenticating"
     READY = "ready"
 
 
 class _Internal:
-    """Marks requests the client sends for itself (ApiVersions); they never reach the caller."""
+    """Marks requests the client sends for itself (ApiVersions, SASL); they never reach the caller."""
 
-    __slots__ = ()
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "<internal>"
+        return f"<internal {self.name}>"
 
 
-_INTERNAL = _Internal()
+_API_VERSIONS = _Internal("ApiVersions")
+_SASL = _Internal("SASL")
 
 
 @dataclass(slots=True)
@@ -94,7 +115,8 @@ class _Node:
     __slots__ = (
         "node_id", "host", "port", "bootstrap", "state", "sock", "conn", "events", "failed_attempts",
         "reconnect_backoff_ms", "last_attempt_ms", "setup_deadline_ms", "last_error", "api_versions",
-        "versions_cache", "last_activity_ms", "api_versions_attempts", "addr_index",
+        "versions_cache", "last_activity_ms", "api_versions_attempts", "addr_index", "tls", "tls_want",
+        "sasl", "reauth_at_ms", "reauth_due",
     )
 
     def __init__(self, node_id: int, host: str, port: int, bootstrap: bool) -> None:
@@ -116,6 +138,11 @@ class _Node:
         self.last_activity_ms = 0.0
         self.api_versions_attempts = 0
         self.addr_index = 0
+        self.tls = False  # sock is an SSLSocket
+        self.tls_want = selectors.EVENT_WRITE  # what the TLS handshake waits for
+        self.sasl: SaslExchange | None = None
+        self.reauth_at_ms = float("inf")
+        self.reauth_due = False
 
     @property
     def address(self) -> str:
@@ -139,6 +166,7 @@ class NetworkClient:
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         if max_in_flight_requests_per_connection < 1:
             raise ValueError("max_in_flight_requests_per_connection must be at least 1")
@@ -150,12 +178,14 @@ class NetworkClient:
         self.send_buffer_bytes = int(send_buffer_bytes)
         self.receive_buffer_bytes = int(receive_buffer_bytes)
         self.max_response_size = int(max_response_size)
+        self.security = security or PLAINTEXT
         self._backoff = ExponentialBackoff(reconnect_backoff_ms, 2, reconnect_backoff_max_ms, 0.2)
         self._nodes: dict[int, _Node] = {}
         self._selector = selectors.DefaultSelector()
         self._waker = Waker()
         self._selector.register(self._waker.reader, selectors.EVENT_READ, None)
         self._pending: list[ClientResponse] = []
+        self._auth_failures: list[AuthenticationError] = []
         self._correlation_id = 0
         self._rng = random.Random()
         self._closed = False
@@ -251,6 +281,11 @@ class NetworkClient:
             cached = node.versions_cache[api_key] = negotiate(node.api_versions, api_key)
         return cached
 
+    def authentication_failures(self) -> list[AuthenticationError]:
+        """Authentication failures (TLS or SASL) since the last call, oldest first; each one is reported once."""
+        out, self._auth_failures = self._auth_failures, []
+        return out
+
     def broker_api_versions(self, node_id: int) -> VersionRanges | None:
         """The broker's advertised (min, max) per api key, once ApiVersions has completed."""
         node = self._nodes.get(node_id)
@@ -328,7 +363,8 @@ class NetworkClient:
                 self._write(node, now)
         for node in self._nodes.values():
             self._update_interest(node)
-        wait = 0.0 if self._pending else min(timeout_ms, self._next_deadline(now) - now)
+        buffered = self._tls_buffered()
+        wait = 0.0 if self._pending or buffered else min(timeout_ms, self._next_deadline(now) - now)
         started = time.monotonic()
         events = self._selector.select(None if wait == float("inf") else max(0.0, wait) / 1000.0)
         now += (time.monotonic() - started) * 1000.0
@@ -343,10 +379,17 @@ class NetworkClient:
             if node.state is ConnectionState.CONNECTING:
                 self._finish_connect(node, now)
                 continue
+            if node.state is ConnectionState.TLS_HANDSHAKE:
+                self._drive_tls(node, now)
+                continue
             if mask & selectors.EVENT_READ:
                 self._read(node, now)
             if mask & selectors.EVENT_WRITE and node.sock is not None and node.state in _CONNECTED:
                 self._write(node, now)
+        for node in buffered:
+            # Decrypted bytes left inside the TLS layer: the selector cannot see them, so read them here.
+            if node.sock is not None and node.state in _CONNECTED:
+                self._read(node, now)
         self._expire(now)
         out, self._pending = self._pending, []
         return out
@@ -422,12 +465,76 @@ class NetworkClient:
         self._on_transport_connected(node, now)
 
     def _on_transport_connected(self, node: _Node, now: float) -> None:
-        # Hook for the security layers: a TLS handshake would wrap node.sock here and be driven by poll()
-        # events in a TLS_HANDSHAKE state, and SASL (SaslHandshake + SaslAuthenticate) would follow in its
-        # own state; whichever runs last calls _start_api_versions(). Plaintext goes straight on.
         log.debug("connected to %s", node.describe())
+        if self.security.ssl_context is not None:
+            self._start_tls(node, now)
+            return
         node.setup_deadline_ms = float("inf")
         self._start_api_versions(node, now, max_api_versions_version())
+
+    # --- TLS --------------------------------------------------------------------------------------
+
+    def _start_tls(self, node: _Node, now: float) -> None:
+        sock, context = node.sock, self.security.ssl_context
+        assert sock is not None and context is not None
+        # The handshake keeps the connection setup deadline (socket.connection.setup.timeout.ms).
+        if node.events:
+            self._selector.unregister(sock)
+            node.events = 0
+        try:
+            node.sock = context.wrap_socket(sock, server_hostname=node.host, do_handshake_on_connect=False)
+        except (ssl.SSLError, ValueError, OSError) as e:
+            node.sock = None
+            sock.close()
+            self._close(node, now, SslAuthenticationError(
+                f"TLS handshake with {node.describe()} failed: {e}"), failure=True)
+            return
+        node.tls = True
+        node.state = ConnectionState.TLS_HANDSHAKE
+        self._drive_tls(node, now)
+
+    def _drive_tls(self, node: _Node, now: float) -> None:
+        sock = node.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        error: KafkaError
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            node.tls_want = selectors.EVENT_READ
+            self._update_interest(node)
+            return
+        except ssl.SSLWantWriteError:
+            node.tls_want = selectors.EVENT_WRITE
+            self._update_interest(node)
+            return
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            error = KafkaConnectionError(f"TLS handshake with {node.describe()} failed: the connection was "
+                                         "closed during the handshake")
+        except ssl.SSLError as e:
+            # A certificate that does not verify is an authentication failure: retrying cannot fix it.
+            error = SslAuthenticationError(f"TLS handshake with {node.describe()} failed: {verification_reason(e)}")
+        except OSError as e:
+            error = KafkaConnectionError(f"TLS handshake with {node.describe()} failed: {e}")
+        else:
+            log.debug("TLS handshake with %s done: %s, %s", node.describe(), sock.version(),
+                      (sock.cipher() or ("?",))[0])
+            node.setup_deadline_ms = float("inf")
+            self._start_api_versions(node, now, max_api_versions_version())
+            return
+        self._close(node, now, error, failure=True)
+
+    def _tls_buffered(self) -> list[_Node]:
+        return [n for n in self._nodes.values()
+                if n.tls and isinstance(n.sock, ssl.SSLSocket) and n.state in _CONNECTED and n.sock.pending()]
+
+    def _tls_error(self, node: _Node, e: ssl.SSLError, during: str) -> KafkaError:
+        reason = verification_reason(e)
+        if node.state is not ConnectionState.READY and not isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+            # With TLS 1.3 the broker checks our certificate after our side of the handshake is done, so
+            # its refusal (an alert such as "certificate required") arrives with the first response.
+            return SslAuthenticationError(f"TLS handshake with {node.describe()} failed: the broker refused "
+                                          f"the connection: {reason}")
+        return KafkaConnectionError(f"TLS error on the connection to {node.describe()} while {during}: {reason}")
 
     def _start_api_versions(self, node: _Node, now: float, version: int) -> None:
         assert node.conn is not None
@@ -437,7 +544,7 @@ class NetworkClient:
         frame = encode_request(ApiKey.API_VERSIONS, version, correlation_id, self.client_id,
                                api_versions_request_body())
         node.conn.send_request(frame, correlation_id=correlation_id, api_key=int(ApiKey.API_VERSIONS),
-                               api_version=version, now=now, context=_INTERNAL)
+                               api_version=version, now=now, context=_API_VERSIONS)
         self._update_interest(node)
 
     def _on_api_versions(self, node: _Node, req: InFlightRequest, payload: bytes, now: float) -> None:
@@ -464,13 +571,74 @@ class NetworkClient:
         assert outcome.ranges is not None
         node.api_versions = outcome.ranges
         node.versions_cache.clear()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: ApiVersions v%d; versions chosen: %s", node.describe(), req.api_version,
+                      _describe_versions(outcome.ranges))
+        if self.security.sasl is not None:
+            self._start_sasl(node, now)
+        else:
+            self._ready(node, now)
+
+    def _ready(self, node: _Node, now: float) -> None:
         node.state = ConnectionState.READY
         node.failed_attempts = 0
         node.last_error = None
         node.last_activity_ms = now
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s ready; ApiVersions v%d; versions chosen: %s", node.describe(), req.api_version,
-                      _describe_versions(outcome.ranges))
+        node.reauth_due = False
+        log.debug("%s ready", node.describe())
+
+    # --- SASL -------------------------------------------------------------------------------------
+
+    def _start_sasl(self, node: _Node, now: float) -> None:
+        factory = self.security.sasl
+        assert factory is not None and node.api_versions is not None
+        node.state = ConnectionState.AUTHENTICATING
+        try:
+            # A new mechanism object per exchange: SCRAM needs a fresh nonce, OAUTHBEARER a fresh token.
+            node.sasl = SaslExchange(factory(node.host), node.describe(), node.api_versions)
+            request = node.sasl.start()
+        except KafkaError as e:
+            self._close(node, now, e, failure=True)
+            return
+        self._send_sasl(node, request, now)
+
+    def _send_sasl(self, node: _Node, request: SaslRequest, now: float) -> None:
+        assert node.conn is not None
+        correlation_id = self._next_correlation_id()
+        frame = encode_request(request.api_key, request.version, correlation_id, self.client_id, request.body)
+        node.conn.send_request(frame, correlation_id=correlation_id, api_key=int(request.api_key),
+                               api_version=request.version, now=now, context=_SASL)
+        self._update_interest(node)
+
+    def _on_sasl(self, node: _Node, req: InFlightRequest, payload: bytes, now: float) -> None:
+        exchange = node.sasl
+        assert exchange is not None
+        try:
+            _, body = decode_response(ApiKey(req.api_key), req.api_version, payload)
+        except Exception as e:
+            error: KafkaError = CorruptStreamError(
+                f"bad {ApiKey(req.api_key).name} response from {node.describe()}: {e}")
+            error.__cause__ = e
+            self._close(node, now, error, failure=True)
+            return
+        try:
+            request = exchange.on_response(req.api_key, body)
+        except KafkaError as e:
+            self._close(node, now, e, failure=True)
+            return
+        if request is not None:
+            self._send_sasl(node, request, now)
+            return
+        after = exchange.reauthenticate_after_ms(self._rng)
+        # Counted from when the last SaslAuthenticate left: the broker's clock started before our `now`.
+        node.reauth_at_ms = float("inf") if after is None else req.send_time_ms + after
+        node.sasl = None
+        if after is not None:
+            log.debug("%s: SASL %s authenticated; session lifetime %d ms, re-authenticating in %.0f ms",
+                      node.describe(), exchange.mechanism, exchange.session_lifetime_ms, after)
+        else:
+            log.debug("%s: SASL %s authenticated", node.describe(), exchange.mechanism)
+        self._ready(node, now)
 
     # --- I/O --------------------------------------------------------------------------------------
 
@@ -480,9 +648,17 @@ class NetworkClient:
         while conn.has_pending_output:
             buffers = conn.data_to_send()
             try:
-                n = sock.sendmsg(buffers) if len(buffers) > 1 else sock.send(buffers[0])
-            except (BlockingIOError, InterruptedError):
+                if len(buffers) == 1:
+                    n = sock.send(buffers[0])
+                elif node.tls:
+                    n = sock.send(_join_for_tls(buffers))  # SSLSocket has no sendmsg()
+                else:
+                    n = sock.sendmsg(buffers)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
+            except ssl.SSLError as e:
+                self._close(node, now, self._tls_error(node, e, "sending"), failure=True)
+                return
             except OSError as e:
                 self._close(node, now, KafkaConnectionError(
                     f"connection to {node.describe()} failed while sending: {e}"), failure=True)
@@ -503,19 +679,29 @@ class NetworkClient:
                 return
             try:
                 data = sock.recv(_RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return
+            except ssl.SSLError as e:
+                self._close(node, now, self._tls_error(node, e, "reading"), failure=True)
                 return
             except OSError as e:
                 self._close(node, now, KafkaConnectionError(
                     f"connection to {node.describe()} failed while reading: {e}"), failure=True)
                 return
             if not data:
+                hint = ""
+                if node.tls and node.state is ConnectionState.API_VERSIONS:
+                    # What a TLS 1.3 broker that refuses our certificate looks like when it sends no alert.
+                    hint = (" right after the TLS handshake (did it refuse our client certificate? "
+                            + ("check it)" if self.security.client_certificate else "none is configured)"))
                 self._close(node, now, KafkaConnectionError(
-                    f"connection to {node.describe()} was closed by the broker"), failure=True)
+                    f"connection to {node.describe()} was closed by the broker{hint}"), failure=True)
                 return
             node.last_activity_ms = now
             self._on_data(node, data, now)
-            if len(data) < _RECV_SIZE:
+            # A TLS read returns at most one record (16 KiB): short reads say nothing there, so TLS goes on
+            # until the socket would block (what is left after the cap is read by the next poll).
+            if len(data) < _RECV_SIZE and not node.tls:
                 return
 
     def _on_data(self, node: _Node, data: bytes, now: float) -> None:
@@ -527,8 +713,10 @@ class NetworkClient:
                         failure=True)
             return
         for i, (req, payload) in enumerate(completed):
-            if req.context is _INTERNAL:
+            if req.context is _API_VERSIONS:
                 self._on_api_versions(node, req, payload, now)
+            elif req.context is _SASL:
+                self._on_sasl(node, req, payload, now)
             else:
                 try:
                     _, body = decode_response(ApiKey(req.api_key), req.api_version, payload)
@@ -543,7 +731,7 @@ class NetworkClient:
                     return
                 self._complete(node, req, body, None, now)
             if node.sock is None:
-                return  # ApiVersions failed and closed the connection
+                return  # ApiVersions or SASL failed and closed the connection
 
     def _complete(self, node: _Node, req: InFlightRequest, body: dict[str, Any] | None,
                   error: KafkaError | None, now: float) -> None:
@@ -551,7 +739,7 @@ class NetworkClient:
                                             body, error, req.context, now - req.send_time_ms))
 
     def _fail_request(self, node: _Node, req: InFlightRequest, error: KafkaError, now: float) -> None:
-        if req.context is not _INTERNAL:
+        if not isinstance(req.context, _Internal):
             self._complete(node, req, None, error, now)
 
     # --- timers -----------------------------------------------------------------------------------
@@ -561,13 +749,15 @@ class NetworkClient:
         for node in self._nodes.values():
             if node.conn is None:
                 continue
-            if node.state is ConnectionState.CONNECTING:
+            if node.state in _SETUP_TIMED:
                 deadline = min(deadline, node.setup_deadline_ms)
             oldest = node.conn.oldest_send_time()
             if oldest is not None:
                 deadline = min(deadline, oldest + self.request_timeout_ms)
             elif node.state is ConnectionState.READY:
                 deadline = min(deadline, node.last_activity_ms + self.connections_max_idle_ms)
+            if node.state is ConnectionState.READY and not node.reauth_due:
+                deadline = min(deadline, node.reauth_at_ms - 1.0)
         # Expiry is "older than", so wake just after the deadline, not on it.
         return deadline + 1.0
 
@@ -576,11 +766,18 @@ class NetworkClient:
             conn = node.conn
             if conn is None:
                 continue
-            if node.state is ConnectionState.CONNECTING and now > node.setup_deadline_ms:
+            if node.state in _SETUP_TIMED and now > node.setup_deadline_ms:
+                step = "TLS handshake with" if node.state is ConnectionState.TLS_HANDSHAKE else "connection to"
                 self._close(node, now, KafkaConnectionError(
-                    f"connection to {node.describe()} not established within "
+                    f"{step} {node.describe()} not done within "
                     f"{self.setup_timeout_ms:.0f} ms (socket.connection.setup.timeout.ms)"), failure=True)
                 continue
+            if node.state is ConnectionState.READY and now >= node.reauth_at_ms:
+                node.reauth_due = True  # no new requests: let those in flight finish first
+                if conn.in_flight_count == 0 and not conn.has_pending_output:
+                    log.debug("%s: SASL session lifetime nearly over; re-authenticating", node.describe())
+                    self._start_sasl(node, now)
+                    continue
             oldest = conn.oldest_send_time()
             if oldest is not None and now - oldest > self.request_timeout_ms:
                 self._close_timed_out(node, now)
@@ -621,6 +818,10 @@ class NetworkClient:
         node.sock = None
         node.conn = None
         node.events = 0
+        node.tls = False
+        node.sasl = None
+        node.reauth_at_ms = float("inf")
+        node.reauth_due = False
         node.state = ConnectionState.DISCONNECTED
         node.api_versions = None
         node.versions_cache.clear()
@@ -635,11 +836,17 @@ class NetworkClient:
     def _apply_backoff(self, node: _Node, now: float, error: KafkaError | None) -> None:
         node.last_attempt_ms = now
         node.reconnect_backoff_ms = self._backoff.backoff(node.failed_attempts)
+        if isinstance(error, AuthenticationError):
+            # Wrong credentials or an untrusted certificate do not fix themselves: never hammer the broker.
+            node.reconnect_backoff_ms = max(node.reconnect_backoff_ms, self._backoff.max_ms)
+            self._auth_failures.append(error)
         node.failed_attempts += 1
         if error is not None:
             node.last_error = error
         # One warning per run of failures; repeats (and client-initiated disconnects) only at debug.
         level = logging.WARNING if error is not None and node.failed_attempts == 1 else logging.DEBUG
+        if isinstance(error, AuthenticationError):
+            level = logging.ERROR  # as Java: needs the user's attention, and repeats at most once a backoff
         log.log(level, "%s: %s; next attempt in %.0f ms", node.describe(),
                 error or "disconnected", node.reconnect_backoff_ms)
 
@@ -650,6 +857,7 @@ class NetworkClient:
         conn = node.conn
         return (
             node.state is ConnectionState.READY
+            and not node.reauth_due
             and conn is not None
             and not conn.has_pending_output
             and conn.in_flight_count < self.max_in_flight
@@ -679,7 +887,7 @@ class NetworkClient:
                     return node.node_id
                 if in_flight < best_in_flight:
                     best, best_in_flight = node, in_flight
-            elif node.state in (ConnectionState.CONNECTING, ConnectionState.API_VERSIONS):
+            elif node.state is not ConnectionState.DISCONNECTED:
                 connecting = connecting or node
             elif node.state is ConnectionState.DISCONNECTED and self._backoff_remaining(node, now) <= 0:
                 connectable = connectable or node
@@ -692,6 +900,8 @@ class NetworkClient:
             return
         if node.state is ConnectionState.CONNECTING:
             want = selectors.EVENT_WRITE
+        elif node.state is ConnectionState.TLS_HANDSHAKE:
+            want = node.tls_want
         else:
             want = selectors.EVENT_READ
             if node.conn is not None and node.conn.has_pending_output:
@@ -718,7 +928,21 @@ class NetworkClient:
         self.close()
 
 
-_CONNECTED = (ConnectionState.API_VERSIONS, ConnectionState.READY)
+_CONNECTED = (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING, ConnectionState.READY)
+_SETUP_TIMED = (ConnectionState.CONNECTING, ConnectionState.TLS_HANDSHAKE)
+
+
+def _join_for_tls(buffers: list[memoryview]) -> bytes:
+    """The first buffers, joined up to about _TLS_WRITE_CHUNK bytes (at least one buffer whole).
+
+    OpenSSL wants a write it refused (WANT_WRITE) retried with at least as many bytes: the same leading
+    buffers always give the same chunk, and new requests only ever add buffers behind them.
+    """
+    taken, size = 0, 0
+    while taken < len(buffers) and (taken == 0 or size + len(buffers[taken]) <= _TLS_WRITE_CHUNK):
+        size += len(buffers[taken])
+        taken += 1
+    return b"".join(buffers[:taken])
 
 
 def _connect_error(node: _Node, err: int) -> KafkaConnectionError:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -44,6 +45,10 @@ class KafkaReader(DataSourceReader):
         self.topic = topic
         self.servers = servers
         self.timeout_s = timeout_s
+        # The security options (kafka.security.protocol, kafka.ssl.*, kafka.sasl.*) as the sink takes them.
+        self.security = {k[len("kafka."):]: v for k, v in options.items()
+                         if k.startswith("kafka.") and k[len("kafka."):] in SECURITY_KEYS}
+        security_config(self.security)  # a bad setting fails on the driver, not in every task
         self.starting = _spec(options, "startingOffsets", "earliest", topic)
         self.ending = _spec(options, "endingOffsets", "latest", topic)
 
@@ -51,7 +56,7 @@ class KafkaReader(DataSourceReader):
         from kafkajet.fetch import FetchClient
 
         out = []
-        with FetchClient(self.servers, timeout_s=self.timeout_s) as client:
+        with FetchClient(self.servers, timeout_s=self.timeout_s, config=self.security) as client:
             for p in client.partitions(self.topic):
                 first, last = client.offsets(self.topic, p)
 
@@ -73,7 +78,7 @@ class KafkaReader(DataSourceReader):
         if partition.start >= partition.end:
             return
         utc = datetime.UTC
-        with FetchClient(self.servers, timeout_s=self.timeout_s) as client:
+        with FetchClient(self.servers, timeout_s=self.timeout_s, config=self.security) as client:
             for r in client.fetch_range(partition.topic, partition.partition, partition.start, partition.end):
                 yield (r.key, r.value, partition.topic, partition.partition, r.offset,
                        datetime.datetime.fromtimestamp(r.timestamp / 1000.0, tz=utc), 0,

@@ -88,8 +88,12 @@ class EmbeddedBroker:
 
     node_id = 111  # Tansu's fixed node id
 
-    def __init__(self, port: int | None = None, *, start_timeout_s: float = 30.0, log_path: str | None = None) -> None:
+    def __init__(self, port: int | None = None, *, start_timeout_s: float = 30.0, log_path: str | None = None,
+                 advertised_listener: str | None = None) -> None:
+        """advertised_listener ("host:port", default the listener itself) is the address the broker gives
+        clients in metadata: a TLS terminator's address when one stands in front of it."""
         self.port = port or free_port()
+        self.advertised_listener = advertised_listener
         self.start_timeout_s = start_timeout_s
         self._log_path = log_path
         self._owns_log = log_path is None
@@ -106,7 +110,7 @@ class EmbeddedBroker:
         cmd = [
             str(binary), "broker",
             "--listener-url", url,
-            "--advertised-listener-url", url,
+            "--advertised-listener-url", f"tcp://{self.advertised_listener}" if self.advertised_listener else url,
             "--storage-engine", "memory://tansu/",
         ]
         if self._log_path is None:

@@ -1,0 +1,54 @@
+"""What a connection needs to be secured: a TLS context and a factory of SASL clients, from the config."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkajet.config import ProducerConfig, security_config
+from kafkajet.network.sasl_exchange import SaslClientFactory, SaslMechanism
+
+
+@dataclass(frozen=True)
+class ConnectionSecurity:
+    """security.protocol made concrete. Holds no secret in its repr: the SASL factory closes over them."""
+
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+    sasl: SaslClientFactory | None = field(default=None, repr=False)
+    mechanism: str | None = None
+    client_certificate: bool = False  # for error messages: whether the broker could have refused ours
+
+
+PLAINTEXT = ConnectionSecurity()
+
+
+def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
+    """Build the TLS context and check the SASL settings once, so a bad file or credential fails at
+    construction (ConfigError), not on every connection attempt. `cfg` may be raw (strings, any keys)."""
+    if not isinstance(cfg, ProducerConfig):
+        cfg = security_config(cfg)
+    protocol = cfg["security.protocol"]
+    if protocol == "PLAINTEXT":
+        return PLAINTEXT
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        from kafkajet.security.tls import build_ssl_context
+
+        context = build_ssl_context(cfg)
+    factory: SaslClientFactory | None = None
+    mechanism = None
+    if protocol.startswith("SASL_"):
+        from kafkajet.security.sasl import sasl_client_from_config
+
+        settings = {k: v for k, v in cfg.items() if k.startswith("sasl.")}
+
+        def make(host: str) -> SaslMechanism:
+            return sasl_client_from_config(settings, host)
+
+        factory = make
+        mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
+    has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
+    return ConnectionSecurity(protocol, context, factory, mechanism, has_cert)

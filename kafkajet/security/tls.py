@@ -1,0 +1,147 @@
+"""The client's TLS context, built from the Java / librdkafka ssl.* configuration keys.
+
+Server certificates are verified against the system trust store plus any CA the user adds; the broker's
+host name is checked unless ssl.endpoint.identification.algorithm is empty; TLS 1.2 is the floor whatever
+ssl.enabled.protocols says (the config table only accepts TLSv1.2 and TLSv1.3).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from kafkajet.config import tls_versions
+from kafkajet.errors import ConfigError
+
+log = logging.getLogger("kafkajet.security")
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+def uses_tls(cfg: Mapping[str, Any]) -> bool:
+    return cfg.get("security.protocol", "PLAINTEXT") in ("SSL", "SASL_SSL")
+
+
+def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
+    """An SSLContext for connecting to brokers; ConfigError naming the key when a file or PEM is unusable."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname on
+    ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    _set_versions(ctx, tls_versions("ssl.enabled.protocols", cfg.get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"))
+    ca_file = cfg.get("ssl.ca.location")
+    if ca_file:
+        _check_file("ssl.ca.location", ca_file)
+        try:
+            ctx.load_verify_locations(cafile=ca_file)
+        except ssl.SSLError as e:
+            raise ConfigError(f"ssl.ca.location: {ca_file} holds no usable PEM certificate ({_reason(e)})") from None
+    ca_text = cfg.get("ssl.truststore.certificates")
+    if ca_text:
+        try:
+            ctx.load_verify_locations(cadata=ca_text)
+        except (ssl.SSLError, ValueError) as e:
+            raise ConfigError(f"ssl.truststore.certificates holds no usable PEM certificate ({_reason(e)})") from None
+    if cfg.get("ssl.endpoint.identification.algorithm", "https") == "":
+        log.warning("ssl.endpoint.identification.algorithm is empty: the broker's host name is not checked "
+                    "against its certificate, so any holder of a certificate from a trusted CA can pose as it")
+        ctx.check_hostname = False
+    _load_client_certificate(ctx, cfg)
+    return ctx
+
+
+def _set_versions(ctx: ssl.SSLContext, names: list[str]) -> None:
+    versions = sorted(_VERSIONS[n] for n in names)
+    # A gap (none possible with two versions) would be bridged: OpenSSL only takes a range.
+    ctx.minimum_version = max(versions[0], ssl.TLSVersion.TLSv1_2)
+    ctx.maximum_version = versions[-1]
+
+
+def _load_client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
+    cert_file, key_file = cfg.get("ssl.certificate.location"), cfg.get("ssl.key.location")
+    cert_pem, key_pem = cfg.get("ssl.certificate.pem"), cfg.get("ssl.key.pem")
+    if not (cert_file or cert_pem):
+        return
+    if cert_file:
+        _check_file("ssl.certificate.location", cert_file)
+    if key_file:
+        _check_file("ssl.key.location", key_file)
+    password = cfg.get("ssl.key.password")
+    cert_key = "ssl.certificate.location" if cert_file else "ssl.certificate.pem"
+    key_key = "ssl.key.location" if key_file else "ssl.key.pem" if key_pem else cert_key
+
+    def no_password() -> str:
+        # Without this OpenSSL would prompt on the terminal for the pass phrase of an encrypted key.
+        raise ConfigError(f"the private key in {key_key} is encrypted: set ssl.key.password")
+
+    # The ssl module loads certificate chains from files only: PEM text goes through private temporary files
+    # (mode 0600) that are removed as soon as OpenSSL has read them.
+    with _as_file(cert_pem, cert_file) as certfile, _as_file(key_pem, key_file) as keyfile:
+        assert certfile is not None
+        try:
+            ctx.load_cert_chain(certfile, keyfile, password if password is not None else no_password)
+        except ssl.SSLError as e:
+            text = str(e)
+            if "KEY_VALUES_MISMATCH" in text:
+                what = f"the private key in {key_key} does not belong to the certificate"
+            elif password is not None and ("bad decrypt" in text.lower() or "PEM lib" in text):
+                what = f"cannot decrypt the private key in {key_key}: check ssl.key.password"
+            else:
+                what = _reason(e)
+            raise ConfigError(f"cannot load the client certificate ({cert_key}) and its key ({key_key}): "
+                              f"{what}") from None
+
+
+@contextmanager
+def _as_file(pem: str | None, path: str | None) -> Iterator[str | None]:
+    if pem is None:
+        yield path
+        return
+    fd, name = tempfile.mkstemp(prefix="kafkajet-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(pem)
+        yield name
+    finally:
+        os.unlink(name)
+
+
+def _check_file(key: str, path: str) -> None:
+    if not os.path.isfile(path):
+        raise ConfigError(f"{key}: file {path} does not exist")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{key}: file {path} is not readable")
+
+
+def _reason(e: Exception) -> str:
+    return getattr(e, "reason", None) or str(e)
+
+
+# What the broker's TLS alerts mean for the user (OpenSSL reason names).
+_ALERT_HINTS = {
+    "CERTIFICATE_REQUIRED": "it requires a client certificate: set ssl.certificate.location and ssl.key.location",
+    "UNKNOWN_CA": "it does not trust the CA that issued our client certificate",
+    "BAD_CERTIFICATE": "it rejected our client certificate",
+    "CERTIFICATE_EXPIRED": "it says our client certificate has expired",
+    "CERTIFICATE_UNKNOWN": "it rejected our client certificate",
+    "HANDSHAKE_FAILURE": "no common TLS parameters, or it wants a client certificate",
+    "PROTOCOL_VERSION": "no common TLS version (see ssl.enabled.protocols)",
+    "UNSUPPORTED_PROTOCOL": "no common TLS version (see ssl.enabled.protocols)",
+}
+
+
+def verification_reason(e: ssl.SSLError) -> str:
+    """A readable cause of a failed handshake: OpenSSL's verification message, or what an alert means."""
+    if isinstance(e, ssl.SSLCertVerificationError) and e.verify_message:
+        return f"certificate verify failed: {e.verify_message}"
+    reason = getattr(e, "reason", None)
+    if not reason:
+        return str(e)
+    text = reason.lower().replace("_", " ")
+    for name, hint in _ALERT_HINTS.items():
+        if reason.endswith(name):
+            return f"{text} ({hint})"
+    return text
