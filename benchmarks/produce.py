@@ -42,8 +42,9 @@ def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
     value = b"x" * w["size"]
     keys = _keys(w["records"]) if w["key"] else None
     acked = 0
+    extra = {"batch_size": w["batch_size"]} if w.get("batch_size") else {}
     with Producer(bootstrap_servers=bootstrap, acks=str(w["acks"]) if w["acks"] != -1 else "all",
-                  compression_type=w["compression"], linger_ms=5) as p:
+                  compression_type=w["compression"], linger_ms=5, **extra) as p:
         send = p.send
         futs = [send(topic, value, keys[i]) for i in range(w["records"])] if keys else [
             send(topic, value) for _ in range(w["records"])]
@@ -57,8 +58,10 @@ def run_kafka_python(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
 
     value = b"x" * w["size"]
     keys = _keys(w["records"]) if w["key"] else [None] * w["records"]
+    extra = {"batch_size": w["batch_size"]} if w.get("batch_size") else {}
     p = KafkaProducer(bootstrap_servers=bootstrap, acks="all" if w["acks"] == -1 else w["acks"],
-                      compression_type=None if w["compression"] == "none" else w["compression"], linger_ms=5)
+                      compression_type=None if w["compression"] == "none" else w["compression"], linger_ms=5,
+                      **extra)
     futs = [p.send(topic, value=value, key=k) for k in keys]
     p.flush()
     acked = sum(1 for f in futs if f.succeeded())
@@ -72,9 +75,10 @@ def run_aiokafka(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
     async def go() -> int:
         value = b"x" * w["size"]
         keys = _keys(w["records"]) if w["key"] else [None] * w["records"]
+        extra = {"max_batch_size": w["batch_size"]} if w.get("batch_size") else {}
         p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all" if w["acks"] == -1 else w["acks"],
                              compression_type=None if w["compression"] == "none" else w["compression"],
-                             linger_ms=5)
+                             linger_ms=5, **extra)
         await p.start()
         try:
             futs = [await p.send(topic, value=value, key=k) for k in keys]
@@ -98,8 +102,11 @@ def run_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
         if err is None:
             acked += 1
 
-    p = CProducer({"bootstrap.servers": bootstrap, "acks": w["acks"], "compression.type": w["compression"],
-                   "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
+    conf = {"bootstrap.servers": bootstrap, "acks": w["acks"], "compression.type": w["compression"],
+            "linger.ms": 5, "queue.buffering.max.messages": 2_000_000}
+    if w.get("batch_size"):
+        conf["batch.size"] = w["batch_size"]
+    p = CProducer(conf)
     for k in keys:
         while True:
             try:
