@@ -8,7 +8,9 @@ import os
 import threading
 import time
 import weakref
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from types import TracebackType
 from typing import Any
 
@@ -63,6 +65,14 @@ atexit.register(_close_at_exit)
 
 def _now_ms() -> float:
     return time.monotonic() * 1000.0
+
+
+_BYTES_OR_NONE = frozenset((bytes, type(None)))
+
+
+def _only_bytes(items: Sequence[Any]) -> bool:
+    """Whether every item is bytes or None (the type test in C, not a generator step per item)."""
+    return set(map(type, items)) <= _BYTES_OR_NONE
 
 
 class Producer:
@@ -274,11 +284,11 @@ class Producer:
             cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
             count = cluster.partition_count(topic) or 0
         deadline = start + self._max_block_ms
-        vals = values if self._value_identity and all(type(v) is bytes or v is None for v in values) else [
+        vals = values if self._value_identity and _only_bytes(values) else [
             None if v is None else self._serialize(self._value_serializer, v, topic, "value") for v in values]
         if keys is None:
             ks: Sequence[bytes | None] = [None] * n
-        elif self._key_identity and all(type(k) is bytes or k is None for k in keys):
+        elif self._key_identity and _only_bytes(keys):
             ks = keys
         else:
             ks = [None if k is None else self._serialize(self._key_serializer, k, topic, "key") for k in keys]
@@ -286,11 +296,16 @@ class Producer:
         now_ts = int(time.time() * 1000)
         ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
         limit = self._size_check_threshold
-        for i in range(n):
-            v, k = vals[i], ks[i]
-            if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
-                self._check_size(k, v, hs[i] if hs else None)
-        by_partition = self._partition_batch(topic, ks, vals, partitions, count, cluster.available_partitions(topic))
+        # The largest key plus the largest value bounds every record without headers: one pass in C, and the
+        # per-record check only when that bound is near a limit or a record has headers.
+        if hs is not None or (max(map(len, filter(None, vals)), default=0)
+                              + (0 if keys is None else max(map(len, filter(None, ks)), default=0))) > limit:
+            for i in range(n):
+                v, k = vals[i], ks[i]
+                if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
+                    self._check_size(k, v, hs[i] if hs else None)
+        by_partition = self._partition_batch(topic, None if keys is None else ks, vals, partitions, count,
+                                             cluster.available_partitions(topic))
         segments: list[Segment] = []
         wake = False
         for partition, indices in by_partition.items():
@@ -336,12 +351,17 @@ class Producer:
                  for t, idx in groups.items()]
         return CombinedBatchFuture(rows.n, parts)
 
-    def _partition_batch(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
+    def _partition_batch(self, topic: str, keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
                          partitions: Sequence[int | None] | None, count: int,
                          available: Sequence[int]) -> dict[int, list[int]]:
+        """Input positions per partition, in input order; `keys` None when no record has a key."""
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
+        if keys is None and partitions is None:
+            return self._sticky_runs(topic, values, count, available)
+        if keys is None:
+            keys = [None] * len(values)
         memo = self._key_hashes if self._sticky is not None and not self._ignore_keys else None
         i, n = 0, len(values)
         while i < n:
@@ -378,6 +398,30 @@ class Producer:
                     bucket.append(i)
                     i += 1
                 part.record_appended(topic, p, size)
+        return out
+
+    def _sticky_runs(self, topic: str, values: Sequence[bytes | None], count: int,
+                     available: Sequence[int]) -> dict[int, list[int]]:
+        """All records keyless and unplaced: runs of batch.size bytes to one sticky partition each (KIP-794),
+        the run ends found by bisecting the running sizes rather than by a step per record."""
+        out: dict[int, list[int]] = {}
+        part = self._partitioner
+        batch_size = self.config["batch.size"]
+        try:
+            lens = list(map(len, values))  # type: ignore[arg-type]
+        except TypeError:  # null values
+            lens = [0 if v is None else len(v) for v in values]
+        running = list(accumulate(map((16).__add__, lens)))  # the same per-record estimate as send()
+        i, n = 0, len(values)
+        while i < n:
+            before = running[i - 1] if i else 0
+            # The run takes records while the bytes so far are below batch.size: up to and including the
+            # first record that reaches it.
+            j = min(n, bisect_left(running, before + batch_size, i) + 1)
+            p = part.partition(topic, None, count, available)
+            out.setdefault(p, []).extend(range(i, j))
+            part.record_appended(topic, p, running[j - 1] - before)
+            i = j
         return out
 
     def _serialize(self, serializer: Any, obj: Any, topic: str, what: str) -> bytes | None:

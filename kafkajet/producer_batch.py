@@ -13,6 +13,7 @@ from kafkajet.future import RecordFuture
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
     append_record,
+    append_run,
     build_batch,
     decode_records,
     record_size_upper_bound,
@@ -101,18 +102,21 @@ class ProducerBatch:
                    keys: Sequence[bytes | None], values: Sequence[bytes | None],
                    headers: Sequence[Headers] | None) -> int:
         """Append records indices[pos:] until the batch is full, without a future per record; the new pos."""
+        if pos >= len(indices):
+            return pos
         start = self.count
-        encode = self._encode
-        n = len(indices)
-        while pos < n:
-            i = indices[pos]
-            if encode(timestamps[i], keys[i], values[i], headers[i] if headers else None) is None:
-                break
-            pos += 1
-        added = self.count - start
-        if added:
-            self.futures += [None] * added
-        return pos
+        if start == 0:
+            self.base_timestamp = timestamps[indices[pos]]
+        end, count, max_ts = append_run(self.buf, self.limit, start, self.base_timestamp, indices, pos,
+                                        timestamps, keys, values, headers)
+        self.count = count
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+        if end < len(indices) or len(self.buf) >= self.limit:
+            self.full = True
+        if count > start:
+            self.futures += [None] * (count - start)
+        return end
 
     @property
     def size_in_bytes(self) -> int:

@@ -338,3 +338,53 @@ def test_codec_empty_input() -> None:
         assert decompress(codec, compress(codec, b"")) == b""
     (batch,) = decode_batches(encode_batch([], compression=Compression.SNAPPY))
     assert batch.records == [] and batch.records_count == 0
+
+
+# --- append_run: the batch path's encoder must write exactly what append_record writes ---------------------
+
+_run_record = st.tuples(
+    st.integers(min_value=-5, max_value=40_000),  # timestamp delta: negative and past the varint tables too
+    st.one_of(st.none(), st.binary(max_size=20), st.binary(min_size=8190, max_size=8200)),
+    st.one_of(st.none(), st.binary(max_size=30), st.binary(min_size=8190, max_size=8200)),
+    st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["a", "trace-id", "é"]),
+                                            st.one_of(st.none(), st.binary(max_size=10))), max_size=3)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_run_record, min_size=1, max_size=12), st.integers(min_value=0, max_value=12),
+       st.integers(min_value=-1, max_value=1), st.integers(min_value=0, max_value=3),
+       st.sampled_from([0, 1, 127, 128, 16_380]))
+def test_append_run_writes_what_append_record_writes(records: list, cut: int, slack: int, pos: int,
+                                                     first_offset: int) -> None:
+    from kafkajet.records import append_run
+
+    base_ts = 1_700_000_000_000
+    timestamps = [base_ts + d for d, _, _, _ in records]
+    keys = [k for _, k, _, _ in records]
+    values = [v for _, _, v, _ in records]
+    headers = [h for _, _, _, h in records]
+    indices = list(range(len(records)))[::-1]  # runs follow `indices`, not input order
+    pos = min(pos, len(indices))
+    # A limit right at (or one byte either side of) the end of the cut-th record: the fit rule's edge.
+    sizes = [len(encode_record(first_offset + j, timestamps[i] - base_ts, keys[i], values[i], headers[i]))
+             for j, i in enumerate(indices[pos:])]
+    limit = len(b"prefix") + sum(sizes[:cut]) + slack
+    buf = bytearray(b"prefix")
+    end, offset, max_ts = append_run(buf, limit, first_offset, base_ts, indices, pos, timestamps, keys, values,
+                                     headers)
+    # The reference: one append_record per record, the same fit rule as ProducerBatch (the first record of an
+    # empty batch always goes in; any later one must keep the buffer within the limit).
+    ref = bytearray(b"prefix")
+    ref_pos, ref_offset, ref_max = pos, first_offset, -1
+    while ref_pos < len(indices):
+        i = indices[ref_pos]
+        mark = len(ref)
+        append_record(ref, ref_offset, timestamps[i] - base_ts, keys[i], values[i], headers[i])
+        if len(ref) > limit and ref_offset:
+            del ref[mark:]
+            break
+        ref_offset += 1
+        ref_max = max(ref_max, timestamps[i])
+        ref_pos += 1
+    assert (bytes(buf), end, offset, max_ts) == (bytes(ref), ref_pos, ref_offset, ref_max)

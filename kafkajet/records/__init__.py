@@ -16,6 +16,7 @@ from kafkajet.records.codecs import Compression, compress, decompress
 from kafkajet.records.record import (
     Record,
     append_record,
+    append_run,
     decode_records,
     encode_record,
     record_size_upper_bound,
@@ -23,7 +24,7 @@ from kafkajet.records.record import (
 
 __all__ = [
     "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "Compression", "Record", "RecordBatch",
-    "append_record", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
+    "append_record", "append_run", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
     "decode_records", "decompress", "encode_batch", "encode_control_record", "encode_record",
     "record_size_upper_bound",
 ]
