@@ -260,6 +260,19 @@ def test_corrupt_response_is_protocol_error_and_client_recovers(mode: str) -> No
         assert fake.connection_count() == 2
 
 
+def test_an_answer_ahead_of_garbage_in_the_same_read_is_delivered() -> None:
+    # The answered request is already off the in-flight FIFO when the garbage behind it is found: it must
+    # come back answered, not vanish (a vanished Produce request wedged the idempotent producer).
+    with FakeBroker(mode="good_then_wrong_id") as fake, NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="answered")
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert resp.context == "answered" and resp.error is None and resp.body == {"brokers": [], "topics": []}
+        assert client.state(-1) is ConnectionState.DISCONNECTED  # and the corrupt stream was closed
+        assert fake.peer_closed.wait(5)
+
+
 # --- in flight, fire-and-forget, disconnects -------------------------------------------------------
 
 

@@ -88,6 +88,26 @@ def test_wrong_correlation_id_is_a_protocol_error() -> None:
         conn.receive_data(frame(2))
 
 
+def test_responses_before_the_corruption_come_with_the_error() -> None:
+    conn = Connection()
+    queue(conn, 1)
+    queue(conn, 2)
+    queue(conn, 3)
+    conn.bytes_sent(conn.pending_output_bytes)
+    with pytest.raises(CorruptStreamError, match="correlation id 9 does not match") as caught:
+        conn.receive_data(frame(1, b"a") + frame(9))
+    assert [(r.correlation_id, p) for r, p in caught.value.completed] == [(1, frame(1, b"a")[4:])]
+    assert [r.correlation_id for r in conn.abort_all()] == [2, 3]  # the answered one is not failed again
+    conn2 = Connection()
+    queue(conn2, 1)
+    queue(conn2, 2)
+    conn2.bytes_sent(conn2.pending_output_bytes)
+    with pytest.raises(CorruptStreamError, match="invalid response frame size") as caught:
+        conn2.receive_data(frame(1) + b"\xff\xff\xff\xff")
+    assert [r.correlation_id for r, _ in caught.value.completed] == [1]
+    assert [r.correlation_id for r in conn2.abort_all()] == [2]
+
+
 def test_response_without_request_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="no request in flight"):
         Connection().receive_data(frame(5))

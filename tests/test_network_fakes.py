@@ -26,7 +26,8 @@ class Received:
 
 @dataclass
 class FakeBroker:
-    # What to do with requests other than ApiVersions: reply | silent | garbage | wrong_id | hold
+    # What to do with requests other than ApiVersions: reply | silent | garbage | wrong_id | hold |
+    # good_then_wrong_id
     mode: str = "reply"
     silent_handshake: bool = False
     # Only the first connection misbehaves when set; later ones reply normally (to show recovery).
@@ -105,6 +106,8 @@ class FakeBroker:
                     conn.sendall(_frame(struct.pack(">i", correlation_id) + b"\xff\xff\xff\x7f garbage"))
                 elif mode == "wrong_id":
                     conn.sendall(_metadata_v0(correlation_id + 1000))
+                elif mode == "good_then_wrong_id":  # a right answer and garbage behind it, in one write
+                    conn.sendall(_metadata_v0(correlation_id) + _metadata_v0(correlation_id + 1000))
                 elif mode == "hold":
                     held.append(_metadata_v0(correlation_id))
                     if len(held) >= 2 or self.release.is_set():

@@ -706,12 +706,14 @@ class NetworkClient:
 
     def _on_data(self, node: _Node, data: bytes, now: float) -> None:
         assert node.conn is not None
+        broken: CorruptStreamError | None = None
         try:
             completed = node.conn.receive_data(data)
         except ProtocolError as e:
-            self._close(node, now, CorruptStreamError(f"corrupt response stream from {node.describe()}: {e}"),
-                        failure=True)
-            return
+            # Responses that came intact before the corruption are answered first; only then does the close
+            # fail what is still in flight. Dropping them would leave their requests with no outcome at all.
+            completed = e.completed if isinstance(e, CorruptStreamError) else []
+            broken = CorruptStreamError(f"corrupt response stream from {node.describe()}: {e}")
         for i, (req, payload) in enumerate(completed):
             if req.context is _API_VERSIONS:
                 self._on_api_versions(node, req, payload, now)
@@ -732,6 +734,8 @@ class NetworkClient:
                 self._complete(node, req, body, None, now)
             if node.sock is None:
                 return  # ApiVersions or SASL failed and closed the connection
+        if broken is not None:
+            self._close(node, now, broken, failure=True)
 
     def _complete(self, node: _Node, req: InFlightRequest, body: dict[str, Any] | None,
                   error: KafkaError | None, now: float) -> None:

@@ -32,6 +32,11 @@ class CorruptStreamError(ProtocolError, KafkaConnectionError):
     """
 
     retriable = True
+    # Responses that arrived whole and matched their requests before the corruption in the same bytes: their
+    # requests are already off the in-flight FIFO, so the owner must deliver them before closing, or they
+    # would be lost (neither answered nor failed).
+    completed: list[tuple[InFlightRequest, bytes]] = []  # noqa: RUF012 - replaced per instance, never mutated
+    frames: list[bytes] = []  # noqa: RUF012
 
 
 @dataclass(slots=True, eq=False)
@@ -84,7 +89,9 @@ class FrameDecoder:
                         self._broken = CorruptStreamError(
                             f"invalid response frame size {size} (allowed {_MIN_FRAME}..{self._max_size} bytes)"
                         )
-                        raise self._broken
+                        broken = CorruptStreamError(str(self._broken))
+                        broken.frames = frames  # the whole frames before the bad prefix still count
+                        raise broken
                     self._need = size
                     pos += 4
                 if end - pos < self._need:
@@ -186,20 +193,34 @@ class Connection:
     # --- incoming ---------------------------------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[tuple[InFlightRequest, bytes]]:
-        """Responses completed by `data`, each with the request it answers (payload has no size prefix)."""
+        """Responses completed by `data`, each with the request it answers (payload has no size prefix).
+
+        CorruptStreamError if the stream breaks the protocol; its `completed` holds the responses that
+        arrived intact before the break, which are off the in-flight FIFO and must still be delivered.
+        """
         out: list[tuple[InFlightRequest, bytes]] = []
-        for frame in self._decoder.feed(data):
+        broken: CorruptStreamError | None = None
+        try:
+            frames = self._decoder.feed(data)
+        except CorruptStreamError as e:
+            frames, broken = e.frames, e
+        for frame in frames:
             correlation_id = _INT32.unpack_from(frame, 0)[0]
             if not self._awaiting:
-                raise CorruptStreamError(f"response with correlation id {correlation_id} but no request in flight")
+                broken = CorruptStreamError(f"response with correlation id {correlation_id} but no request in flight")
+                break
             expected = self._awaiting[0]
             if correlation_id != expected.correlation_id:
-                raise CorruptStreamError(
+                broken = CorruptStreamError(
                     f"response correlation id {correlation_id} does not match the oldest request in flight "
                     f"({expected.correlation_id}, api key {expected.api_key})"
                 )
+                break
             self._awaiting.popleft()
             out.append((expected, frame))
+        if broken is not None:
+            broken.completed = out
+            raise broken
         return out
 
     # --- bookkeeping ------------------------------------------------------------------------------
