@@ -184,6 +184,10 @@ class ProducerBatch:
             if not current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
                 raise AssertionError("a fresh batch sized for the record must accept it")
             out.append(current)
+        for part in out:
+            # Closed for appends, as Java closes split batches: a part can be the last batch of its deque, and
+            # records sent after the split would otherwise join it and go out ahead of batches sent before them.
+            part.full = True
         return out
 
     def _append_moved(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
