@@ -111,8 +111,10 @@ def test_sasl_against_a_listener_without_sasl_says_so() -> None:
 
 
 def test_reauthentication_keeps_the_connection_and_loses_nothing() -> None:
+    # 3 s sessions: re-authentication is due at 85-95 % of the lifetime and waits for the requests in flight,
+    # so the lifetime must leave those a few hundred ms even on a loaded CI machine (1 s left 50-150 ms).
     with MockCluster(brokers=1, sasl_mechanisms=["SCRAM-SHA-512"], sasl_users={"alice": PASSWORD},
-                     sasl_session_lifetime_ms=1000) as cluster:
+                     sasl_session_lifetime_ms=3000) as cluster:
         cluster.create_topic("t", partitions=1)
         with Producer(_sasl(cluster, "SCRAM-SHA-512"), linger_ms=0) as producer:
             futures: list[Any] = []
