@@ -35,7 +35,7 @@ from kafkajet.network.versions import (
     negotiate,
 )
 from kafkajet.protocol import ApiKey, decode_response, encode_request
-from kafkajet.security.tls import verification_reason
+from kafkajet.security.tls import handshake_error, verification_reason
 
 log = logging.getLogger("kafkajet.network")
 
@@ -109,13 +109,8 @@ class BlockingConnection:
             return context.wrap_socket(sock, server_hostname=self.host)
         except TimeoutError:
             error = KafkaConnectionError(f"TLS handshake with {self.address} timed out")
-        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
-            error = KafkaConnectionError(f"TLS handshake with {self.address} failed: the connection was closed "
-                                         "during the handshake")
-        except ssl.SSLError as e:
-            error = SslAuthenticationError(f"TLS handshake with {self.address} failed: {verification_reason(e)}")
         except OSError as e:
-            error = KafkaConnectionError(f"TLS handshake with {self.address} failed: {e}")
+            error = handshake_error(self.address, e)
         sock.close()
         self._sock = None
         raise error

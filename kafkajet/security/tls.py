@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kafkajet.config import tls_versions
-from kafkajet.errors import ConfigError
+from kafkajet.errors import ConfigError, KafkaConnectionError, KafkaError, SslAuthenticationError
 
 log = logging.getLogger("kafkajet.security")
 
@@ -131,6 +131,17 @@ _ALERT_HINTS = {
     "PROTOCOL_VERSION": "no common TLS version (see ssl.enabled.protocols)",
     "UNSUPPORTED_PROTOCOL": "no common TLS version (see ssl.enabled.protocols)",
 }
+
+
+def handshake_error(peer: str, e: OSError) -> KafkaError:
+    """What a failed TLS handshake with `peer` means to the client (SSLError is an OSError)."""
+    if isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+        return KafkaConnectionError(f"TLS handshake with {peer} failed: the connection was closed during the "
+                                    "handshake")
+    if isinstance(e, ssl.SSLError):
+        # A certificate that does not verify is an authentication failure: retrying cannot fix it.
+        return SslAuthenticationError(f"TLS handshake with {peer} failed: {verification_reason(e)}")
+    return KafkaConnectionError(f"TLS handshake with {peer} failed: {e}")
 
 
 def verification_reason(e: ssl.SSLError) -> str:
