@@ -62,7 +62,7 @@ from kafkajet.network.versions import (
 )
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, decode_response, encode_request
-from kafkajet.security.tls import verification_reason
+from kafkajet.security.tls import handshake_error, verification_reason
 
 log = logging.getLogger("kafkajet.network")
 
@@ -507,14 +507,8 @@ class NetworkClient:
             node.tls_want = selectors.EVENT_WRITE
             self._update_interest(node)
             return
-        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
-            error = KafkaConnectionError(f"TLS handshake with {node.describe()} failed: the connection was "
-                                         "closed during the handshake")
-        except ssl.SSLError as e:
-            # A certificate that does not verify is an authentication failure: retrying cannot fix it.
-            error = SslAuthenticationError(f"TLS handshake with {node.describe()} failed: {verification_reason(e)}")
         except OSError as e:
-            error = KafkaConnectionError(f"TLS handshake with {node.describe()} failed: {e}")
+            error = handshake_error(node.describe(), e)
         else:
             log.debug("TLS handshake with %s done: %s, %s", node.describe(), sock.version(),
                       (sock.cipher() or ("?",))[0])
@@ -656,12 +650,8 @@ class NetworkClient:
                     n = sock.sendmsg(buffers)
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
-            except ssl.SSLError as e:
-                self._close(node, now, self._tls_error(node, e, "sending"), failure=True)
-                return
             except OSError as e:
-                self._close(node, now, KafkaConnectionError(
-                    f"connection to {node.describe()} failed while sending: {e}"), failure=True)
+                self._close(node, now, self._send_error(node, e), failure=True)
                 return
             node.last_activity_ms = now
             for req in conn.bytes_sent(n):
@@ -671,6 +661,24 @@ class NetworkClient:
                         req.context, now - req.send_time_ms))
             if n < sum(len(b) for b in buffers):
                 break  # the socket buffer is full; the selector tells us when it drains
+
+    def _send_error(self, node: _Node, e: OSError) -> KafkaError:
+        if node.tls and node.state is not ConnectionState.READY and (
+                isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError, BrokenPipeError, ConnectionResetError))):
+            # A TLS 1.3 broker refuses our certificate after the handshake with an alert and a close; our first
+            # write can hit the close before we read the alert. The alert says why: look for it.
+            assert isinstance(node.sock, ssl.SSLSocket)
+            try:
+                node.sock.recv(1)
+            except ssl.SSLError as alert:
+                if not isinstance(alert, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLWantReadError,
+                                          ssl.SSLWantWriteError)):
+                    return self._tls_error(node, alert, "sending")
+            except OSError:
+                pass
+        if isinstance(e, ssl.SSLError):
+            return self._tls_error(node, e, "sending")
+        return KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
 
     def _read(self, node: _Node, now: float) -> None:
         for _ in range(_MAX_READS_PER_POLL):
