@@ -230,10 +230,7 @@ class Producer:
             else:
                 h = self._key_hashes.get(kb)
                 if h is None:
-                    # Keys repeat (user ids, device ids): a bounded memo skips most murmur2 calls.
-                    if len(self._key_hashes) >= 65536:
-                        self._key_hashes.clear()
-                    h = self._key_hashes[kb] = murmur2(kb) & 0x7FFFFFFF
+                    h = self._hash_key(kb)
                 partition = h % n
         elif type(partition) is not int or not 0 <= partition < n:
             raise KafkaError(
@@ -304,8 +301,8 @@ class Producer:
                 v, k = vals[i], ks[i]
                 if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
                     self._check_size(k, v, hs[i] if hs else None)
-        by_partition = self._partition_batch(topic, None if keys is None else ks, vals, partitions, count,
-                                             cluster.available_partitions(topic))
+        by_partition = self._partition_batch(topic, ks, vals, partitions, count, cluster.available_partitions(topic),
+                                             keyless=keys is None)
         segments: list[Segment] = []
         wake = False
         for partition, indices in by_partition.items():
@@ -351,17 +348,15 @@ class Producer:
                  for t, idx in groups.items()]
         return CombinedBatchFuture(rows.n, parts)
 
-    def _partition_batch(self, topic: str, keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
-                         partitions: Sequence[int | None] | None, count: int,
-                         available: Sequence[int]) -> dict[int, list[int]]:
-        """Input positions per partition, in input order; `keys` None when no record has a key."""
+    def _partition_batch(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                         partitions: Sequence[int | None] | None, count: int, available: Sequence[int], *,
+                         keyless: bool) -> dict[int, list[int]]:
+        """Input positions per partition, in input order; `keyless` when the caller gave no keys at all."""
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
-        if keys is None and partitions is None:
+        if keyless and partitions is None:
             return self._sticky_runs(topic, values, count, available)
-        if keys is None:
-            keys = [None] * len(values)
         memo = self._key_hashes if self._sticky is not None and not self._ignore_keys else None
         i, n = 0, len(values)
         while i < n:
@@ -380,9 +375,7 @@ class Producer:
                 else:  # the default partitioner, with send()'s memo of key hashes
                     h = memo.get(key)
                     if h is None:
-                        if len(memo) >= 65536:
-                            memo.clear()
-                        h = memo[key] = murmur2(key) & 0x7FFFFFFF
+                        h = self._hash_key(key)
                     p = h % count
                 out.setdefault(p, []).append(i)
                 i += 1
@@ -399,6 +392,14 @@ class Producer:
                     i += 1
                 part.record_appended(topic, p, size)
         return out
+
+    def _hash_key(self, key: bytes) -> int:
+        """murmur2 of a key the memo missed, remembered. Keys repeat (user ids, device ids): a bounded memo
+        skips most murmur2 calls; callers look it up inline and come here only on a miss."""
+        if len(self._key_hashes) >= 65536:
+            self._key_hashes.clear()
+        h = self._key_hashes[key] = murmur2(key) & 0x7FFFFFFF
+        return h
 
     def _sticky_runs(self, topic: str, values: Sequence[bytes | None], count: int,
                      available: Sequence[int]) -> dict[int, list[int]]:
