@@ -7,7 +7,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kafkajet.buffer_pool import BufferPool
@@ -26,6 +26,16 @@ class ReadyCheck:
     nodes: set[int] = field(default_factory=set)
     next_check_ms: float = float("inf")
     unknown_leaders: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class Columns:
+    """What send_batch() found out about its records that lets a batch encode them column-wise: one
+    timestamp for all, no headers, no null values, keys all bytes (with klens) or none at all (keys None)."""
+    timestamp: int
+    keys: Sequence[bytes] | None
+    klens: list[int] | None
+    vlens: list[int]
 
 
 class RecordAccumulator:
@@ -118,13 +128,14 @@ class RecordAccumulator:
     def append_many(
         self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
         values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float | None,
-        segments: list[Segment],
+        segments: list[Segment], columns: Columns | None = None,
     ) -> bool:
         """Append many records to one partition under one lock hold per batch.
 
         No future per record: each run of records that went into one batch becomes a segment (batch, index
         of its first record there, their input indices) in `segments`. Returns whether the sender should be
-        woken. Order within the partition follows `indices`.
+        woken. Order within the partition follows `indices`. `columns` (one timestamp for every record, no
+        headers, lengths precomputed) lets each batch encode its share column-wise.
         """
         tp = (topic, partition)
         wake = False
@@ -138,7 +149,11 @@ class RecordAccumulator:
                 if dq and not dq[-1].full:
                     last = dq[-1]
                     first = last.count
-                    end = last.append_run(indices, pos, timestamps, keys, values, headers)
+                    if columns is None:
+                        end = last.append_run(indices, pos, timestamps, keys, values, headers)
+                    else:
+                        end = last.append_columns(indices, pos, columns.timestamp, timestamps, columns.keys,
+                                                  values, columns.klens, columns.vlens)  # type: ignore[arg-type]
                     if end > pos:
                         segments.append((last, first, indices[pos:end]))
                         pos = end
@@ -176,7 +191,7 @@ class RecordAccumulator:
         while pending:
             batch = pending.pop()
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not batch.done_event.wait(remaining):
+            if not batch.wait_done(remaining):
                 raise KafkaTimeoutError(f"flush timed out with {len(pending) + 1} batches still in progress")
             if batch.is_split:
                 pending.extend(b for f in batch.futures if f is not None and (b := f._batch) is not batch)

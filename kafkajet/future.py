@@ -97,7 +97,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
                     f"record for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
                     "(still pending; the producer keeps trying until delivery.timeout.ms)"
                 )
-            batch.done_event.wait(remaining)
+            batch.wait_done(remaining)
             # A split batch completes with its records moved to new batches: follow them.
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
@@ -204,7 +204,7 @@ class BatchFuture:
         for batch, first, idx in self._segments:
             if not batch.completed:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not batch.done_event.wait(remaining):
+                if not batch.wait_done(remaining):
                     raise KafkaTimeoutError(
                         f"records for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
                         "(still pending; the producer keeps trying until delivery.timeout.ms)")

@@ -14,7 +14,7 @@ from itertools import accumulate
 from types import TracebackType
 from typing import Any
 
-from kafkajet.accumulator import RecordAccumulator
+from kafkajet.accumulator import Columns, RecordAccumulator
 from kafkajet.buffer_pool import BufferPool
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import (
@@ -32,7 +32,7 @@ from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import NetworkClient
 from kafkajet.network.security import connection_security
 from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner
-from kafkajet.records import BATCH_HEADER_SIZE, Compression, record_size_upper_bound
+from kafkajet.records import BATCH_HEADER_SIZE, MAX_COLUMN_LEN, Compression, record_size_upper_bound
 from kafkajet.sender import Sender
 from kafkajet.serialization import IDENTITY_BYTES, resolve_serializer
 
@@ -283,31 +283,50 @@ class Producer:
         deadline = start + self._max_block_ms
         vals = values if self._value_identity and _only_bytes(values) else [
             None if v is None else self._serialize(self._value_serializer, v, topic, "value") for v in values]
+        try:
+            vlens: list[int] | None = list(map(len, vals))  # type: ignore[arg-type]
+        except TypeError:  # null values (tombstones)
+            vlens = None
+        klens: list[int] | None = None
         if keys is None:
             ks: Sequence[bytes | None] = [None] * n
-        elif self._key_identity and _only_bytes(keys):
-            ks = keys
         else:
-            ks = [None if k is None else self._serialize(self._key_serializer, k, topic, "key") for k in keys]
+            if self._key_identity and _only_bytes(keys):
+                ks = keys
+            else:
+                ks = [None if k is None else self._serialize(self._key_serializer, k, topic, "key") for k in keys]
+            try:
+                klens = list(map(len, ks))  # type: ignore[arg-type]
+            except TypeError:  # some null keys
+                klens = None
         hs = None if headers is None else [self._check_headers(h) if h else None for h in headers]
+        if hs is not None and not any(hs):
+            hs = None
         now_ts = int(time.time() * 1000)
         ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
         limit = self._size_check_threshold
         # The largest key plus the largest value bounds every record without headers: one pass in C, and the
         # per-record check only when that bound is near a limit or a record has headers.
-        if hs is not None or (max(map(len, filter(None, vals)), default=0)
-                              + (0 if keys is None else max(map(len, filter(None, ks)), default=0))) > limit:
+        max_v = max(vlens, default=0) if vlens is not None else max(map(len, filter(None, vals)), default=0)
+        max_k = 0 if keys is None else max(klens, default=0) if klens is not None else max(
+            map(len, filter(None, ks)), default=0)  # type: ignore[arg-type]
+        if hs is not None or max_v + max_k > limit:
             for i in range(n):
                 v, k = vals[i], ks[i]
                 if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
                     self._check_size(k, v, hs[i] if hs else None)
+        columns = None
+        if (hs is None and timestamps is None and vlens is not None and (keys is None or klens is not None)
+                and max_v < MAX_COLUMN_LEN and max_k < MAX_COLUMN_LEN):
+            # The common shape (one timestamp, no headers, no nulls, no huge records): encoded by column.
+            columns = Columns(now_ts, None if keys is None else ks, klens, vlens)  # type: ignore[arg-type]
         by_partition = self._partition_batch(topic, ks, vals, partitions, count, cluster.available_partitions(topic),
-                                             keyless=keys is None)
+                                             keyless=keys is None, lens=vlens)
         segments: list[Segment] = []
         wake = False
         for partition, indices in by_partition.items():
             wake |= self._accumulator.append_many(topic, partition, indices, ts, ks, vals, hs,  # type: ignore[arg-type]
-                                                  deadline, segments)
+                                                  deadline, segments, columns)
         if wake:
             self._wakeup()
         return BatchFuture(n, segments, ts, ks, vals)
@@ -350,13 +369,13 @@ class Producer:
 
     def _partition_batch(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
                          partitions: Sequence[int | None] | None, count: int, available: Sequence[int], *,
-                         keyless: bool) -> dict[int, list[int]]:
+                         keyless: bool, lens: list[int] | None = None) -> dict[int, list[int]]:
         """Input positions per partition, in input order; `keyless` when the caller gave no keys at all."""
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
         if keyless and partitions is None:
-            return self._sticky_runs(topic, values, count, available)
+            return self._sticky_runs(topic, values, count, available, lens)
         memo = self._key_hashes if self._sticky is not None and not self._ignore_keys else None
         i, n = 0, len(values)
         while i < n:
@@ -402,15 +421,13 @@ class Producer:
         return h
 
     def _sticky_runs(self, topic: str, values: Sequence[bytes | None], count: int,
-                     available: Sequence[int]) -> dict[int, list[int]]:
+                     available: Sequence[int], lens: list[int] | None = None) -> dict[int, list[int]]:
         """All records keyless and unplaced: runs of batch.size bytes to one sticky partition each (KIP-794),
         the run ends found by bisecting the running sizes rather than by a step per record."""
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
-        try:
-            lens = list(map(len, values))  # type: ignore[arg-type]
-        except TypeError:  # null values
+        if lens is None:  # null values among them
             lens = [0 if v is None else len(v) for v in values]
         running = list(accumulate(map((16).__add__, lens)))  # the same per-record estimate as send()
         i, n = 0, len(values)

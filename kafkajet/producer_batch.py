@@ -12,6 +12,8 @@ from kafkajet.errors import KafkaError
 from kafkajet.future import RecordFuture
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
+    TABLE_SIZE,
+    append_columns,
     append_record,
     append_run,
     build_batch,
@@ -27,7 +29,7 @@ class ProducerBatch:
         "topic", "partition", "tp", "buf", "capacity", "limit", "count", "base_timestamp", "max_timestamp",
         "futures", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
-        "log_append_time", "done_event", "last_error", "_lock", "_listeners", "is_split", "order",
+        "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
         "_sealed_sequence", "pooled",
     )
 
@@ -60,7 +62,7 @@ class ProducerBatch:
         self.error: KafkaError | None = None
         self.base_offset = -1
         self.log_append_time = -1
-        self.done_event = threading.Event()
+        self._done_event: threading.Event | None = None  # made by the first waiter: most batches have none
         self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
         self._lock = threading.Lock()
         self._listeners: list[RecordFuture] | None = None
@@ -117,6 +119,53 @@ class ProducerBatch:
         if count > start:
             self.futures += [None] * (count - start)
         return end
+
+    def append_columns(self, indices: Sequence[int], pos: int, timestamp: int, timestamps: Sequence[int],
+                       keys: Sequence[bytes] | None, values: Sequence[bytes], klens: Sequence[int] | None,
+                       vlens: Sequence[int]) -> int:
+        """append_run() for records that share `timestamp` and have no headers (send_batch()'s usual
+        case), encoded column-wise; keys are all bytes or absent (None). The new pos."""
+        n = len(indices)
+        start = self.count
+        if start == 0 and pos < n:
+            self.base_timestamp = timestamp
+        delta = timestamp - self.base_timestamp
+        count = start
+        buf, limit = self.buf, self.limit
+        while pos < n:
+            if not 0 <= delta < TABLE_SIZE or count >= TABLE_SIZE:
+                break  # outside the varint tables: the record loop takes the rest
+            # A window a little past what the room left should hold, so the columns are not built for records
+            # that cannot go in; the loop comes back if the estimate was short.
+            first = indices[pos]
+            guess = vlens[first] + (1 if klens is None else klens[first]) + 8
+            w = min(n - pos, TABLE_SIZE - count, (limit - len(buf)) // guess + 4)
+            idx = indices[pos:pos + w]
+            a = idx[0]
+            if idx[-1] - a == w - 1:  # consecutive input positions (keyless runs): slices, no gather
+                b = a + w
+                got = append_columns(buf, limit, count, delta, None if keys is None else keys[a:b], values[a:b],
+                                     None if klens is None else klens[a:b], vlens[a:b])
+            else:
+                got = append_columns(buf, limit, count, delta, None if keys is None else [keys[i] for i in idx],
+                                     [values[i] for i in idx], None if klens is None else [klens[i] for i in idx],
+                                     [vlens[i] for i in idx])
+            pos += got
+            count += got
+            if got < w:
+                self.full = True
+                break
+        if count > start:
+            self.count, added = count, count - start
+            self.futures += [None] * added
+            if timestamp > self.max_timestamp:
+                self.max_timestamp = timestamp
+        if len(buf) >= limit:
+            self.full = True
+        if pos < n and not self.full:
+            return self.append_run(indices, pos, timestamps, keys if keys is not None else [None] * len(values),
+                                   values, None)
+        return pos
 
     @property
     def size_in_bytes(self) -> int:
@@ -234,11 +283,23 @@ class ProducerBatch:
             self.error = error
             self.completed = True
             listeners, self._listeners = self._listeners, None
-        self.done_event.set()
+            event = self._done_event
+        if event is not None:
+            event.set()
         if listeners:
             for fut in dict.fromkeys(listeners):
                 fut._batch_completed()
         return True
+
+    def wait_done(self, timeout: float | None) -> bool:
+        """Block until the batch completes (or is split); False if `timeout` seconds passed first."""
+        with self._lock:
+            if self.completed:
+                return True
+            event = self._done_event
+            if event is None:
+                event = self._done_event = threading.Event()
+        return event.wait(timeout)
 
     def mark_split(self) -> None:
         """The records moved to new batches: wake waiters so they follow their futures."""
@@ -246,7 +307,9 @@ class ProducerBatch:
             self.is_split = True
             self.completed = True
             self._listeners = None
-        self.done_event.set()
+            event = self._done_event
+        if event is not None:
+            event.set()
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic}-{self.partition}, records={self.count}, "

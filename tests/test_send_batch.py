@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+import kafkajet.producer_batch
 from kafkajet import Producer
 from kafkajet.admin import Admin
 from kafkajet.errors import KafkaError
@@ -42,6 +45,55 @@ def test_send_batch_delivers_every_record_in_place_and_order(
         elif keys[i] is not None:
             assert md.partition == partition_for_key(keys[i], 4)  # type: ignore[arg-type]
         assert md.offset > last_offset.get(md.partition, -1)  # input order kept per partition
+        last_offset[md.partition] = md.offset
+
+
+@pytest.mark.parametrize(("shape", "compression"), [("keyless-uniform", "none"), ("keyless-varied", "lz4"),
+                                                    ("keyed-uniform", "none"), ("keyed-varied", "none")])
+def test_send_batch_by_column_reads_back(broker: EmbeddedBroker, topic_name: str, shape: str, compression: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The usual shape (one timestamp per call, no headers, no nulls) is encoded column by column: it must
+    # write what the record loop writes. Several calls, so later ones append to batches an earlier one opened
+    # (a timestamp delta above 0), with a linger long enough that those batches are still open.
+    columns_calls = []
+    original = kafkajet.producer_batch.append_columns
+    monkeypatch.setattr(kafkajet.producer_batch, "append_columns",
+                        lambda *a: columns_calls.append(1) or original(*a))
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([topic_name], num_partitions=3)
+    calls, per_call = 4, 5_000
+    sent: list[tuple[bytes | None, bytes, int, int]] = []  # key, value, earliest and latest timestamp
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=500, batch_size=64 * 1024,
+                  compression_type=compression) as p:
+        results = []
+        for c in range(calls):
+            base = c * per_call
+            if shape.endswith("uniform"):
+                values = [b"%09d" % (base + i) * 11 for i in range(per_call)]
+            else:
+                values = [b"%d|" % (base + i) * (i % 40) + b"%d" % (base + i) for i in range(per_call)]
+            keys = None if shape.startswith("keyless") else (
+                [b"key-%06d" % (i % 500) for i in range(per_call)] if shape.endswith("uniform")
+                else [b"k" * (i % 30) + b"%d" % (i % 500) for i in range(per_call)])
+            before = int(time.time() * 1000)
+            results.append(p.send_batch(topic_name, values, keys=keys))
+            after = int(time.time() * 1000)
+            sent += [(None if keys is None else keys[i], values[i], before, after) for i in range(per_call)]
+            deadline = time.monotonic() + 5
+            while int(time.time() * 1000) <= after:  # the next call gets a later timestamp
+                assert time.monotonic() < deadline
+        mds = [md for r in results for md in r.result(timeout=120)]
+    assert columns_calls, "the column path was not taken"
+    read = {(r.partition, r.offset): r for r in read_topic(broker.bootstrap_servers, topic_name, len(sent))}
+    assert len(read) == len(sent) == len(mds)
+    last_offset: dict[int, int] = {}
+    for (key, value, before, after), md in zip(sent, mds, strict=True):
+        r = read[(md.partition, md.offset)]
+        assert (r.key, r.value, r.headers) == (key, value, ())
+        assert before <= r.timestamp <= after and md.timestamp == r.timestamp
+        if key is not None:
+            assert md.partition == partition_for_key(key, 3)
+        assert md.offset > last_offset.get(md.partition, -1)
         last_offset[md.partition] = md.offset
 
 

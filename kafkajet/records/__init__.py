@@ -13,6 +13,7 @@ from kafkajet.records.batch import (
     encode_control_record,
 )
 from kafkajet.records.codecs import Compression, compress, decompress
+from kafkajet.records.columns import MAX_COLUMN_LEN, append_columns
 from kafkajet.records.record import (
     Record,
     append_record,
@@ -21,10 +22,11 @@ from kafkajet.records.record import (
     encode_record,
     record_size_upper_bound,
 )
+from kafkajet.records.varint import TABLE_SIZE
 
 __all__ = [
-    "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "Compression", "Record", "RecordBatch",
-    "append_record", "append_run", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
+    "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "MAX_COLUMN_LEN", "TABLE_SIZE", "Compression", "Record",
+    "RecordBatch", "append_columns", "append_record", "append_run", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
     "decode_records", "decompress", "encode_batch", "encode_control_record", "encode_record",
     "record_size_upper_bound",
 ]

@@ -1,0 +1,126 @@
+"""Records encoded a column at a time: the batch path's encoder for runs that share a timestamp delta.
+
+send_batch() and send_arrow() hand over many records with one timestamp and no headers. Encoding them one
+at a time costs a Python loop step with a dozen operations per record. Here every field is a column: the
+length varints come from table look-ups over the whole run, the running size from one accumulate() and
+bisect, and the record bytes from a single join. The bytes are identical to append_record()'s, which the
+tests check.
+
+Callers guarantee the preconditions (see fits()); anything else takes append_run()'s loop.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+from operator import add
+
+from kafkajet.records.varint import TABLE_SIZE, VARINT
+
+_LEN: list[int] = [len(v) for v in VARINT]
+# Lengths up to this take the column path: a key and a value both at the limit still give a record size
+# inside the VARINT table.
+MAX_COLUMN_LEN = TABLE_SIZE // 2 - 64
+_ATTR_TS: list[bytes] = [b"\x00" + v for v in VARINT]  # attributes byte + timestamp delta
+_OFF_NULL_KEY: list[bytes] = [v + b"\x01" for v in VARINT]  # offset delta + varint(-1), the null key
+_ZERO_VARINT: list[bytes] = [b"\x00" + v for v in VARINT]  # the previous record's header count + a size
+_VPART: list[int] = [_LEN[n] + n for n in range(MAX_COLUMN_LEN)]  # a length varint and that many bytes
+_join = b"".join
+
+
+def fits(delta: int, offset: int, max_key_len: int, max_value_len: int) -> bool:
+    """Whether a run with this timestamp delta, first offset delta and longest key/value can go by column."""
+    return 0 <= delta < TABLE_SIZE and 0 <= offset < TABLE_SIZE and max_key_len < MAX_COLUMN_LEN \
+        and max_value_len < MAX_COLUMN_LEN
+
+
+def _pick(table: Sequence[object], idx: Sequence[int]) -> list:  # type: ignore[type-arg]
+    return [table[i] for i in idx]
+
+
+def append_columns(
+    buf: bytearray,
+    limit: int,
+    offset: int,
+    delta: int,
+    keys: Sequence[bytes] | None,
+    values: Sequence[bytes],
+    klens: Sequence[int] | None,
+    vlens: Sequence[int],
+) -> int:
+    """Append records (keys[i] or a null key, values[i]) with offset deltas offset, offset + 1, ... and
+    timestamp delta `delta`, no headers, while buf stays within `limit` bytes; a record into an empty batch
+    always goes in. Returns how many went in (a prefix of the run).
+
+    Every value and key is bytes shorter than MAX_COLUMN_LEN and delta and offset pass fits().
+    """
+    m = min(len(values), TABLE_SIZE - offset)
+    done = 0
+    while done < m:
+        # The offset varint's width is constant within [0, 64), [64, 8192) and [8192, 16384): one span each.
+        o = offset + done
+        span_end = min(m, done + (64 if o < 64 else 8192 if o < 8192 else TABLE_SIZE) - o)
+        done += _append_span(buf, limit, o, delta, keys, values, klens, vlens, done, span_end)
+        if done < span_end:
+            break
+    return done
+
+
+def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequence[bytes] | None,
+                 values: Sequence[bytes], klens: Sequence[int] | None, vlens: Sequence[int],
+                 start: int, end: int) -> int:
+    """Records start..end-1 of the run at offset deltas offset, offset + 1, ...: how many went in."""
+    vl = vlens[start:end]
+    kl = None if klens is None else klens[start:end]
+    # Bytes of a record after its length varint: attributes, timestamp delta, offset delta, the key (or its
+    # null marker), value length and value, header count.
+    fixed = 2 + _LEN[delta] + _LEN[offset] + (1 if kl is None else 0)
+    room = limit - len(buf)
+    if vl.count(vl[0]) == len(vl) and (kl is None or kl.count(kl[0]) == len(kl)):
+        # Every record the same size (fixed-width values and keys): the sizes need no column at all.
+        size = fixed + _VPART[vl[0]] + (0 if kl is None else _VPART[kl[0]])
+        count = min(len(vl), max(0, room) // (_LEN[size] + size))
+        if count == 0:
+            if offset:
+                return 0
+            count = 1  # a record into an empty batch always goes in
+        heads = [_ZERO_VARINT[size]] * count  # each record closes the one before it with its header count (0)
+        heads[0] = VARINT[size]  # the one before the first closed itself
+        vn = [VARINT[vl[0]]] * count
+        kn = None if kl is None else [VARINT[kl[0]]] * count
+    else:
+        if kl is None:
+            body = [fixed + v for v in _pick(_VPART, vl)]
+        else:
+            body = list(map(add, _pick(_VPART, kl), _pick(_VPART, vl)))
+            if fixed:
+                body = [fixed + b for b in body]
+        count = bisect_right(list(accumulate(map(add, _pick(_LEN, body), body))), room)
+        if count == 0:
+            if offset:
+                return 0
+            count = 1
+        del body[count:]
+        heads = _pick(_ZERO_VARINT, body)
+        heads[0] = VARINT[body[0]]
+        vn = _pick(VARINT, vl[:count])
+        kn = None if kl is None else _pick(VARINT, kl[:count])
+    stop = start + count
+    width = 5 if keys is None else 7
+    parts: list[bytes] = [b""] * (width * count)
+    parts[0::width] = heads
+    parts[1::width] = [_ATTR_TS[delta]] * count
+    if keys is None:
+        parts[2::width] = _OFF_NULL_KEY[offset:offset + count]
+        parts[3::width] = vn
+        parts[4::width] = values[start:stop]
+    else:
+        parts[2::width] = VARINT[offset:offset + count]
+        parts[3::width] = kn  # type: ignore[assignment]
+        parts[4::width] = keys[start:stop]
+        parts[5::width] = vn
+        parts[6::width] = values[start:stop]
+    buf += _join(parts)
+    buf += b"\x00"
+    return count
