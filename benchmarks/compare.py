@@ -15,7 +15,8 @@ Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
 
 Each run is its own process against its own fresh embedded broker; CPU seconds and peak RSS are that process's.
 Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed. The table is
-printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart.
+printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart (a run of a subset of
+workloads or clients writes results/compare-partial.*).
 """
 
 from __future__ import annotations
@@ -460,7 +461,9 @@ def main() -> None:
     print(text)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "compare-quick" if args.quick else "compare"
+    # Only a full run replaces the committed results: a subset goes to compare-partial.
+    full = args.workloads == ",".join(WORKLOADS) and only is None and args.reps is None
+    stem = "compare-quick" if args.quick else "compare" if full else "compare-partial"
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "duration_s": round(time.time() - started),
             "reps": reps, "quick": args.quick, "load_avg": os.getloadavg(), **_versions()}
     data = {"meta": meta, "workloads": {

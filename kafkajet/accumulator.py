@@ -194,7 +194,7 @@ class RecordAccumulator:
             if not batch.wait_done(remaining):
                 raise KafkaTimeoutError(f"flush timed out with {len(pending) + 1} batches still in progress")
             if batch.is_split:
-                pending.extend(b for f in batch.futures if f is not None and (b := f._batch) is not batch)
+                pending.extend(batch.parts())
 
     def has_incomplete(self) -> bool:
         with self._lock:

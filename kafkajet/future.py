@@ -3,7 +3,9 @@
 A record's future does not own a lock or a condition: it points at its batch, and the batch owns one
 Event for all of its records (Java's FutureRecordMetadata over ProduceRequestResult). Creating one per
 send() therefore costs a few attribute stores, and completing a batch costs O(1) unless someone attached
-a callback or is waiting through concurrent.futures.wait().
+a callback or is waiting through concurrent.futures.wait(). The batch does not point back (only listeners
+are registered with it), so a future the caller drops is freed at once instead of living as long as its
+record is queued.
 """
 
 from __future__ import annotations
@@ -51,33 +53,53 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         self._cond: threading.Condition | None = None
         self._wait_list: list[Any] | None = None
 
+    def locate(self) -> tuple[ProducerBatch, int]:
+        """The batch that holds the record now, and its index there: a split (MESSAGE_TOO_LARGE) moves
+        records, and the split batch says where. The future itself never changes, so no thread sees it half
+        re-pointed."""
+        batch, index = self._batch, self._index
+        while batch.is_split:
+            batch, index = batch.moved[index]  # type: ignore[index]
+        return batch, index
+
+    def _listen(self, callback: Callable[[Any], object] | None) -> bool:
+        """Register with the record's batch; False if the record's outcome is already known."""
+        while True:
+            batch, index = self.locate()
+            if batch.register(self, index, callback):
+                return True
+            if not batch.is_split:
+                return False
+            # Split between locate() and register(): follow the record again.
+
     # --- concurrent.futures internals, materialised on demand -----------------------------------
 
     @property  # type: ignore[override]
     def _state(self) -> str:  # type: ignore[override]
-        return _FINISHED if self._batch.completed else _PENDING
+        return _FINISHED if self.done() else _PENDING
 
     @property  # type: ignore[override]
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         if self._cond is None:
             self._cond = threading.Condition()
-            self._batch.add_listener(self)
+            self._listen(None)
         return self._cond
 
     @property  # type: ignore[override]
     def _waiters(self) -> list[Any]:  # type: ignore[override]
         if self._wait_list is None:
             self._wait_list = []
-            self._batch.add_listener(self)
+            self._listen(None)
         return self._wait_list
 
     # --- public Future API ---------------------------------------------------------------------
 
     def done(self) -> bool:
-        return self._batch.completed
+        batch = self._batch
+        return batch.completed and (not batch.is_split or self.locate()[0].completed)
 
     def running(self) -> bool:
-        return not self._batch.completed
+        return not self.done()
 
     def cancelled(self) -> bool:
         return False
@@ -88,7 +110,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     def _wait(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            batch = self._batch
+            batch = self.locate()[0]
             if batch.completed:
                 return
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -97,28 +119,26 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
                     f"record for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
                     "(still pending; the producer keeps trying until delivery.timeout.ms)"
                 )
-            batch.wait_done(remaining)
-            # A split batch completes with its records moved to new batches: follow them.
+            batch.wait_done(remaining)  # a split wakes it too: the loop then follows the record
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         self._wait(timeout)
-        batch = self._batch
+        batch, index = self.locate()
         if batch.error is not None:
             raise batch.error
-        return self._metadata()
+        return self._metadata(batch, index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait(timeout)
-        return self._batch.error
+        return self.locate()[0].error
 
-    def _metadata(self) -> RecordMetadata:
-        batch = self._batch
-        offset = batch.base_offset + self._index if batch.base_offset >= 0 else -1
+    def _metadata(self, batch: ProducerBatch, index: int) -> RecordMetadata:
+        offset = batch.base_offset + index if batch.base_offset >= 0 else -1
         ts = batch.log_append_time if batch.log_append_time >= 0 else self._timestamp
         return RecordMetadata(batch.topic, batch.partition, offset, ts, self._key_size, self._value_size)
 
     def add_done_callback(self, fn: Callable[[Any], object]) -> None:
-        if not self._batch.register(self, fn):
+        if not self._listen(fn):
             self._run_callback(fn)
 
     def _run_callback(self, fn: Callable[[Any], object]) -> None:
@@ -131,10 +151,11 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         """Called once by the batch (on the sender thread) when this record's outcome is known."""
         callbacks, self._callbacks = self._callbacks, None
         if self._cond is not None:
+            failed = self.locate()[0].error is not None
             with self._cond:
                 waiters = self._wait_list or []
                 for waiter in waiters:
-                    if self._batch.error is None:
+                    if not failed:
                         waiter.add_result(self)
                     else:
                         waiter.add_exception(self)
@@ -151,9 +172,9 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     set_exception = set_result  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        b = self._batch
+        b, index = self.locate()
         state = "pending" if not b.completed else ("failed" if b.error else "done")
-        return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
+        return f"<RecordFuture {b.topic}-{b.partition} #{index} {state}>"
 
 
 # A run of send_batch() records that went into one batch: the batch, the index of the run's first record in
@@ -173,35 +194,47 @@ class BatchFuture:
     """
 
     def __init__(self, n: int, segments: list[Segment], timestamps: Sequence[int],
-                 keys: Sequence[bytes | None], values: Sequence[bytes | None]) -> None:
+                 keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                 futures: Sequence[RecordFuture] | None = None) -> None:
         self._n = n
         self._segments = segments
         self._timestamps = timestamps
         self._keys = keys
         self._values = values
+        self._futures = futures  # per-record futures, when the records went through send()
 
     @classmethod
     def of(cls, futures: Sequence[RecordFuture]) -> BatchFuture:
         """From per-record futures (the path interceptors need); every record then has its future."""
-        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), (), ())
+        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), (), (), futures)
 
     def __len__(self) -> int:
         return self._n
 
-    def _moved(self, batch: ProducerBatch, first: int, count: int) -> list[RecordFuture]:
-        return [f for f in batch.futures[first:first + count] if f is not None]
+    @staticmethod
+    def _located(batch: ProducerBatch, first: int, count: int) -> list[tuple[ProducerBatch, int]]:
+        """Where the records first..first+count-1 of a split batch are now."""
+        out = []
+        for index in range(first, first + count):
+            b, i = batch, index
+            while b.is_split:
+                b, i = b.moved[i]  # type: ignore[index]
+            out.append((b, i))
+        return out
 
     def done(self) -> bool:
         for batch, first, idx in self._segments:
             if not batch.completed:
                 return False
-            if batch.is_split and not all(f.done() for f in self._moved(batch, first, len(idx))):
+            if batch.is_split and not all(b.completed for b, _ in self._located(batch, first, len(idx))):
                 return False
         return True
 
     def wait(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for batch, first, idx in self._segments:
+        pending = [(batch, first, len(idx)) for batch, first, idx in reversed(self._segments)]
+        while pending:
+            batch, first, count = pending.pop()
             if not batch.completed:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 if not batch.wait_done(remaining):
@@ -209,17 +242,15 @@ class BatchFuture:
                         f"records for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
                         "(still pending; the producer keeps trying until delivery.timeout.ms)")
             if batch.is_split:
-                for f in self._moved(batch, first, len(idx)):
-                    f._wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                pending.extend((b, i, 1) for b, i in self._located(batch, first, count))
 
     def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
         self.wait(timeout)
         out: list[tuple[int, BaseException]] = []
         for batch, first, idx in self._segments:
             if batch.is_split:
-                for i, f in zip(idx, batch.futures[first:first + len(idx)], strict=True):
-                    if f is not None and f._batch.error is not None:
-                        out.append((i, f._batch.error))
+                out.extend((i, b.error) for i, (b, _) in zip(idx, self._located(batch, first, len(idx)), strict=True)
+                           if b.error is not None)
             elif batch.error is not None:
                 out.extend((i, batch.error) for i in idx)
         out.sort(key=lambda e: e[0])
@@ -230,20 +261,22 @@ class BatchFuture:
         if failed:
             log.debug("record %d of a send_batch() call failed", failed[0][0])
             raise failed[0][1]
+        if self._futures is not None:
+            return [f._metadata(*f.locate()) for f in self._futures]
         out: list[RecordMetadata | None] = [None] * self._n
         ts, keys, values = self._timestamps, self._keys, self._values
         for batch, first, idx in self._segments:
-            futures = batch.futures
+            places = self._located(batch, first, len(idx)) if batch.is_split else None
             topic, partition = batch.topic, batch.partition
             base = batch.base_offset
             log_append = batch.log_append_time
             for j, i in enumerate(idx):
-                f = futures[first + j]
-                if f is not None:
-                    out[i] = f._metadata()
-                    continue
+                offset = first + j
+                if places is not None:
+                    b, offset = places[j]
+                    topic, partition, base, log_append = b.topic, b.partition, b.base_offset, b.log_append_time
                 k, v = keys[i], values[i]
-                out[i] = RecordMetadata(topic, partition, base + first + j if base >= 0 else -1,
+                out[i] = RecordMetadata(topic, partition, base + offset if base >= 0 else -1,
                                         log_append if log_append >= 0 else ts[i],
                                         -1 if k is None else len(k), -1 if v is None else len(v))
         return out  # type: ignore[return-value]

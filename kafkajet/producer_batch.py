@@ -27,7 +27,7 @@ Headers = Sequence[tuple[str, bytes | None]] | None
 class ProducerBatch:
     __slots__ = (
         "topic", "partition", "tp", "buf", "capacity", "limit", "count", "base_timestamp", "max_timestamp",
-        "futures", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
+        "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
         "_sealed_sequence", "pooled",
@@ -43,9 +43,10 @@ class ProducerBatch:
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
-        # One entry per record. None for records send_batch() appended without a future of their own; split()
-        # gives those one before the records move, so a BatchFuture can follow them (see BatchFuture).
-        self.futures: list[RecordFuture | None] = []
+        # The batch does not hold its records' futures: a caller who drops one frees it at once, so queued
+        # records cost their bytes only. After a split, moved[i] is where record i went (batch, index), and
+        # futures follow it there (RecordFuture.locate).
+        self.moved: list[tuple[ProducerBatch, int]] | None = None
         self.created_ms = now_ms
         self.last_attempt_ms = now_ms
         self.retry_at_ms = 0.0
@@ -65,7 +66,7 @@ class ProducerBatch:
         self._done_event: threading.Event | None = None  # made by the first waiter: most batches have none
         self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
         self._lock = threading.Lock()
-        self._listeners: list[RecordFuture] | None = None
+        self._listeners: list[tuple[RecordFuture, int]] | None = None  # with the record's index here
         self.is_split = False
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
         self.order: tuple[int, ...] = ()
@@ -94,11 +95,7 @@ class ProducerBatch:
         index = self._encode(timestamp, key, value, headers)
         if index is None:
             return None
-        fut = RecordFuture(
-            self, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value)
-        )
-        self.futures.append(fut)
-        return fut
+        return RecordFuture(self, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
 
     def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
                    keys: Sequence[bytes | None], values: Sequence[bytes | None],
@@ -116,8 +113,6 @@ class ProducerBatch:
             self.max_timestamp = max_ts
         if end < len(indices) or len(self.buf) >= self.limit:
             self.full = True
-        if count > start:
-            self.futures += [None] * (count - start)
         return end
 
     def append_columns(self, indices: Sequence[int], pos: int, timestamp: int, timestamps: Sequence[int],
@@ -156,8 +151,7 @@ class ProducerBatch:
                 self.full = True
                 break
         if count > start:
-            self.count, added = count, count - start
-            self.futures += [None] * added
+            self.count = count
             if timestamp > self.max_timestamp:
                 self.max_timestamp = timestamp
         if len(buf) >= limit:
@@ -202,62 +196,49 @@ class ProducerBatch:
         return self.base_sequence >= 0
 
     def split(self, batch_size: int, now_ms: float) -> list[ProducerBatch]:
-        """Re-encode this batch's records into batches of at most batch_size bytes; futures follow them.
+        """Re-encode this batch's records into batches of at most batch_size bytes, and record in `moved`
+        where each went. mark_split() then hands the listeners on.
 
         The parts' memory is not taken from the BufferPool (as Java does): the sender thread must not block
         on memory that only it can free.
         """
         records = decode_records(bytes(self.buf), self.count, 0, self.base_timestamp)
         out: list[ProducerBatch] = []
+        moved: list[tuple[ProducerBatch, int]] = []
         current: ProducerBatch | None = None
-        futures = self.futures
-        for index, rec in enumerate(records):
+        for rec in records:
             headers = rec.headers or None
-            fut = futures[index]
-            if fut is None:
-                # Give the record its own future before it moves: whoever holds this batch and the record's
-                # index (a BatchFuture) finds it here once is_split is set, and follows it.
-                fut = futures[index] = RecordFuture(self, index, rec.timestamp, -1 if rec.key is None else len(rec.key),
-                                                    -1 if rec.value is None else len(rec.value))
-            if current is not None and current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
-                continue
-            need = BATCH_HEADER_SIZE + record_size_upper_bound(
-                -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value), headers
-            )
-            size = max(batch_size, need)
-            current = ProducerBatch(self.topic, self.partition, bytearray(), size, self.created_ms)
-            current.pooled = False
-            current.attempts = self.attempts
-            current.order = (*self.order, len(out))
-            current.last_error = self.last_error
-            if not current._append_moved(rec.timestamp, rec.key, rec.value, headers, fut):
-                raise AssertionError("a fresh batch sized for the record must accept it")
-            out.append(current)
+            index = None if current is None else current._encode(rec.timestamp, rec.key, rec.value, headers)
+            if index is None:
+                need = BATCH_HEADER_SIZE + record_size_upper_bound(
+                    -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value), headers
+                )
+                current = ProducerBatch(self.topic, self.partition, bytearray(), max(batch_size, need), self.created_ms)
+                current.pooled = False
+                current.attempts = self.attempts
+                current.order = (*self.order, len(out))
+                current.last_error = self.last_error
+                index = current._encode(rec.timestamp, rec.key, rec.value, headers)
+                if index is None:
+                    raise AssertionError("a fresh batch sized for the record must accept it")
+                out.append(current)
+            moved.append((current, index))  # type: ignore[arg-type]
         for part in out:
             # Closed for appends, as Java closes split batches: a part can be the last batch of its deque, and
             # records sent after the split would otherwise join it and go out ahead of batches sent before them.
             part.full = True
+        self.moved = moved
         return out
 
-    def _append_moved(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
-                      fut: RecordFuture) -> bool:
-        index = self._encode(timestamp, key, value, headers)
-        if index is None:
-            return False
-        # Re-point the caller's future at its new home; listeners must follow it.
-        fut._batch = self
-        fut._index = index
-        self.futures.append(fut)
-        if fut._callbacks or fut._cond is not None:
-            if self._listeners is None:
-                self._listeners = []
-            self._listeners.append(fut)
-        return True
+    def parts(self) -> list[ProducerBatch]:
+        """The batches a split batch's records went to, in order."""
+        return list(dict.fromkeys(b for b, _ in self.moved or ()))
 
     # --- completion ----------------------------------------------------------------------------------
 
-    def register(self, fut: RecordFuture, callback: Callable[[Any], object] | None = None) -> bool:
-        """Attach a listener; False if the batch already completed (the caller then acts at once)."""
+    def register(self, fut: RecordFuture, index: int, callback: Callable[[Any], object] | None = None) -> bool:
+        """Attach a listener for record `index`; False if the batch already completed or split (the caller
+        then acts at once, or follows the record)."""
         with self._lock:
             if self.completed:
                 return False
@@ -267,11 +248,8 @@ class ProducerBatch:
                 fut._callbacks.append(callback)
             if self._listeners is None:
                 self._listeners = []
-            self._listeners.append(fut)
+            self._listeners.append((fut, index))
             return True
-
-    def add_listener(self, fut: RecordFuture) -> None:
-        self.register(fut)
 
     def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
         """Resolve every record of the batch exactly once; False if it was already resolved."""
@@ -287,7 +265,7 @@ class ProducerBatch:
         if event is not None:
             event.set()
         if listeners:
-            for fut in dict.fromkeys(listeners):
+            for fut in dict.fromkeys(fut for fut, _ in listeners):
                 fut._batch_completed()
         return True
 
@@ -302,12 +280,17 @@ class ProducerBatch:
         return event.wait(timeout)
 
     def mark_split(self) -> None:
-        """The records moved to new batches: wake waiters so they follow their futures."""
+        """The records moved (split() filled `moved`): listeners go with them, and waiters wake to follow."""
+        assert self.moved is not None
         with self._lock:
             self.is_split = True
             self.completed = True
-            self._listeners = None
+            listeners, self._listeners = self._listeners, None
             event = self._done_event
+        for fut, index in listeners or ():
+            part, where = self.moved[index]
+            if not part.register(fut, where):  # a close() that aborted everything got there first
+                fut._batch_completed()
         if event is not None:
             event.set()
 

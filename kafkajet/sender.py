@@ -19,12 +19,14 @@ from kafkajet.errors import (
     ProducerClosedError,
     make_error,
 )
+from kafkajet.future import RecordMetadata
 from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Metadata, cluster_from_response
 from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import ClientResponse, NetworkClient
 from kafkajet.producer_batch import ProducerBatch
 from kafkajet.protocol import ApiKey
+from kafkajet.records import decode_batches
 
 log = logging.getLogger("kafkajet.sender")
 
@@ -382,10 +384,16 @@ class Sender:
     def _acknowledge(self, b: ProducerBatch) -> None:
         if not self.interceptors:
             return
-        for fut in b.futures:
-            if fut is None:  # cannot happen: with interceptors send_batch() goes through send(), record by record
-                continue
-            md = fut._metadata() if b.error is None else None
+        # Batches keep no futures; interceptors are rare, so the metadata comes from the bytes that were sent
+        # (the buffer is back in the pool by now).
+        mds: list[RecordMetadata | None] = [None] * b.count
+        if b.error is None and b.wire is not None:
+            for i, rec in enumerate(decode_batches(b.wire)[0].records):
+                mds[i] = RecordMetadata(
+                    b.topic, b.partition, b.base_offset + i if b.base_offset >= 0 else -1,
+                    b.log_append_time if b.log_append_time >= 0 else rec.timestamp,
+                    -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value))
+        for md in mds:
             for icp in self.interceptors:
                 try:
                     icp.on_acknowledgement(md, b.error)

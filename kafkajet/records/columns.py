@@ -6,7 +6,7 @@ length varints come from table look-ups over the whole run, the running size fro
 bisect, and the record bytes from a single join. The bytes are identical to append_record()'s, which the
 tests check.
 
-Callers guarantee the preconditions (see fits()); anything else takes append_run()'s loop.
+Callers guarantee the preconditions (append_columns' docstring); anything else takes append_run()'s loop.
 """
 
 from __future__ import annotations
@@ -16,23 +16,15 @@ from collections.abc import Sequence
 from itertools import accumulate
 from operator import add
 
+from kafkajet.records.record import _ATTR_TS, _LEN, _OFF_NULL_KEY
 from kafkajet.records.varint import TABLE_SIZE, VARINT
 
-_LEN: list[int] = [len(v) for v in VARINT]
 # Lengths up to this take the column path: a key and a value both at the limit still give a record size
 # inside the VARINT table.
 MAX_COLUMN_LEN = TABLE_SIZE // 2 - 64
-_ATTR_TS: list[bytes] = [b"\x00" + v for v in VARINT]  # attributes byte + timestamp delta
-_OFF_NULL_KEY: list[bytes] = [v + b"\x01" for v in VARINT]  # offset delta + varint(-1), the null key
 _ZERO_VARINT: list[bytes] = [b"\x00" + v for v in VARINT]  # the previous record's header count + a size
 _VPART: list[int] = [_LEN[n] + n for n in range(MAX_COLUMN_LEN)]  # a length varint and that many bytes
 _join = b"".join
-
-
-def fits(delta: int, offset: int, max_key_len: int, max_value_len: int) -> bool:
-    """Whether a run with this timestamp delta, first offset delta and longest key/value can go by column."""
-    return 0 <= delta < TABLE_SIZE and 0 <= offset < TABLE_SIZE and max_key_len < MAX_COLUMN_LEN \
-        and max_value_len < MAX_COLUMN_LEN
 
 
 def _pick(table: Sequence[object], idx: Sequence[int]) -> list:  # type: ignore[type-arg]
@@ -53,7 +45,7 @@ def append_columns(
     timestamp delta `delta`, no headers, while buf stays within `limit` bytes; a record into an empty batch
     always goes in. Returns how many went in (a prefix of the run).
 
-    Every value and key is bytes shorter than MAX_COLUMN_LEN and delta and offset pass fits().
+    Every value and key is bytes shorter than MAX_COLUMN_LEN; 0 <= delta, offset < TABLE_SIZE.
     """
     m = min(len(values), TABLE_SIZE - offset)
     done = 0
