@@ -233,7 +233,11 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
     K("socket.connection.setup.timeout.ms", "int", 10000, "how long a TCP connect may take", _int_range(0)),
     K("socket.connection.setup.timeout.max.ms", "int", 30000, "upper bound of the connect timeout",
       _int_range(0)),
-    K("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
+    # Not Java's 131072: a fixed SO_SNDBUF turns off Linux's autotuning, and a request larger than the buffer
+    # then needs the sender thread (which shares the GIL with callers) again for every piece. With the OS
+    # default, requests go out whole: 1 KiB records in 256 KiB batches went from 179k to 289k records/s.
+    K("send.buffer.bytes", "int", -1, "SO_SNDBUF (-1: the OS default, autotuned; Java's default is 131072)",
+      _int_range(-1, INT_MAX)),
     K("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
     K("compression.type", "enum", "none", "none, gzip, snappy, lz4 or zstd",
       _choice("none", "gzip", "snappy", "lz4", "zstd")),
