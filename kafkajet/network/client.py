@@ -358,9 +358,7 @@ class NetworkClient:
             out, self._pending = self._pending, []
             return out
         # Writing before select saves a round trip: most requests fit the socket buffer at once.
-        for node in list(self._nodes.values()):
-            if node.conn is not None and node.conn.has_pending_output and node.state in _CONNECTED:
-                self._write(node, now)
+        self.write_pending(now)
         for node in self._nodes.values():
             self._update_interest(node)
         buffered = self._tls_buffered()
@@ -393,6 +391,13 @@ class NetworkClient:
         self._expire(now)
         out, self._pending = self._pending, []
         return out
+
+    def write_pending(self, now: float) -> None:
+        """Write queued requests as far as the sockets take them now, without waiting (poll() does this
+        first too); a connection whose output is all written can take its next request at once."""
+        for node in list(self._nodes.values()):
+            if node.conn is not None and node.conn.has_pending_output and node.state in _CONNECTED:
+                self._write(node, now)
 
     def wakeup(self) -> None:
         """Interrupt a blocking poll(); safe from any thread, cheap when called often."""
