@@ -367,3 +367,17 @@ def test_produce_records_are_copied_once(version: int, wrap: Any) -> None:
     # The frame holds both partitions' records (2 x size); any intermediate copy would push the peak to 3x+.
     assert len(frame) > 2 * size
     assert peak < 2.5 * size
+
+
+def test_request_buffers_are_the_frame_with_record_batches_left_uncopied() -> None:
+    from kafkajet.protocol import ApiKey, encode_request, encode_request_buffers
+
+    batches = [bytes([i]) * (5000 + i) for i in range(3)] + [b"small batch"]
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": i, "records": b} for i, b in enumerate(batches)]}]}
+    for version in (3, 8, 9):  # the last plain and the first flexible version
+        buffers = encode_request_buffers(ApiKey.PRODUCE, version, 7, "cid", body)
+        assert b"".join(buffers) == encode_request(ApiKey.PRODUCE, version, 7, "cid", body)
+        # The large batches are handed to sendmsg() as they are; the small pieces between them are joined.
+        assert [b for b in buffers if any(b is big for big in batches[:3])] == batches[:3]
+        assert len(buffers) == 7

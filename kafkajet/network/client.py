@@ -61,7 +61,7 @@ from kafkajet.network.versions import (
     negotiate,
 )
 from kafkajet.network.waker import Waker
-from kafkajet.protocol import ApiKey, decode_response, encode_request
+from kafkajet.protocol import ApiKey, decode_response, encode_request, encode_request_buffers
 from kafkajet.security.tls import handshake_error, verification_reason
 
 log = logging.getLogger("kafkajet.network")
@@ -340,7 +340,7 @@ class NetworkClient:
         if version is None:
             version = self.api_version(node_id, api)
         correlation_id = self._next_correlation_id()
-        frame = encode_request(api, version, correlation_id, self.client_id, body)
+        frame = encode_request_buffers(api, version, correlation_id, self.client_id, body)
         node.conn.send_request(
             frame, correlation_id=correlation_id, api_key=int(api), api_version=version, now=now,
             expect_response=expect_response, context=context,

@@ -126,7 +126,7 @@ class Connection:
 
     def send_request(
         self,
-        frame: bytes,
+        frame: bytes | list[Any],
         *,
         correlation_id: int,
         api_key: int,
@@ -135,12 +135,15 @@ class Connection:
         expect_response: bool = True,
         context: Any = None,
     ) -> InFlightRequest:
-        """Queue a complete frame (size prefix included) and track the request it carries."""
-        if not frame:
+        """Queue a complete frame (size prefix included), as bytes or as buffers that concatenate to it, and
+        track the request it carries."""
+        buffers = [memoryview(frame)] if isinstance(frame, bytes | bytearray) else [memoryview(b) for b in frame]
+        size = sum(b.nbytes for b in buffers)
+        if not size:
             raise ValueError("empty request frame")
-        req = InFlightRequest(correlation_id, api_key, api_version, now, expect_response, context, len(frame))
-        self._out.append(memoryview(frame))
-        self._out_bytes += len(frame)
+        req = InFlightRequest(correlation_id, api_key, api_version, now, expect_response, context, size)
+        self._out.extend(buffers)
+        self._out_bytes += size
         self._writing.append(req)
         if expect_response:
             self._awaiting.append(req)

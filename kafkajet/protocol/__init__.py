@@ -16,11 +16,12 @@ from kafkajet.protocol.api import (
     decode_request_header,
     decode_response,
     encode_request,
+    encode_request_buffers,
     encode_response,
     read_correlation_id,
 )
 
 __all__ = [
     "ApiKey", "RequestHeader", "SUPPORTED_VERSIONS", "choose_version", "decode_request", "decode_request_header",
-    "decode_response", "encode_request", "encode_response", "read_correlation_id",
+    "decode_response", "encode_request", "encode_request_buffers", "encode_response", "read_correlation_id",
 ]

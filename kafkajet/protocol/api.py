@@ -75,8 +75,18 @@ def choose_version(api: int, broker_range: tuple[int, int] | None) -> int:
     return int(hi)
 
 
+# Pieces at least this long (record batches) stay separate buffers in a gathered frame instead of being
+# copied into it: the socket's sendmsg() takes them as they are.
+_GATHER_MIN = 4096
+
+
 def _frame(parts: list[Any]) -> bytes:
     """Join the parts behind a 4-byte size prefix; parts[0] is a placeholder for it."""
+    _size_prefix(parts)
+    return b"".join(parts)
+
+
+def _size_prefix(parts: list[Any]) -> None:
     size = 0
     for p in parts:
         size += p.nbytes if isinstance(p, memoryview) else len(p)
@@ -84,12 +94,41 @@ def _frame(parts: list[Any]) -> bytes:
     if size > 0x7FFFFFFF:
         raise ProtocolError(f"frame of {size} bytes does not fit an int32 size")
     parts[0] = t.INT32.pack(size)
-    return b"".join(parts)
+
+
+def _gather(parts: list[Any]) -> list[Any]:
+    """The frame as few buffers: runs of small pieces joined, large ones (record batches) left uncopied."""
+    _size_prefix(parts)
+    out: list[Any] = []
+    run: list[Any] = []
+    for p in parts:
+        if len(p) >= _GATHER_MIN:
+            if run:
+                out.append(b"".join(run))
+                run.clear()
+            out.append(p)
+        else:
+            run.append(p)
+    if run:
+        out.append(b"".join(run))
+    return out
 
 
 def encode_request(api: int, version: int, correlation_id: int, client_id: str | None,
                    body: dict[str, Any]) -> bytes:
     """The whole request frame, 4-byte size prefix included. ProtocolError if ``body`` does not fit the schema."""
+    return _frame(_request_parts(api, version, correlation_id, client_id, body))
+
+
+def encode_request_buffers(api: int, version: int, correlation_id: int, client_id: str | None,
+                           body: dict[str, Any]) -> list[Any]:
+    """encode_request() as a list of buffers whose concatenation is the frame: the record batches of a
+    Produce request are not copied into one frame, sendmsg() gathers them."""
+    return _gather(_request_parts(api, version, correlation_id, client_id, body))
+
+
+def _request_parts(api: int, version: int, correlation_id: int, client_id: str | None,
+                   body: dict[str, Any]) -> list[Any]:
     plan = message_plan(api, "request", version)
     parts: list[Any] = [b"",
                         t.fixed(t.INT16, api, "int16 'api_key'"),
@@ -101,7 +140,7 @@ def encode_request(api: int, version: int, correlation_id: int, client_id: str |
     if plan.flexible:
         parts.append(b"\x00")  # request header v2: no tagged fields of our own
     encode_struct(plan.body, body, parts)
-    return _frame(parts)
+    return parts
 
 
 def encode_response(api: int, version: int, correlation_id: int, body: dict[str, Any]) -> bytes:
