@@ -92,7 +92,10 @@ class RecordAccumulator:
                 if not last.full:
                     fut = last.try_append(timestamp, key, value, headers)
                     if fut is not None:
-                        return fut, last.full or len(dq) > 1
+                        # Only news wakes the sender: this batch just filled. Full batches queued behind it
+                        # were announced when they filled; waking for each append while the sender waits for
+                        # in-flight room was a wake-up (and a GIL hand-over) per record.
+                        return fut, last.full
             self._appends_in_progress += 1
         try:
             klen = -1 if key is None else len(key)
@@ -160,7 +163,7 @@ class RecordAccumulator:
                     if last.full:
                         wake = True
                     if pos == n:
-                        return wake or len(dq) > 1
+                        return wake
             i = indices[pos]
             fut, _ = self.append(topic, partition, timestamps[i], keys[i], values[i],
                                  headers[i] if headers else None, deadline_ms)
