@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 import random
 import socket
-import ssl
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkajet.errors import (
     AuthenticationError,
@@ -35,7 +34,9 @@ from kafkajet.network.versions import (
     negotiate,
 )
 from kafkajet.protocol import ApiKey, decode_response, encode_request
-from kafkajet.security.tls import handshake_error, verification_reason
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("kafkajet.network")
 
@@ -110,6 +111,8 @@ class BlockingConnection:
         except TimeoutError:
             error = KafkaConnectionError(f"TLS handshake with {self.address} timed out")
         except OSError as e:
+            from kafkajet.security.tls import handshake_error
+
             error = handshake_error(self.address, e)
         sock.close()
         self._sock = None
@@ -208,16 +211,21 @@ class BlockingConnection:
         except KafkaError:
             self.close()
             raise
-        except ssl.SSLError as e:
-            self.close()
-            if step in ("ApiVersions", "SASL_HANDSHAKE") and not isinstance(e, ssl.SSLEOFError):
-                # TLS 1.3: the broker's refusal of our certificate arrives with its first response.
-                raise SslAuthenticationError(f"TLS handshake with {self.address} failed: the broker refused the "
-                                             f"connection: {verification_reason(e)}") from None
-            raise KafkaConnectionError(f"TLS error on the connection to {self.address} during {step}: "
-                                       f"{verification_reason(e)}") from None
         except OSError as e:
             self.close()
+            if self.security.ssl_context is not None:  # ssl is only loaded where TLS is configured
+                import ssl
+
+                from kafkajet.security.tls import verification_reason
+
+                if isinstance(e, ssl.SSLError):
+                    if step in ("ApiVersions", "SASL_HANDSHAKE") and not isinstance(e, ssl.SSLEOFError):
+                        # TLS 1.3: the broker's refusal of our certificate arrives with its first response.
+                        raise SslAuthenticationError(
+                            f"TLS handshake with {self.address} failed: the broker refused the connection: "
+                            f"{verification_reason(e)}") from None
+                    raise KafkaConnectionError(f"TLS error on the connection to {self.address} during {step}: "
+                                               f"{verification_reason(e)}") from None
             raise KafkaConnectionError(f"connection to {self.address} failed during {step}: {e}") from None
 
     @staticmethod

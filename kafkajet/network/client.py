@@ -27,11 +27,10 @@ import os
 import random
 import selectors
 import socket
-import ssl
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkajet.errors import (
     AuthenticationError,
@@ -62,7 +61,9 @@ from kafkajet.network.versions import (
 )
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, decode_response, encode_request, encode_request_buffers
-from kafkajet.security.tls import handshake_error, verification_reason
+
+if TYPE_CHECKING:
+    import ssl  # imported where TLS is used: plaintext producers never load OpenSSL (about 6 MB)
 
 log = logging.getLogger("kafkajet.network")
 
@@ -488,7 +489,7 @@ class NetworkClient:
             node.events = 0
         try:
             node.sock = context.wrap_socket(sock, server_hostname=node.host, do_handshake_on_connect=False)
-        except (ssl.SSLError, ValueError, OSError) as e:
+        except (ValueError, OSError) as e:  # ssl.SSLError is an OSError
             node.sock = None
             sock.close()
             self._close(node, now, SslAuthenticationError(
@@ -499,6 +500,10 @@ class NetworkClient:
         self._drive_tls(node, now)
 
     def _drive_tls(self, node: _Node, now: float) -> None:
+        import ssl
+
+        from kafkajet.security.tls import handshake_error
+
         sock = node.sock
         assert isinstance(sock, ssl.SSLSocket)
         error: KafkaError
@@ -523,10 +528,18 @@ class NetworkClient:
         self._close(node, now, error, failure=True)
 
     def _tls_buffered(self) -> list[_Node]:
+        if self.security.ssl_context is None:
+            return []
+        import ssl
+
         return [n for n in self._nodes.values()
                 if n.tls and isinstance(n.sock, ssl.SSLSocket) and n.state in _CONNECTED and n.sock.pending()]
 
     def _tls_error(self, node: _Node, e: ssl.SSLError, during: str) -> KafkaError:
+        import ssl
+
+        from kafkajet.security.tls import verification_reason
+
         reason = verification_reason(e)
         if node.state is not ConnectionState.READY and not isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
             # With TLS 1.3 the broker checks our certificate after our side of the handshake is done, so
@@ -653,9 +666,11 @@ class NetworkClient:
                     n = sock.send(_join_for_tls(buffers))  # SSLSocket has no sendmsg()
                 else:
                     n = sock.sendmsg(buffers)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            except (BlockingIOError, InterruptedError):
                 break
             except OSError as e:
+                if node.tls and _tls_would_block(e):
+                    break
                 self._close(node, now, self._send_error(node, e), failure=True)
                 return
             node.last_activity_ms = now
@@ -668,7 +683,11 @@ class NetworkClient:
                 break  # the socket buffer is full; the selector tells us when it drains
 
     def _send_error(self, node: _Node, e: OSError) -> KafkaError:
-        if node.tls and node.state is not ConnectionState.READY and (
+        if not node.tls:
+            return KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
+        import ssl
+
+        if node.state is not ConnectionState.READY and (
                 isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError, BrokenPipeError, ConnectionResetError))):
             # A TLS 1.3 broker refuses our certificate after the handshake with an alert and a close; our first
             # write can hit the close before we read the alert. The alert says why: look for it.
@@ -692,12 +711,15 @@ class NetworkClient:
                 return
             try:
                 data = sock.recv(_RECV_SIZE)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                return
-            except ssl.SSLError as e:
-                self._close(node, now, self._tls_error(node, e, "reading"), failure=True)
+            except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
+                if node.tls:
+                    if _tls_would_block(e):
+                        return
+                    if _is_ssl_error(e):
+                        self._close(node, now, self._tls_error(node, e, "reading"), failure=True)  # type: ignore[arg-type]
+                        return
                 self._close(node, now, KafkaConnectionError(
                     f"connection to {node.describe()} failed while reading: {e}"), failure=True)
                 return
@@ -947,6 +969,18 @@ class NetworkClient:
 
 _CONNECTED = (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING, ConnectionState.READY)
 _SETUP_TIMED = (ConnectionState.CONNECTING, ConnectionState.TLS_HANDSHAKE)
+
+
+def _tls_would_block(e: OSError) -> bool:
+    import ssl
+
+    return isinstance(e, (ssl.SSLWantReadError, ssl.SSLWantWriteError))
+
+
+def _is_ssl_error(e: OSError) -> bool:
+    import ssl
+
+    return isinstance(e, ssl.SSLError)
 
 
 def _join_for_tls(buffers: list[memoryview]) -> bytes:

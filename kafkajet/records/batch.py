@@ -14,10 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crc32c import crc32c
-
 from kafkajet.errors import CorruptRecordError
 from kafkajet.records.codecs import Buffer, Compression, compress, decompress
+from kafkajet.records.crc import crc32c
 from kafkajet.records.record import Record, append_record, decode_records
 
 BATCH_HEADER_SIZE = 61
