@@ -332,8 +332,10 @@ class RecordAccumulator:
             self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
             self._incomplete.discard(batch)
         batch.mark_split()
+        batch.wire = None  # futures keep following this batch to its parts: only its forwarding table stays
         if batch.pooled:
             self.pool.deallocate(batch.buf, batch.capacity)
+            batch.buf = bytearray()
         return len(parts)
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
@@ -342,6 +344,7 @@ class RecordAccumulator:
                 self._incomplete.discard(batch)
             if batch.pooled:
                 self.pool.deallocate(batch.buf, batch.capacity)
+                batch.buf = bytearray()  # the pooled buffer is another batch's from now on
 
     def expire(self, now: float, cause_for: Callable[[ProducerBatch], KafkaError | None]) -> list[ProducerBatch]:
         """Fail queued batches older than delivery.timeout.ms; in-flight ones wait for their request."""

@@ -395,8 +395,15 @@ class Sender:
         self._acknowledge(b)
 
     def _acknowledge(self, b: ProducerBatch) -> None:
-        if not self.interceptors:
-            return
+        try:
+            if self.interceptors:
+                self._tell_interceptors(b)
+        finally:
+            # The sent bytes go with the outcome: whoever still holds the batch (a BatchFuture, a flush()
+            # waiting for the rest) must not keep a copy of every record alive with it.
+            b.wire = None
+
+    def _tell_interceptors(self, b: ProducerBatch) -> None:
         # Batches keep no futures; interceptors are rare, so the metadata comes from the bytes that were sent
         # (the buffer is back in the pool by now).
         mds: list[RecordMetadata | None] = [None] * b.count

@@ -137,3 +137,17 @@ def test_send_batch_reports_every_failed_record() -> None:
             with pytest.raises(KafkaError, match="INVALID_REQUIRED_ACKS|acks"):
                 result.result(timeout=30)
     assert [i for i, _ in errors] == list(range(500))
+
+
+def test_a_completed_batch_keeps_no_copy_of_its_records() -> None:
+    # A caller holding BatchFutures (or a flush() waiting for the rest) holds their batches: once a batch is
+    # done, neither its sent bytes nor its buffer may stay with it, or every record sent stays in memory.
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5) as p:
+            results = [p.send_batch("t", [b"%06d" % i * 16 for i in range(2000)]) for _ in range(5)]
+            p.flush(timeout=30)
+            assert all(r.errors(timeout=30) == [] for r in results)
+            batches = {id(b): b for r in results for b, _, _ in r._segments}.values()
+            assert len(batches) > 10
+            assert all(b.completed and b.wire is None and len(b.buf) == 0 for b in batches)
