@@ -189,24 +189,25 @@ class BatchFuture:
     index of the record in its message); errors() lists every failed record for callers that want them all.
 
     It holds segments, not a future per record: creating a million futures was the largest cost of the batch
-    path. A record's outcome is its batch's; if the batch was split (MESSAGE_TOO_LARGE), the batch gave each
-    record a RecordFuture before moving it, and the record is followed through that.
+    path. A record's outcome is its batch's; if the batch was split (MESSAGE_TOO_LARGE), the split batch's
+    forwarding table says where each record went. It keeps the records' sizes, not the records: the caller's
+    keys and values are free to go once send_batch() returned.
     """
 
     def __init__(self, n: int, segments: list[Segment], timestamps: Sequence[int],
-                 keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                 key_sizes: Sequence[int] | None, value_sizes: Sequence[int],
                  futures: Sequence[RecordFuture] | None = None) -> None:
         self._n = n
         self._segments = segments
         self._timestamps = timestamps
-        self._keys = keys
-        self._values = values
+        self._key_sizes = key_sizes  # -1 for a null key; None: every key null
+        self._value_sizes = value_sizes  # -1 for a null value
         self._futures = futures  # per-record futures, when the records went through send()
 
     @classmethod
     def of(cls, futures: Sequence[RecordFuture]) -> BatchFuture:
         """From per-record futures (the path interceptors need); every record then has its future."""
-        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), (), (), futures)
+        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), None, (), futures)
 
     def __len__(self) -> int:
         return self._n
@@ -264,7 +265,7 @@ class BatchFuture:
         if self._futures is not None:
             return [f._metadata(*f.locate()) for f in self._futures]
         out: list[RecordMetadata | None] = [None] * self._n
-        ts, keys, values = self._timestamps, self._keys, self._values
+        ts, key_sizes, value_sizes = self._timestamps, self._key_sizes, self._value_sizes
         for batch, first, idx in self._segments:
             places = self._located(batch, first, len(idx)) if batch.is_split else None
             topic, partition = batch.topic, batch.partition
@@ -275,10 +276,9 @@ class BatchFuture:
                 if places is not None:
                     b, offset = places[j]
                     topic, partition, base, log_append = b.topic, b.partition, b.base_offset, b.log_append_time
-                k, v = keys[i], values[i]
                 out[i] = RecordMetadata(topic, partition, base + offset if base >= 0 else -1,
                                         log_append if log_append >= 0 else ts[i],
-                                        -1 if k is None else len(k), -1 if v is None else len(v))
+                                        -1 if key_sizes is None else key_sizes[i], value_sizes[i])
         return out  # type: ignore[return-value]
 
 

@@ -329,7 +329,10 @@ class Producer:
                                                   deadline, segments, columns)
         if wake:
             self._wakeup()
-        return BatchFuture(n, segments, ts, ks, vals)
+        key_sizes = None if keys is None else klens if klens is not None else [
+            -1 if k is None else len(k) for k in ks]
+        value_sizes = vlens if vlens is not None else [-1 if v is None else len(v) for v in vals]
+        return BatchFuture(n, segments, ts, key_sizes, value_sizes)
 
     def send_arrow(self, topic: str | None, data: Any) -> BatchFuture:
         """Queue the rows of a pyarrow Table or RecordBatch with the columns of Spark's Kafka sink.

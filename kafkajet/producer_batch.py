@@ -5,6 +5,7 @@ and CRC are added when the batch is drained, because the sequence number is only
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -137,7 +138,13 @@ class ProducerBatch:
             w = min(n - pos, TABLE_SIZE - count, (limit - len(buf)) // guess + 4)
             idx = indices[pos:pos + w]
             a = idx[0]
-            if idx[-1] - a == w - 1:  # consecutive input positions (keyless runs): slices, no gather
+            if idx[-1] - a != w - 1 and idx[1] - a == 1:
+                # A run of consecutive input positions ends inside the window (a sticky run of keyless
+                # records, then the next run to this partition): take the run alone, by slices; positions
+                # only increase, so where idx[k] - a == k stops holding is found by bisection.
+                w = bisect_left(range(w), 1, key=lambda k: idx[k] - a - k)  # type: ignore[arg-type]
+                idx = idx[:w]
+            if idx[-1] - a == w - 1:  # consecutive input positions: slices, no gather
                 b = a + w
                 got = append_columns(buf, limit, count, delta, None if keys is None else keys[a:b], values[a:b],
                                      None if klens is None else klens[a:b], vlens[a:b])
