@@ -321,7 +321,7 @@ class RecordAccumulator:
         """Split a batch the broker found too large; returns how many batches it became."""
         # Halve what the broker refused: re-packing into batch.size would rebuild the same batch when the
         # broker's limit is below batch.size.
-        target = min(self.batch_size, BATCH_HEADER_SIZE + len(batch.buf) // 2)
+        target = min(self.batch_size, BATCH_HEADER_SIZE + (len(batch.buf) - BATCH_HEADER_SIZE) // 2)
         parts = batch.split(target, now)
         with self._lock:
             dq = self._queues.setdefault(batch.tp, deque())
@@ -342,6 +342,7 @@ class RecordAccumulator:
         if batch.complete(base_offset, log_append_time, error):
             with self._lock:
                 self._incomplete.discard(batch)
+            batch.wire = None  # may be a view of the buffer, which goes back to the pool now
             if batch.pooled:
                 self.pool.deallocate(batch.buf, batch.capacity)
                 batch.buf = bytearray()  # the pooled buffer is another batch's from now on

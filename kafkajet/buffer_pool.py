@@ -92,8 +92,7 @@ class BufferPool:
     def deallocate(self, buf: bytearray, size: int | None = None) -> None:
         size = len(buf) if size is None else size
         with self._lock:
-            if size == self.poolable_size:
-                del buf[:]
+            if size == self.poolable_size and _emptied(buf):
                 self._free.append(buf)
             else:
                 self._non_pooled_available += size
@@ -116,3 +115,13 @@ class BufferPool:
             self._closed = True
             for cond in self._waiters:
                 cond.notify_all()
+
+
+def _emptied(buf: bytearray) -> bool:
+    """Empty buf for its next batch; False if it cannot be: a view of it (a batch's bytes still queued on a
+    connection that closed before writing them) keeps it alive, so it is left to the garbage collector."""
+    try:
+        del buf[:]
+    except BufferError:
+        return False
+    return True

@@ -17,12 +17,13 @@ from kafkajet.records import (
     append_columns,
     append_record,
     append_run,
-    build_batch,
     decode_records,
     record_size_upper_bound,
+    seal_in_place,
 )
 
 Headers = Sequence[tuple[str, bytes | None]] | None
+_HEADER_ROOM = bytes(BATCH_HEADER_SIZE)
 
 
 class ProducerBatch:
@@ -38,9 +39,12 @@ class ProducerBatch:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
+        # The batch header's room first, the records after it: sealing writes the header in place, and an
+        # uncompressed batch goes to the socket as a view of this buffer, never copied.
+        buf += _HEADER_ROOM
         self.buf = buf
         self.capacity = capacity
-        self.limit = capacity - BATCH_HEADER_SIZE  # bytes the records region may use
+        self.limit = capacity  # how long buf may grow, header included
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -57,7 +61,7 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
-        self.wire: bytes | None = None
+        self.wire: bytes | memoryview | None = None
         self._sealed_sequence = -1
         self.pooled = True  # whether buf came from the BufferPool and goes back to it
         self.completed = False
@@ -171,12 +175,12 @@ class ProducerBatch:
     @property
     def size_in_bytes(self) -> int:
         """Uncompressed size on the wire; an upper bound of the compressed size."""
-        return BATCH_HEADER_SIZE + len(self.buf) if self.wire is None else len(self.wire)
+        return len(self.buf) if self.wire is None else len(self.wire)
 
     # --- drain / retry ----------------------------------------------------------------------------
 
     def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
-             transactional: bool = False) -> bytes:
+             transactional: bool = False) -> bytes | memoryview:
         """The wire bytes; rebuilt only if the producer identity or sequence changed since last time."""
         if (
             self.wire is None
@@ -186,7 +190,7 @@ class ProducerBatch:
         ):
             self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
             self._sealed_sequence = base_sequence
-            self.wire = build_batch(
+            self.wire = seal_in_place(
                 self.buf, self.count, base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
                 compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
                 base_sequence=base_sequence, transactional=transactional,
@@ -209,7 +213,7 @@ class ProducerBatch:
         The parts' memory is not taken from the BufferPool (as Java does): the sender thread must not block
         on memory that only it can free.
         """
-        records = decode_records(bytes(self.buf), self.count, 0, self.base_timestamp)
+        records = decode_records(bytes(self.buf[BATCH_HEADER_SIZE:]), self.count, 0, self.base_timestamp)
         out: list[ProducerBatch] = []
         moved: list[tuple[ProducerBatch, int]] = []
         current: ProducerBatch | None = None

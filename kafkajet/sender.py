@@ -26,7 +26,7 @@ from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import ClientResponse, NetworkClient
 from kafkajet.producer_batch import ProducerBatch
 from kafkajet.protocol import ApiKey
-from kafkajet.records import decode_batches
+from kafkajet.records import BATCH_HEADER_SIZE, decode_records
 
 log = logging.getLogger("kafkajet.sender")
 
@@ -384,35 +384,32 @@ class Sender:
 
     def _on_failed(self, b: ProducerBatch) -> None:
         self.metrics.records_failed(b.count)
-        self._acknowledge(b)
+        if self.interceptors:
+            self._tell_interceptors(b, [None] * b.count)
 
     def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         if self.idempotence is not None:
             self.idempotence.remove_in_flight(b)
             self.idempotence.acknowledged(b)
+        # Read before the batch completes: completing gives its buffer back to the pool.
+        sizes = self._record_sizes(b) if self.interceptors else None
         self.accumulator.complete(b, base_offset, log_append_time, None)
         self.metrics.records_sent(b.count)
-        self._acknowledge(b)
+        if sizes is not None:
+            self._tell_interceptors(b, [
+                RecordMetadata(b.topic, b.partition, base_offset + i if base_offset >= 0 else -1,
+                               log_append_time if log_append_time >= 0 else ts, klen, vlen)
+                for i, (ts, klen, vlen) in enumerate(sizes)])
 
-    def _acknowledge(self, b: ProducerBatch) -> None:
-        try:
-            if self.interceptors:
-                self._tell_interceptors(b)
-        finally:
-            # The sent bytes go with the outcome: whoever still holds the batch (a BatchFuture, a flush()
-            # waiting for the rest) must not keep a copy of every record alive with it.
-            b.wire = None
+    @staticmethod
+    def _record_sizes(b: ProducerBatch) -> list[tuple[int, int, int]]:
+        """(timestamp, key size, value size) of each record. Batches keep no futures, and interceptors are
+        rare: the records are decoded for them."""
+        records = decode_records(bytes(b.buf[BATCH_HEADER_SIZE:]), b.count, 0, b.base_timestamp)
+        return [(r.timestamp, -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value))
+                for r in records]
 
-    def _tell_interceptors(self, b: ProducerBatch) -> None:
-        # Batches keep no futures; interceptors are rare, so the metadata comes from the bytes that were sent
-        # (the buffer is back in the pool by now).
-        mds: list[RecordMetadata | None] = [None] * b.count
-        if b.error is None and b.wire is not None:
-            for i, rec in enumerate(decode_batches(b.wire)[0].records):
-                mds[i] = RecordMetadata(
-                    b.topic, b.partition, b.base_offset + i if b.base_offset >= 0 else -1,
-                    b.log_append_time if b.log_append_time >= 0 else rec.timestamp,
-                    -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value))
+    def _tell_interceptors(self, b: ProducerBatch, mds: list[RecordMetadata | None]) -> None:
         for md in mds:
             for icp in self.interceptors:
                 try:

@@ -103,3 +103,16 @@ def test_close_wakes_waiters() -> None:
     pool.close()
     t.join(5)
     assert result and isinstance(result[0], ProducerClosedError)
+
+
+def test_a_buffer_still_viewed_is_not_pooled_but_its_memory_is_returned() -> None:
+    # An uncompressed batch is sent as a view of its buffer; if a connection closed with that view unsent,
+    # the buffer cannot be emptied for reuse. Its memory must still come back, and nothing may raise.
+    pool = BufferPool(total_memory=4 * 1024, poolable_size=1024)
+    buf = pool.allocate(1024, max_time_ms=0)
+    buf += b"x" * 1000
+    view = memoryview(buf)
+    pool.deallocate(buf, 1024)
+    assert pool.available_memory() == 4 * 1024
+    assert bytes(view[:3]) == b"xxx"  # the holder of the view still reads what it had
+    assert len(pool.allocate(1024, max_time_ms=0)) == 0  # a fresh buffer, not the viewed one

@@ -218,6 +218,8 @@ def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, top
     assert sorted(r.value for r in records) == sorted(f'{{"n":{i},"seen":true}}'.encode() for i in range(20))
     assert all(r.headers == (("icp", b"1"),) for r in records)
     assert {(f.result().partition, f.result().offset) for f in futs} == {(r.partition, r.offset) for r in records}
+    # Interceptors are told what the futures say: where each record landed, its timestamp and sizes.
+    assert sorted(md for md, _ in icp.acks) == sorted(f.result() for f in futs)  # type: ignore[type-var]
     for name in ("record-send-rate", "record-error-rate", "record-retry-rate", "batch-size-avg",
                  "records-per-request-avg", "request-latency-avg", "buffer-available-bytes",
                  "bufferpool-wait-time-total", "requests-in-flight"):

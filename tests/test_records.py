@@ -435,3 +435,21 @@ def test_append_columns_writes_what_append_record_writes(run: tuple, cut: int, s
             break
         ref_went += 1
     assert (bytes(buf), went) == (bytes(ref), ref_went)
+
+
+@pytest.mark.parametrize("compression", [0, 3])
+def test_seal_in_place_is_build_batch_without_the_copy(compression: int) -> None:
+    from kafkajet.records import BATCH_HEADER_SIZE, build_batch, seal_in_place
+
+    region = bytearray()
+    for i in range(50):
+        append_record(region, i, i, b"key-%d" % i, b"value-%d" % i * 3, None)
+    buf = bytearray(BATCH_HEADER_SIZE) + region
+    args = {"base_timestamp": 1_700_000_000_000, "max_timestamp": 1_700_000_000_049, "compression": compression,
+            "producer_id": 42, "producer_epoch": 3, "base_sequence": 1000}
+    sealed = seal_in_place(buf, 50, **args)
+    assert bytes(sealed) == build_batch(bytes(region), 50, **args)
+    if compression == 0:
+        assert isinstance(sealed, memoryview) and sealed.obj is buf  # the buffer itself, no copy
+    (batch,) = decode_batches(bytes(sealed))
+    assert [r.value for r in batch.records] == [b"value-%d" % i * 3 for i in range(50)]

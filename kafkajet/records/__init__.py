@@ -11,6 +11,7 @@ from kafkajet.records.batch import (
     decode_batches,
     encode_batch,
     encode_control_record,
+    seal_in_place,
 )
 from kafkajet.records.codecs import Compression, compress, decompress
 from kafkajet.records.columns import MAX_COLUMN_LEN, append_columns
@@ -28,5 +29,5 @@ __all__ = [
     "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "MAX_COLUMN_LEN", "TABLE_SIZE", "Compression", "Record",
     "RecordBatch", "append_columns", "append_record", "append_run", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
     "decode_records", "decompress", "encode_batch", "encode_control_record", "encode_record",
-    "record_size_upper_bound",
+    "record_size_upper_bound", "seal_in_place",
 ]

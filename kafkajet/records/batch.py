@@ -29,6 +29,7 @@ _CRC_START = 21
 _PREFIX = struct.Struct(">qiibI")  # baseOffset .. crc: the part outside the CRC (plus the CRC itself)
 _CRC_HEADER = struct.Struct(">hiqqqhii")  # attributes .. recordsCount: covered by the CRC
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC_FIELD = struct.Struct(">I")
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
@@ -80,6 +81,43 @@ def build_batch(
     if compression not in (0, 1, 2, 3, 4):
         raise ValueError(f"unknown compression codec {compression}")
     payload = compress(compression, records_data) if compression else records_data
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += payload
+    _write_header(out, count, len(payload), base_timestamp, max_timestamp, compression, producer_id,
+                  producer_epoch, base_sequence, transactional, control, base_offset, partition_leader_epoch,
+                  timestamp_type, last_offset_delta)
+    return bytes(out)
+
+
+def seal_in_place(
+    buf: bytearray,
+    count: int,
+    *,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+) -> bytes | memoryview:
+    """The batch of the records region that follows a BATCH_HEADER_SIZE gap at the start of buf (a producer
+    batch's buffer). Uncompressed, the header is written into the gap and the batch is a view of buf, not a
+    copy: buf must not be resized while the view is in use. Compressed, it is new bytes."""
+    if compression:
+        return build_batch(memoryview(buf)[BATCH_HEADER_SIZE:], count, base_timestamp=base_timestamp,
+                           max_timestamp=max_timestamp, compression=compression, producer_id=producer_id,
+                           producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=transactional)
+    _write_header(buf, count, len(buf) - BATCH_HEADER_SIZE, base_timestamp, max_timestamp, 0, producer_id,
+                  producer_epoch, base_sequence, transactional, False, 0, -1, 0, None)
+    return memoryview(buf)
+
+
+def _write_header(out: bytearray, count: int, payload_size: int, base_timestamp: int, max_timestamp: int,
+                  compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
+                  transactional: bool, control: bool, base_offset: int, partition_leader_epoch: int,
+                  timestamp_type: int, last_offset_delta: int | None) -> None:
+    """Fill out[:BATCH_HEADER_SIZE] for the payload that follows it there, the CRC last."""
     attributes = (
         compression
         | (_TIMESTAMP_TYPE_BIT if timestamp_type else 0)
@@ -87,17 +125,17 @@ def build_batch(
         | (_CONTROL_BIT if control else 0)
     )
     try:
-        crc_header = _CRC_HEADER.pack(
-            attributes, count - 1 if last_offset_delta is None else last_offset_delta, base_timestamp,
-            max_timestamp, producer_id, producer_epoch, base_sequence, count,
+        _CRC_HEADER.pack_into(
+            out, _CRC_START, attributes, count - 1 if last_offset_delta is None else last_offset_delta,
+            base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
         )
-        crc = crc32c(payload, crc32c(crc_header))
-        prefix = _PREFIX.pack(
-            base_offset, BATCH_HEADER_SIZE - _LENGTH_PREFIX + len(payload), partition_leader_epoch, MAGIC, crc
-        )
+        _PREFIX.pack_into(out, 0, base_offset, BATCH_HEADER_SIZE - _LENGTH_PREFIX + payload_size,
+                          partition_leader_epoch, MAGIC, 0)
     except struct.error as e:
         raise ValueError(f"batch header field out of range: {e}") from None
-    return b"".join((prefix, crc_header, payload))
+    with memoryview(out) as view:
+        crc = crc32c(view[_CRC_START:])
+    _CRC_FIELD.pack_into(out, _CRC_START - 4, crc)
 
 
 def encode_batch(
