@@ -87,10 +87,9 @@ def _frame(parts: list[Any]) -> bytes:
 
 
 def _size_prefix(parts: list[Any]) -> None:
-    size = 0
-    for p in parts:
-        size += p.nbytes if isinstance(p, memoryview) else len(p)
-    size -= len(parts[0])
+    # len() is the byte count of every part: bytes, bytearrays and one-dimensional byte views (a sealed
+    # batch is a view of its bytearray).
+    size = sum(map(len, parts)) - len(parts[0])
     if size > 0x7FFFFFFF:
         raise ProtocolError(f"frame of {size} bytes does not fit an int32 size")
     parts[0] = t.INT32.pack(size)

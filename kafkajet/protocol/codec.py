@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkajet.errors import ProtocolError
 from kafkajet.protocol import types as t
-from kafkajet.protocol.schema import FieldPlan, StructPlan, fresh
+from kafkajet.protocol.schema import FieldPlan, FixedRun, StructPlan, fresh
 
 Parts = list[Any]  # bytes-like pieces, joined by the caller
 _MISSING = object()
@@ -36,6 +36,9 @@ def encode_struct(plan: StructPlan, body: Any, out: Parts) -> None:
 
 
 def encode_tagged(plan: StructPlan, body: Mapping[str, Any], out: Parts) -> None:
+    if not plan.tagged:
+        out.append(b"\x00")  # no tagged fields at this version: an empty section (most structs)
+        return
     entries: list[bytes] = []
     for f in plan.tagged:  # already in ascending tag order
         value = body.get(f.name, _MISSING)
@@ -139,8 +142,18 @@ _ENCODERS: dict[str, Callable[[FieldPlan, Any, Parts], None]] = {
 
 def decode_struct(plan: StructPlan, r: t.Reader) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in plan.fields:
-        out[f.name] = _DECODERS[f.type](f, r)
+    for step in plan.decode_steps:
+        if type(step) is FixedRun:
+            pos = r.pos
+            if step.size <= r.end - pos:
+                r.pos = pos + step.size
+                out.update(zip(step.names, step.struct.unpack_from(r.data, pos), strict=True))
+                continue
+            for f in step.fields:  # truncated: field by field, so the error names the one that is cut
+                out[f.name] = _dec_fixed(f, r)
+        else:
+            assert type(step) is FieldPlan
+            out[step.name] = _DECODERS[step.type](step, r)
     if plan.flexible:
         for f in plan.tagged:
             out[f.name] = fresh(f.default)

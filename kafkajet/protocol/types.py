@@ -204,6 +204,12 @@ class Reader:
         raise self.error(f"varint for {label} is longer than {max_bytes} bytes")
 
     def uvarint(self, label: str) -> int:
+        pos = self.pos
+        if pos < self.end:
+            b = self.data[pos]
+            if b < 0x80:  # one byte: most lengths, counts and tag sections
+                self.pos = pos + 1
+                return b
         value = self._varbits(label, 5)
         if value > UVARINT_MAX:
             raise self.error(f"unsigned varint {value} for {label} overflows 32 bits")
