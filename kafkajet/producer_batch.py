@@ -76,31 +76,29 @@ class ProducerBatch:
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
         self.order: tuple[int, ...] = ()
 
-    def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
-        """Encode one record into the buffer: its offset delta, or None (batch now full) if it does not fit."""
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
+        """Append one record (the hot path: one call per send()), or return None when it does not fit."""
         buf = self.buf
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
         mark = len(buf)
-        append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
-        if len(buf) > self.limit and count:
+        end = mark + append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
+        if end > self.limit and count:
             del buf[mark:]
             self.full = True
             return None
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        if len(buf) >= self.limit:
+        if end >= self.limit:
             self.full = True
-        return count
+        return RecordFuture(self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
 
-    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
-        """Append one record (the hot path: one call per send()), or return None when it does not fit."""
-        index = self._encode(timestamp, key, value, headers)
-        if index is None:
-            return None
-        return RecordFuture(self, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+    def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
+        """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
+        fut = self.try_append(timestamp, key, value, headers)
+        return None if fut is None else fut._index
 
     def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
                    keys: Sequence[bytes | None], values: Sequence[bytes | None],
