@@ -57,10 +57,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         """The batch that holds the record now, and its index there: a split (MESSAGE_TOO_LARGE) moves
         records, and the split batch says where. The future itself never changes, so no thread sees it half
         re-pointed."""
-        batch, index = self._batch, self._index
-        while batch.is_split:
-            batch, index = batch.moved[index]  # type: ignore[index]
-        return batch, index
+        return self._batch.locate(self._index)
 
     def _listen(self, callback: Callable[[Any], object] | None) -> bool:
         """Register with the record's batch; False if the record's outcome is already known."""
@@ -215,13 +212,7 @@ class BatchFuture:
     @staticmethod
     def _located(batch: ProducerBatch, first: int, count: int) -> list[tuple[ProducerBatch, int]]:
         """Where the records first..first+count-1 of a split batch are now."""
-        out = []
-        for index in range(first, first + count):
-            b, i = batch, index
-            while b.is_split:
-                b, i = b.moved[i]  # type: ignore[index]
-            out.append((b, i))
-        return out
+        return [batch.locate(index) for index in range(first, first + count)]
 
     def done(self) -> bool:
         for batch, first, idx in self._segments:

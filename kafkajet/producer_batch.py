@@ -239,6 +239,14 @@ class ProducerBatch:
         self.moved = moved
         return out
 
+    def locate(self, index: int) -> tuple[ProducerBatch, int]:
+        """Where record `index` of this batch is now: here, or where a split (and any split of its parts)
+        moved it."""
+        batch = self
+        while batch.is_split:
+            batch, index = batch.moved[index]  # type: ignore[index]
+        return batch, index
+
     def parts(self) -> list[ProducerBatch]:
         """The batches a split batch's records went to, in order."""
         return list(dict.fromkeys(b for b, _ in self.moved or ()))

@@ -203,20 +203,16 @@ class Sender:
                 delay = self.client.connection_delay(node, now)
                 if delay > 0:
                     timeout = min(timeout, delay)
-        drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now)
-        for node, batches in drained.items():
-            self._send_produce_request(node, batches, now)
-        # Go on while connections take more: this thread gets the GIL in slices between the callers' sends, so
-        # it fills the pipeline (up to max in flight) in one slice instead of one request per wake-up.
-        for _ in range(self.client.max_in_flight - 1):
+        # Passes go on while connections take more: this thread gets the GIL in slices between the callers'
+        # sends, so it fills the pipeline (up to max in flight) in one slice instead of one request a wake-up.
+        for rounds in range(self.client.max_in_flight):
+            if rounds:
+                self.client.write_pending(now)
+                ready = self.accumulator.ready(cluster, now)
+                sendable = [node for node in ready.nodes if self.client.ready(node, now)]
+            drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now) if sendable else {}
             if not drained:
                 break
-            self.client.write_pending(now)
-            ready = self.accumulator.ready(cluster, now)
-            sendable = [node for node in ready.nodes if self.client.ready(node, now)]
-            if not sendable:
-                break
-            drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now)
             for node, batches in drained.items():
                 self._send_produce_request(node, batches, now)
         expired = self.accumulator.expire(now, self._cause_for)

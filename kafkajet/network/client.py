@@ -683,8 +683,10 @@ class NetworkClient:
                 break  # the socket buffer is full; the selector tells us when it drains
 
     def _send_error(self, node: _Node, e: OSError) -> KafkaError:
-        if not node.tls:
-            return KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
+        tls_error = self._tls_send_error(node, e) if node.tls else None
+        return tls_error or KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
+
+    def _tls_send_error(self, node: _Node, e: OSError) -> KafkaError | None:
         import ssl
 
         if node.state is not ConnectionState.READY and (
@@ -702,7 +704,7 @@ class NetworkClient:
                 pass
         if isinstance(e, ssl.SSLError):
             return self._tls_error(node, e, "sending")
-        return KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
+        return None
 
     def _read(self, node: _Node, now: float) -> None:
         for _ in range(_MAX_READS_PER_POLL):
