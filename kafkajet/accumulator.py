@@ -7,7 +7,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkajet.buffer_pool import BufferPool
@@ -15,7 +15,7 @@ from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError,
 from kafkajet.future import RecordFuture, Segment
 from kafkajet.idempotence import IdempotenceManager
 from kafkajet.metadata import Cluster
-from kafkajet.producer_batch import Headers, ProducerBatch
+from kafkajet.producer_batch import Columns, Headers, ProducerBatch
 from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
 
 TopicPartition = tuple[str, int]
@@ -26,16 +26,6 @@ class ReadyCheck:
     nodes: set[int] = field(default_factory=set)
     next_check_ms: float = float("inf")
     unknown_leaders: bool = False
-
-
-@dataclass(slots=True, frozen=True)
-class Columns:
-    """What send_batch() found out about its records that lets a batch encode them column-wise: one
-    timestamp for all, no headers, no null values, keys all bytes (with klens) or none at all (keys None)."""
-    timestamp: int
-    keys: Sequence[bytes] | None
-    klens: list[int] | None
-    vlens: list[int]
 
 
 class RecordAccumulator:
@@ -155,8 +145,7 @@ class RecordAccumulator:
                     if columns is None:
                         end = last.append_run(indices, pos, timestamps, keys, values, headers)
                     else:
-                        end = last.append_columns(indices, pos, columns.timestamp, timestamps, columns.keys,
-                                                  values, columns.klens, columns.vlens)  # type: ignore[arg-type]
+                        end = last.append_columns(indices, pos, columns, timestamps, keys, values, headers)
                     if end > pos:
                         segments.append((last, first, indices[pos:end]))
                         pos = end

@@ -56,12 +56,20 @@ def _headers_column(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
     offsets = column.offsets.to_pylist()
     flat = column.flatten()  # the struct values of exactly these rows, also for a sliced array
     keys = flat.field("key").to_pylist()
-    if any(k is None for k in keys):
+    if None in keys:
         raise ValueError("column 'headers' has a header with a null key; header keys must be strings")
-    pairs = list(zip(keys, _bytes_column("headers.value", flat.field("value")), strict=True))
+    values = _bytes_column("headers.value", flat.field("value"))
+    pairs = list(zip(keys, values, strict=True))
     base = offsets[0]
+    rows = len(offsets) - 1
+    width = offsets[1] - base if rows else 0
+    if width and offsets == list(range(base, base + width * rows + 1, width)) and all(
+            keys[p::width].count(keys[p]) == rows and values[p::width].count(values[p]) == rows for p in range(width)):
+        # Every row carries the same headers (a source or schema tag, say): one list for all, which the
+        # producer then encodes once.
+        return [pairs[:width]] * rows
     # A null row and an empty list both mean "no headers".
-    return [pairs[offsets[j] - base:offsets[j + 1] - base] or None for j in range(len(offsets) - 1)]
+    return [pairs[offsets[j] - base:offsets[j + 1] - base] or None for j in range(rows)]
 
 
 def _timestamps_column(column: Any) -> list[int | None]:

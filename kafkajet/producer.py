@@ -14,7 +14,7 @@ from itertools import accumulate
 from types import TracebackType
 from typing import Any
 
-from kafkajet.accumulator import Columns, RecordAccumulator
+from kafkajet.accumulator import RecordAccumulator
 from kafkajet.buffer_pool import BufferPool
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import (
@@ -32,7 +32,14 @@ from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import NetworkClient
 from kafkajet.network.security import connection_security
 from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner
-from kafkajet.records import BATCH_HEADER_SIZE, MAX_COLUMN_LEN, Compression, record_size_upper_bound
+from kafkajet.producer_batch import Columns
+from kafkajet.records import (
+    BATCH_HEADER_SIZE,
+    MAX_COLUMN_LEN,
+    Compression,
+    encode_headers,
+    record_size_upper_bound,
+)
 from kafkajet.sender import Sender
 from kafkajet.serialization import IDENTITY_BYTES, resolve_serializer
 
@@ -68,6 +75,28 @@ def _now_ms() -> float:
 
 
 _BYTES_OR_NONE = frozenset((bytes, type(None)))
+
+
+def _header_sections(headers: Sequence[Any]) -> list[bytes]:
+    """Each record's encoded header section (b"\\x00" for none). Rows often carry the same headers (a source
+    tag): each distinct list is encoded once per call."""
+    first = headers[0] if headers else None
+    if first and headers.count(first) == len(headers):  # identity first: [h] * n costs no comparisons
+        return [encode_headers(first)] * len(headers)
+    memo: dict[tuple[Any, ...], bytes] = {}
+    out: list[bytes] = []
+    for h in headers:
+        if not h:
+            out.append(b"\x00")
+            continue
+        key = tuple(h)
+        section = memo.get(key)
+        if section is None:
+            section = encode_headers(h)
+            if len(memo) < 1024:
+                memo[key] = section
+        out.append(section)
+    return out
 
 
 def _only_bytes(items: Sequence[Any]) -> bool:
@@ -256,6 +285,13 @@ class Producer:
         `keys`, `headers`, `partitions` and `timestamps` are None or sequences as long as `values`.
         Returns a BatchFuture: result() gives every RecordMetadata in input order or raises a failure.
         """
+        return self._send_batch(topic, values, keys, headers, partitions, timestamps, headers_checked=False)
+
+    def _send_batch(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
+                    headers: Sequence[Any] | None, partitions: Sequence[int | None] | None,
+                    timestamps: Sequence[int | None] | None, *, headers_checked: bool) -> BatchFuture:
+        """send_batch(); `headers_checked` when the headers are already lists of (str, bytes | None) pairs
+        (send_arrow() builds them so), which spares a check per record."""
         if self._closed:
             raise ProducerClosedError("send_batch() called after close(); create a new Producer")
         if self._forked_from is not None:
@@ -299,7 +335,12 @@ class Producer:
                 klens = list(map(len, ks))  # type: ignore[arg-type]
             except TypeError:  # some null keys
                 klens = None
-        hs = None if headers is None else [self._check_headers(h) if h else None for h in headers]
+        if headers is None:
+            hs = None
+        elif headers_checked:
+            hs = headers  # type: ignore[assignment]
+        else:
+            hs = [self._check_headers(h) if h else None for h in headers]
         if hs is not None and not any(hs):
             hs = None
         now_ts = int(time.time() * 1000)
@@ -310,16 +351,20 @@ class Producer:
         max_v = max(vlens, default=0) if vlens is not None else max(map(len, filter(None, vals)), default=0)
         max_k = 0 if keys is None else max(klens, default=0) if klens is not None else max(
             map(len, filter(None, ks)), default=0)  # type: ignore[arg-type]
-        if hs is not None or max_v + max_k > limit:
+        sections = None if hs is None else _header_sections(hs)
+        hlens = None if sections is None else list(map(len, sections))
+        max_h = 0 if hlens is None else max(hlens)
+        if max_v + max_k + max_h > limit:
             for i in range(n):
                 v, k = vals[i], ks[i]
-                if (0 if v is None else len(v)) + (0 if k is None else len(k)) > limit or (hs and hs[i]):
+                if (0 if v is None else len(v)) + (0 if k is None else len(k)) + (hlens[i] if hlens else 0) > limit:
                     self._check_size(k, v, hs[i] if hs else None)
         columns = None
-        if (hs is None and timestamps is None and vlens is not None and (keys is None or klens is not None)
-                and max_v < MAX_COLUMN_LEN and max_k < MAX_COLUMN_LEN):
-            # The common shape (one timestamp, no headers, no nulls, no huge records): encoded by column.
-            columns = Columns(now_ts, None if keys is None else ks, klens, vlens)  # type: ignore[arg-type]
+        if (timestamps is None and vlens is not None and (keys is None or klens is not None)
+                and max(max_v, max_k, max_h) < MAX_COLUMN_LEN):
+            # The common shape (one timestamp, no nulls, no huge records): encoded by column.
+            columns = Columns(now_ts, None if keys is None else ks, klens, vlens,  # type: ignore[arg-type]
+                              sections, hlens)
         by_partition = self._partition_batch(topic, ks, vals, partitions, count, cluster.available_partitions(topic),
                                              keyless=keys is None, lens=vlens)
         segments: list[Segment] = []
@@ -349,8 +394,8 @@ class Producer:
         if topic is not None or rows.topics is None:
             if topic is None:
                 raise ValueError("send_arrow: no topic given and no 'topic' column in the data")
-            return self.send_batch(topic, rows.values, keys=rows.keys, headers=rows.headers,
-                                   partitions=rows.partitions, timestamps=rows.timestamps)
+            return self._send_batch(topic, rows.values, rows.keys, rows.headers, rows.partitions, rows.timestamps,
+                                    headers_checked=True)
         groups: dict[str, list[int]] = {}
         for i, t in enumerate(rows.topics):
             if t is None:
@@ -358,15 +403,15 @@ class Producer:
             groups.setdefault(t, []).append(i)
         if len(groups) == 1:
             (only,) = groups
-            return self.send_batch(only, rows.values, keys=rows.keys, headers=rows.headers,
-                                   partitions=rows.partitions, timestamps=rows.timestamps)
+            return self._send_batch(only, rows.values, rows.keys, rows.headers, rows.partitions, rows.timestamps,
+                                    headers_checked=True)
 
         def pick(col: list[Any] | None, idx: list[int]) -> list[Any] | None:
             return None if col is None else [col[i] for i in idx]
 
-        parts = [(self.send_batch(t, pick(rows.values, idx), keys=pick(rows.keys, idx),  # type: ignore[arg-type]
-                                  headers=pick(rows.headers, idx), partitions=pick(rows.partitions, idx),
-                                  timestamps=pick(rows.timestamps, idx)), idx)
+        parts = [(self._send_batch(t, pick(rows.values, idx), pick(rows.keys, idx),  # type: ignore[arg-type]
+                                   pick(rows.headers, idx), pick(rows.partitions, idx), pick(rows.timestamps, idx),
+                                   headers_checked=True), idx)
                  for t, idx in groups.items()]
         return CombinedBatchFuture(rows.n, parts)
 
@@ -380,6 +425,8 @@ class Producer:
         if keyless and partitions is None:
             return self._sticky_runs(topic, values, count, available, lens)
         memo = self._key_hashes if self._sticky is not None and not self._ignore_keys else None
+        if partitions is None and memo is not None and not keyless and None not in keys:
+            return self._keyed_runs(keys, count, memo)
         i, n = 0, len(values)
         while i < n:
             explicit = None if partitions is None else partitions[i]
@@ -413,6 +460,21 @@ class Producer:
                     bucket.append(i)
                     i += 1
                 part.record_appended(topic, p, size)
+        return out
+
+    def _keyed_runs(self, keys: Sequence[bytes | None], count: int, memo: dict[bytes, int]) -> dict[int, list[int]]:
+        """Every record keyed, none placed by the caller, the default partitioner: murmur2 of the key (from the
+        memo where it can), with the per-record work cut to a look-up, a modulo and an append."""
+        hashes = list(map(memo.get, keys))  # type: ignore[arg-type]
+        if None in hashes:
+            for i, h in enumerate(hashes):
+                if h is None:
+                    hashes[i] = self._hash_key(keys[i])  # type: ignore[arg-type]
+        parts = [h % count for h in hashes]  # type: ignore[operator]
+        out: dict[int, list[int]] = {p: [] for p in sorted(set(parts))}
+        add = {p: positions.append for p, positions in out.items()}
+        for i, p in enumerate(parts):
+            add[p](i)
         return out
 
     def _hash_key(self, key: bytes) -> int:

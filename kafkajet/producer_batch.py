@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.errors import KafkaError
@@ -24,6 +25,19 @@ from kafkajet.records import (
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 _HEADER_ROOM = bytes(BATCH_HEADER_SIZE)
+
+
+@dataclass(slots=True, frozen=True)
+class Columns:
+    """What send_batch() found out about its records that lets a batch encode them column-wise: one
+    timestamp for all, no null values, keys all bytes (with klens) or none at all (keys None), header
+    sections already encoded (b"\\x00" for none; headers None when no record has any), every length."""
+    timestamp: int
+    keys: Sequence[bytes] | None
+    klens: list[int] | None
+    vlens: list[int]
+    headers: list[bytes] | None = None
+    hlens: list[int] | None = None
 
 
 class ProducerBatch:
@@ -118,25 +132,28 @@ class ProducerBatch:
             self.full = True
         return end
 
-    def append_columns(self, indices: Sequence[int], pos: int, timestamp: int, timestamps: Sequence[int],
-                       keys: Sequence[bytes] | None, values: Sequence[bytes], klens: Sequence[int] | None,
-                       vlens: Sequence[int]) -> int:
-        """append_run() for records that share `timestamp` and have no headers (send_batch()'s usual
-        case), encoded column-wise; keys are all bytes or absent (None). The new pos."""
+    def append_columns(self, indices: Sequence[int], pos: int, columns: Columns, timestamps: Sequence[int],
+                       keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                       headers: Sequence[Headers] | None) -> int:
+        """append_run() for records that share one timestamp (send_batch()'s usual case), encoded
+        column-wise from `columns`; `keys`, `values` and `headers` are what append_run() takes, for the
+        records the tables cannot hold. The new pos."""
         n = len(indices)
         start = self.count
         if start == 0 and pos < n:
-            self.base_timestamp = timestamp
-        delta = timestamp - self.base_timestamp
+            self.base_timestamp = columns.timestamp
+        delta = columns.timestamp - self.base_timestamp
         count = start
         buf, limit = self.buf, self.limit
+        vlens, klens, hlens = columns.vlens, columns.klens, columns.hlens
         while pos < n:
             if not 0 <= delta < TABLE_SIZE or count >= TABLE_SIZE:
                 break  # outside the varint tables: the record loop takes the rest
             # A window a little past what the room left should hold, so the columns are not built for records
             # that cannot go in; the loop comes back if the estimate was short.
             first = indices[pos]
-            guess = vlens[first] + (1 if klens is None else klens[first]) + 8
+            guess = (vlens[first] + (1 if klens is None else klens[first]) + (1 if hlens is None else hlens[first])
+                     + 8)
             w = min(n - pos, TABLE_SIZE - count, (limit - len(buf)) // guess + 4)
             idx = indices[pos:pos + w]
             a = idx[0]
@@ -146,14 +163,16 @@ class ProducerBatch:
                 # only increase, so where idx[k] - a == k stops holding is found by bisection.
                 w = bisect_left(range(w), 1, key=lambda k: idx[k] - a - k)  # type: ignore[arg-type]
                 idx = idx[:w]
-            if idx[-1] - a == w - 1:  # consecutive input positions: slices, no gather
-                b = a + w
-                got = append_columns(buf, limit, count, delta, None if keys is None else keys[a:b], values[a:b],
-                                     None if klens is None else klens[a:b], vlens[a:b])
-            else:
-                got = append_columns(buf, limit, count, delta, None if keys is None else [keys[i] for i in idx],
-                                     [values[i] for i in idx], None if klens is None else [klens[i] for i in idx],
-                                     [vlens[i] for i in idx])
+            contiguous = idx[-1] - a == w - 1  # consecutive input positions: slices, no gather
+
+            def take(column: Any, a: int = a, b: int = a + w, idx: Sequence[int] = idx,
+                     contiguous: bool = contiguous) -> Any:
+                if column is None:
+                    return None
+                return column[a:b] if contiguous else [column[i] for i in idx]
+
+            got = append_columns(buf, limit, count, delta, take(columns.keys), take(values), take(klens),
+                                 take(vlens), take(columns.headers), take(hlens))
             pos += got
             count += got
             if got < w:
@@ -161,13 +180,12 @@ class ProducerBatch:
                 break
         if count > start:
             self.count = count
-            if timestamp > self.max_timestamp:
-                self.max_timestamp = timestamp
+            if columns.timestamp > self.max_timestamp:
+                self.max_timestamp = columns.timestamp
         if len(buf) >= limit:
             self.full = True
         if pos < n and not self.full:
-            return self.append_run(indices, pos, timestamps, keys if keys is not None else [None] * len(values),
-                                   values, None)
+            return self.append_run(indices, pos, timestamps, keys, values, headers)
         return pos
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from typing import Any
 
 import crc32c
 import pytest
@@ -395,8 +396,12 @@ def test_append_run_writes_what_append_record_writes(records: list, cut: int, sl
 _lengths = st.one_of(st.integers(min_value=0, max_value=300), st.sampled_from([63, 64, 8000, 8119]))
 
 
+_header_lists = st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["a", "trace-id", "é"]),
+                                                        st.one_of(st.none(), st.binary(max_size=10))), max_size=3))
+
+
 @st.composite
-def _column_runs(draw: st.DrawFn) -> tuple[list[bytes] | None, list[bytes]]:
+def _column_runs(draw: st.DrawFn) -> tuple[list[bytes] | None, list[bytes], list[Any] | None]:
     n = draw(st.integers(min_value=1, max_value=40))
     uniform = draw(st.booleans())  # every record the same size takes a shortcut of its own
 
@@ -407,7 +412,10 @@ def _column_runs(draw: st.DrawFn) -> tuple[list[bytes] | None, list[bytes]]:
 
     values = column()
     keys = column() if draw(st.booleans()) else None
-    return keys, values
+    headers = None
+    if draw(st.booleans()):
+        headers = [draw(_header_lists)] * n if uniform else [draw(_header_lists) for _ in range(n)]
+    return keys, values, headers
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -416,20 +424,24 @@ def _column_runs(draw: st.DrawFn) -> tuple[list[bytes] | None, list[bytes]]:
 def test_append_columns_writes_what_append_record_writes(run: tuple, cut: int, slack: int, first_offset: int,
                                                          delta: int) -> None:
     from kafkajet.records import TABLE_SIZE, append_columns
+    from kafkajet.records.record import encode_headers
 
-    keys, values = run
+    keys, values, headers = run
     n = len(values)
-    sizes = [len(encode_record(first_offset + j, delta, None if keys is None else keys[j], values[j], None))
+    hs = [None] * n if headers is None else headers
+    sizes = [len(encode_record(first_offset + j, delta, None if keys is None else keys[j], values[j], hs[j]))
              for j in range(n)]
     limit = len(b"prefix") + sum(sizes[:cut]) + slack
     buf = bytearray(b"prefix")
+    sections = None if headers is None else [encode_headers(h) if h else b"\x00" for h in headers]
     went = append_columns(buf, limit, first_offset, delta, keys, values,
-                          None if keys is None else [len(k) for k in keys], [len(v) for v in values])
+                          None if keys is None else [len(k) for k in keys], [len(v) for v in values],
+                          sections, None if sections is None else [len(x) for x in sections])
     ref = bytearray(b"prefix")
     ref_went = 0
     for j in range(min(n, TABLE_SIZE - first_offset)):  # past the tables the caller takes the record loop
         mark = len(ref)
-        append_record(ref, first_offset + j, delta, None if keys is None else keys[j], values[j], None)
+        append_record(ref, first_offset + j, delta, None if keys is None else keys[j], values[j], hs[j])
         if len(ref) > limit and first_offset + j:
             del ref[mark:]
             break

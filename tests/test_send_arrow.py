@@ -79,3 +79,26 @@ def test_bad_columns_get_an_error_naming_the_column(columns: dict[str, object], 
             p.send_arrow(None, pa.table(columns))
         with pytest.raises(TypeError, match="expected a pyarrow Table or RecordBatch"):
             p.send_arrow("t", [b"v"])
+
+
+_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+@pytest.mark.parametrize("rows", [
+    [[("source", b"app"), ("v", b"1")]] * 6,                      # the same headers on every row
+    [[("source", b"app"), ("v", b"1")]] * 5 + [[("source", b"app"), ("v", b"2")]],   # all but the last value
+    [[("source", b"app"), ("v", b"1")]] * 5 + [[("v", b"1"), ("source", b"app")]],   # the same, reordered
+    [[("source", b"app")]] * 3 + [[("source", b"app"), ("source", b"app")]] + [[("source", b"app")]] * 2,
+    [[("source", b"app")]] * 3 + [None] + [[("source", b"app")]] * 2,
+    [[("a", None)]] * 4 + [[("a", b"")]] + [[("a", None)]],          # null and empty values differ
+])
+def test_rows_of_keeps_each_rows_headers(rows: list) -> None:
+    # One header list shared by every row is a shortcut for the common case (a tag on every record); a row
+    # that differs in any way must keep its own headers.
+    from kafkajet.arrow import rows_of
+
+    batch = pa.record_batch([pa.array([b"v"] * len(rows)), pa.array(
+        [None if r is None else [{"key": k, "value": v} for k, v in r] for r in rows], _HEADERS)],
+        names=["value", "headers"])
+    assert rows_of(batch).headers == [r or None for r in rows]
+    assert rows_of(batch.slice(1, 4)).headers == [r or None for r in rows[1:5]]

@@ -49,7 +49,9 @@ def test_send_batch_delivers_every_record_in_place_and_order(
 
 
 @pytest.mark.parametrize(("shape", "compression"), [("keyless-uniform", "none"), ("keyless-varied", "lz4"),
-                                                    ("keyed-uniform", "none"), ("keyed-varied", "none")])
+                                                    ("keyed-uniform", "none"), ("keyed-varied", "none"),
+                                                    ("keyed-uniform-same-headers", "none"),
+                                                    ("keyless-varied-headers", "none")])
 def test_send_batch_by_column_reads_back(broker: EmbeddedBroker, topic_name: str, shape: str, compression: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     # The usual shape (one timestamp per call, no headers, no nulls) is encoded column by column: it must
@@ -62,23 +64,29 @@ def test_send_batch_by_column_reads_back(broker: EmbeddedBroker, topic_name: str
     with Admin(broker.bootstrap_servers) as admin:
         admin.create_topics([topic_name], num_partitions=3)
     calls, per_call = 4, 5_000
-    sent: list[tuple[bytes | None, bytes, int, int]] = []  # key, value, earliest and latest timestamp
+    sent: list[tuple[bytes | None, bytes, tuple[tuple[str, bytes | None], ...], int, int]] = []
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=500, batch_size=64 * 1024,
                   compression_type=compression) as p:
         results = []
         for c in range(calls):
             base = c * per_call
-            if shape.endswith("uniform"):
+            if "uniform" in shape:
                 values = [b"%09d" % (base + i) * 11 for i in range(per_call)]
             else:
                 values = [b"%d|" % (base + i) * (i % 40) + b"%d" % (base + i) for i in range(per_call)]
             keys = None if shape.startswith("keyless") else (
-                [b"key-%06d" % (i % 500) for i in range(per_call)] if shape.endswith("uniform")
+                [b"key-%06d" % (i % 500) for i in range(per_call)] if "uniform" in shape
                 else [b"k" * (i % 30) + b"%d" % (i % 500) for i in range(per_call)])
+            headers: list[list[tuple[str, bytes | None]] | None] | None = None
+            if shape.endswith("same-headers"):
+                headers = [[("source", b"app-1"), ("schema", None)]] * per_call
+            elif shape.endswith("headers"):
+                headers = [None if i % 3 == 0 else [("i", b"%d" % (base + i))] * (i % 3) for i in range(per_call)]
             before = int(time.time() * 1000)
-            results.append(p.send_batch(topic_name, values, keys=keys))
+            results.append(p.send_batch(topic_name, values, keys=keys, headers=headers))
             after = int(time.time() * 1000)
-            sent += [(None if keys is None else keys[i], values[i], before, after) for i in range(per_call)]
+            sent += [(None if keys is None else keys[i], values[i], tuple(headers[i] or ()) if headers else (),
+                      before, after) for i in range(per_call)]
             deadline = time.monotonic() + 5
             while int(time.time() * 1000) <= after:  # the next call gets a later timestamp
                 assert time.monotonic() < deadline
@@ -87,9 +95,9 @@ def test_send_batch_by_column_reads_back(broker: EmbeddedBroker, topic_name: str
     read = {(r.partition, r.offset): r for r in read_topic(broker.bootstrap_servers, topic_name, len(sent))}
     assert len(read) == len(sent) == len(mds)
     last_offset: dict[int, int] = {}
-    for (key, value, before, after), md in zip(sent, mds, strict=True):
+    for (key, value, headers_sent, before, after), md in zip(sent, mds, strict=True):
         r = read[(md.partition, md.offset)]
-        assert (r.key, r.value, r.headers) == (key, value, ())
+        assert (r.key, r.value, r.headers) == (key, value, headers_sent)
         assert before <= r.timestamp <= after and md.timestamp == r.timestamp
         if key is not None:
             assert md.partition == partition_for_key(key, 3)

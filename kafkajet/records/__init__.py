@@ -20,6 +20,7 @@ from kafkajet.records.record import (
     append_record,
     append_run,
     decode_records,
+    encode_headers,
     encode_record,
     record_size_upper_bound,
 )
@@ -28,6 +29,6 @@ from kafkajet.records.varint import TABLE_SIZE
 __all__ = [
     "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "MAX_COLUMN_LEN", "TABLE_SIZE", "Compression", "Record",
     "RecordBatch", "append_columns", "append_record", "append_run", "build_batch", "build_control_batch", "compress", "control_record_type", "decode_batches",
-    "decode_records", "decompress", "encode_batch", "encode_control_record", "encode_record",
+    "decode_records", "encode_headers", "decompress", "encode_batch", "encode_control_record", "encode_record",
     "record_size_upper_bound", "seal_in_place",
 ]

@@ -40,12 +40,16 @@ def append_columns(
     values: Sequence[bytes],
     klens: Sequence[int] | None,
     vlens: Sequence[int],
+    headers: Sequence[bytes] | None = None,
+    hlens: Sequence[int] | None = None,
 ) -> int:
-    """Append records (keys[i] or a null key, values[i]) with offset deltas offset, offset + 1, ... and
-    timestamp delta `delta`, no headers, while buf stays within `limit` bytes; a record into an empty batch
-    always goes in. Returns how many went in (a prefix of the run).
+    """Append records (keys[i] or a null key, values[i], header section headers[i] or none) with offset
+    deltas offset, offset + 1, ... and timestamp delta `delta`, while buf stays within `limit` bytes; a record
+    into an empty batch always goes in. Returns how many went in (a prefix of the run).
 
-    Every value and key is bytes shorter than MAX_COLUMN_LEN; 0 <= delta, offset < TABLE_SIZE.
+    Every value and key is bytes shorter than MAX_COLUMN_LEN; 0 <= delta, offset < TABLE_SIZE. headers[i] is
+    a whole encoded header section (encode_headers(), b"\x00" for none), hlens[i] its length, and the header
+    sections are shorter than MAX_COLUMN_LEN.
     """
     m = min(len(values), TABLE_SIZE - offset)
     done = 0
@@ -53,7 +57,7 @@ def append_columns(
         # The offset varint's width is constant within [0, 64), [64, 8192) and [8192, 16384): one span each.
         o = offset + done
         span_end = min(m, done + (64 if o < 64 else 8192 if o < 8192 else TABLE_SIZE) - o)
-        done += _append_span(buf, limit, o, delta, keys, values, klens, vlens, done, span_end)
+        done += _append_span(buf, limit, o, delta, keys, values, klens, vlens, headers, hlens, done, span_end)
         if done < span_end:
             break
     return done
@@ -61,45 +65,50 @@ def append_columns(
 
 def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequence[bytes] | None,
                  values: Sequence[bytes], klens: Sequence[int] | None, vlens: Sequence[int],
-                 start: int, end: int) -> int:
+                 headers: Sequence[bytes] | None, hlens: Sequence[int] | None, start: int, end: int) -> int:
     """Records start..end-1 of the run at offset deltas offset, offset + 1, ...: how many went in."""
     vl = vlens[start:end]
     kl = None if klens is None else klens[start:end]
+    hl = None if hlens is None else hlens[start:end]
     # Bytes of a record after its length varint: attributes, timestamp delta, offset delta, the key (or its
-    # null marker), value length and value, header count.
-    fixed = 2 + _LEN[delta] + _LEN[offset] + (1 if kl is None else 0)
+    # null marker), value length and value, the header section (without headers: a count of 0).
+    fixed = 1 + _LEN[delta] + _LEN[offset] + (1 if kl is None else 0) + (1 if hl is None else 0)
+    # Without headers every record ends with the same 0: it is written as the start of the next record's
+    # head (and once after the last), which saves a part per record.
+    zero_heads = _ZERO_VARINT if hl is None else VARINT
     room = limit - len(buf)
-    if vl.count(vl[0]) == len(vl) and (kl is None or kl.count(kl[0]) == len(kl)):
-        # Every record the same size (fixed-width values and keys): the sizes need no column at all.
-        size = fixed + _VPART[vl[0]] + (0 if kl is None else _VPART[kl[0]])
+    if (vl.count(vl[0]) == len(vl) and (kl is None or kl.count(kl[0]) == len(kl))
+            and (hl is None or hl.count(hl[0]) == len(hl))):
+        # Every record the same size (fixed-width values, keys and headers): the sizes need no column at all.
+        size = fixed + _VPART[vl[0]] + (0 if kl is None else _VPART[kl[0]]) + (0 if hl is None else hl[0])
         count = min(len(vl), max(0, room) // (_LEN[size] + size))
         if count == 0:
             if offset:
                 return 0
             count = 1  # a record into an empty batch always goes in
-        heads = [_ZERO_VARINT[size]] * count  # each record closes the one before it with its header count (0)
-        heads[0] = VARINT[size]  # the one before the first closed itself
+        heads = [zero_heads[size]] * count
+        heads[0] = VARINT[size]  # the record before the first closed itself
         vn = [VARINT[vl[0]]] * count
         kn = None if kl is None else [VARINT[kl[0]]] * count
     else:
-        if kl is None:
-            body = [fixed + v for v in _pick(_VPART, vl)]
-        else:
-            body = list(map(add, _pick(_VPART, kl), _pick(_VPART, vl)))
-            if fixed:
-                body = [fixed + b for b in body]
+        body = _pick(_VPART, vl)
+        if kl is not None:
+            body = list(map(add, _pick(_VPART, kl), body))
+        if hl is not None:
+            body = list(map(add, hl, body))
+        body = [fixed + b for b in body]
         count = bisect_right(list(accumulate(map(add, _pick(_LEN, body), body))), room)
         if count == 0:
             if offset:
                 return 0
             count = 1
         del body[count:]
-        heads = _pick(_ZERO_VARINT, body)
+        heads = _pick(zero_heads, body)
         heads[0] = VARINT[body[0]]
         vn = _pick(VARINT, vl[:count])
         kn = None if kl is None else _pick(VARINT, kl[:count])
     stop = start + count
-    width = 5 if keys is None else 7
+    width = (5 if keys is None else 7) + (0 if headers is None else 1)
     parts: list[bytes] = [b""] * (width * count)
     parts[0::width] = heads
     parts[1::width] = [_ATTR_TS[delta]] * count
@@ -113,6 +122,9 @@ def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequ
         parts[4::width] = keys[start:stop]
         parts[5::width] = vn
         parts[6::width] = values[start:stop]
+    if headers is not None:
+        parts[width - 1::width] = headers[start:stop]
     buf += _join(parts)
-    buf += b"\x00"
+    if headers is None:
+        buf += b"\x00"  # the last record's header count
     return count
