@@ -88,35 +88,46 @@ class RecordAccumulator:
                         return fut, last.full
             self._appends_in_progress += 1
         try:
-            klen = -1 if key is None else len(key)
-            vlen = -1 if value is None else len(value)
-            size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(klen, vlen, headers))
-            # Allocation may block (buffer full), so it happens outside the lock, as in Java.
-            now = self._clock()
-            buf = self.pool.allocate(size, self.max_block_ms if deadline_ms is None else max(0.0, deadline_ms - now))
+            size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
+                -1 if key is None else len(key), -1 if value is None else len(value), headers))
+            buf = self._allocate(size, deadline_ms)
             with self._lock:
-                if self.closed:
-                    self.pool.deallocate(buf, size)
-                    raise ProducerClosedError("producer closed while the record was being appended")
-                if dq:
-                    last = dq[-1]
-                    if not last.full:
-                        fut = last.try_append(timestamp, key, value, headers)
-                        if fut is not None:
-                            # Another thread opened a batch while we waited for memory.
-                            self.pool.deallocate(buf, size)
-                            return fut, last.full
-                batch = ProducerBatch(topic, partition, buf, size, self._clock())
-                batch.order = (next(self._batch_order),)
-                fut = batch.try_append(timestamp, key, value, headers)  # type: ignore[assignment]
-                assert fut is not None
-                dq.append(batch)
-                self._incomplete.add(batch)
-                self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+                self._refuse_if_closed(buf, size)
+                if dq and not dq[-1].full:
+                    fut = dq[-1].try_append(timestamp, key, value, headers)
+                    if fut is not None:
+                        # Another thread opened a batch while we waited for memory.
+                        self.pool.deallocate(buf, size)
+                        return fut, dq[-1].full
+                batch = self._new_batch(topic, partition, dq, buf, size)
+                fut = batch.try_append(timestamp, key, value, headers)
+                assert fut is not None  # the first record of an empty batch always goes in
                 return fut, True
         finally:
             with self._lock:
                 self._appends_in_progress -= 1
+
+    def _allocate(self, size: int, deadline_ms: float | None) -> bytearray:
+        # Allocation may block (buffer full), so it happens outside the lock, as in Java; callers count
+        # themselves in _appends_in_progress first, so a flush waits for them.
+        now = self._clock()
+        return self.pool.allocate(size, self.max_block_ms if deadline_ms is None else max(0.0, deadline_ms - now))
+
+    def _refuse_if_closed(self, buf: bytearray, size: int) -> None:
+        if self.closed:
+            self.pool.deallocate(buf, size)
+            raise ProducerClosedError("producer closed while the record was being appended")
+
+    def _new_batch(self, topic: str, partition: int, dq: deque[ProducerBatch], buf: bytearray,
+                   size: int) -> ProducerBatch:
+        """Open a batch in `buf` at the end of the partition's deque (under the lock); the caller appends to it
+        in the same hold, so its first record always goes in."""
+        batch = ProducerBatch(topic, partition, buf, size, self._clock())
+        batch.order = (next(self._batch_order),)
+        dq.append(batch)
+        self._incomplete.add(batch)
+        self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+        return batch
 
     def append_many(
         self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
@@ -127,37 +138,54 @@ class RecordAccumulator:
 
         No future per record: each run of records that went into one batch becomes a segment (batch, index
         of its first record there, their input indices) in `segments`. Returns whether the sender should be
-        woken. Order within the partition follows `indices`. `columns` (one timestamp for every record, no
-        headers, lengths precomputed) lets each batch encode its share column-wise.
+        woken. Order within the partition follows `indices`. `columns` (one timestamp for every record,
+        lengths precomputed) lets each batch encode its share column-wise.
         """
         tp = (topic, partition)
         wake = False
         pos = 0
         n = len(indices)
+
+        def fill(batch: ProducerBatch, pos: int) -> int:
+            first = batch.count
+            if columns is None:
+                end = batch.append_run(indices, pos, timestamps, keys, values, headers)
+            else:
+                end = batch.append_columns(indices, pos, columns, timestamps, keys, values, headers)
+            if end > pos:
+                segments.append((batch, first, indices[pos:end]))
+            return end
+
         while pos < n:
             with self._lock:
                 dq = self._queues.get(tp)
                 if dq is None:
                     dq = self._queues[tp] = deque()
                 if dq and not dq[-1].full:
-                    last = dq[-1]
-                    first = last.count
-                    if columns is None:
-                        end = last.append_run(indices, pos, timestamps, keys, values, headers)
-                    else:
-                        end = last.append_columns(indices, pos, columns, timestamps, keys, values, headers)
-                    if end > pos:
-                        segments.append((last, first, indices[pos:end]))
-                        pos = end
-                    if last.full:
+                    pos = fill(dq[-1], pos)
+                    if dq[-1].full:
                         wake = True
                     if pos == n:
                         return wake
-            i = indices[pos]
-            fut, _ = self.append(topic, partition, timestamps[i], keys[i], values[i],
-                                 headers[i] if headers else None, deadline_ms)
-            segments.append((fut._batch, fut._index, (i,)))
-            pos += 1
+                self._appends_in_progress += 1
+            try:
+                i = indices[pos]
+                k, v = keys[i], values[i]
+                size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
+                    -1 if k is None else len(k), -1 if v is None else len(v), headers[i] if headers else None))
+                buf = self._allocate(size, deadline_ms)
+                with self._lock:
+                    self._refuse_if_closed(buf, size)
+                    # Another thread may have opened a batch while we waited for memory: fill that first.
+                    moved = fill(dq[-1], pos) if dq and not dq[-1].full else pos
+                    if moved > pos:
+                        self.pool.deallocate(buf, size)
+                        pos = moved
+                    else:
+                        pos = fill(self._new_batch(topic, partition, dq, buf, size), pos)
+            finally:
+                with self._lock:
+                    self._appends_in_progress -= 1
             wake = True
             if self.on_new_batch is not None:
                 self.on_new_batch()  # a full batch is waiting: let the sender take it while we go on
