@@ -420,6 +420,21 @@ def validate(args: argparse.Namespace) -> None:
 # --- the run --------------------------------------------------------------------------------------------
 
 
+class _Segment:
+    """The records of one batch, sent one after another from the sending thread: their send times and sizes,
+    how many are counted, and the batch's outcome once known."""
+
+    __slots__ = ("starts", "sizes", "counted", "closed", "error", "steady")
+
+    def __init__(self, steady: bool) -> None:
+        self.starts: list[float] = []
+        self.sizes: list[int] = []
+        self.counted = 0
+        self.closed = False
+        self.error: BaseException | None = None
+        self.steady = steady
+
+
 class PerfRun:
     """One perf test: sends, counts every record's outcome, prints Java's lines."""
 
@@ -438,25 +453,32 @@ class PerfRun:
         self.send_error: BaseException | None = None
         self.interrupted = False
         self._finished = threading.Event()
+        self._lock = threading.Lock()  # the sender thread counts segments; the caller, rarely, a late record
 
-    # Called on the producer's sender thread, once per record.
-    def _on_ack(self, start: float, nbytes: int, fut: Any) -> None:
+    # Called on the producer's sender thread when the batch of a segment completes (or at once, on the
+    # caller's thread, if it already had).
+    def _on_segment(self, seg: _Segment, fut: Any) -> None:
         now = time.monotonic()
         err = fut.exception()
-        if err is None:
-            self.stats.record(int((now - start) * 1000), nbytes, now)
-        else:
-            self._failed(err)
+        with self._lock:
+            seg.error = err
+            self._account(seg, now)
+            seg.closed = True
 
-    def _on_ack_steady(self, start: float, nbytes: int, fut: Any) -> None:
-        now = time.monotonic()
-        err = fut.exception()
-        if err is None:
-            latency = int((now - start) * 1000)
-            self.stats.record(latency, nbytes, now)
-            self.steady.record(latency, nbytes, now)  # type: ignore[union-attr]
-        else:
-            self._failed(err)
+    def _account(self, seg: _Segment, now: float) -> None:
+        """Count seg's records not yet counted (under self._lock): acknowledged at `now`, or failed."""
+        starts, sizes, lo = seg.starts, seg.sizes, seg.counted
+        seg.counted = hi = len(starts)
+        if seg.error is not None:
+            for _ in range(lo, hi):
+                self._failed(seg.error)
+            return
+        stats, steady = self.stats, self.steady if seg.steady else None
+        for i in range(lo, hi):
+            latency = int((now - starts[i]) * 1000)
+            stats.record(latency, sizes[i], now)
+            if steady is not None:
+                steady.record(latency, sizes[i], now)
 
     def _failed(self, err: BaseException) -> None:
         self.failed += 1
@@ -465,13 +487,20 @@ class PerfRun:
             self.out.error(f"error: a record failed: {type(err).__name__}: {err} (counting further failures)")
 
     def send_all(self, chunks: Iterator[list[bytes]]) -> None:
+        # Every record's latency is counted, as in Java, but with one callback per batch rather than per
+        # record: a batch's records are acknowledged together, and consecutive sends from this one thread
+        # share a batch until it is full, so they form a segment. A callback per record cost more than the
+        # producer itself (100k records/s against 400k without).
         send = self.producer.send
         topic: str = self.args.topic
         clock = time.monotonic
         throttler = Throttler(self.args.throughput, self.stats.start)
         throttled = throttler.enabled
         warmup = self.warmup
-        on_ack = self._on_ack
+        on_segment = self._on_segment
+        steady = False
+        seg = _Segment(steady)
+        seg_batch: object = None
         i = 0
         try:
             for chunk in chunks:
@@ -482,8 +511,16 @@ class PerfRun:
                         self.steady = Stats(self.num_records - warmup, self.out, steady_state=True,
                                             interval_s=self.interval_s)
                         self.stats.suppress_print = True
-                        on_ack = self._on_ack_steady
-                    send(topic, value).add_done_callback(partial(on_ack, start, len(value)))
+                        steady, seg_batch = True, None
+                    fut = send(topic, value)
+                    if fut._batch is not seg_batch:
+                        seg_batch, seg = fut._batch, _Segment(steady)
+                        fut.add_done_callback(partial(on_segment, seg))
+                    seg.sizes.append(len(value))
+                    seg.starts.append(start)  # last: the callback counts len(starts) records
+                    if seg.closed:  # the batch completed before this record was noted: count it now
+                        with self._lock:
+                            self._account(seg, clock())
                     i += 1
                     if throttled and throttler.should_throttle(i, start):
                         throttler.throttle()
