@@ -346,8 +346,8 @@ class Producer:
         now_ts = int(time.time() * 1000)
         ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
         limit = self._size_check_threshold
-        # The largest key plus the largest value bounds every record without headers: one pass in C, and the
-        # per-record check only when that bound is near a limit or a record has headers.
+        # The largest key, value and header section bound every record: one pass in C each, and the per-record
+        # check only when that bound comes near a limit.
         max_v = max(vlens, default=0) if vlens is not None else max(map(len, filter(None, vals)), default=0)
         max_k = 0 if keys is None else max(klens, default=0) if klens is not None else max(
             map(len, filter(None, ks)), default=0)  # type: ignore[arg-type]

@@ -1,10 +1,10 @@
 """Records encoded a column at a time: the batch path's encoder for runs that share a timestamp delta.
 
-send_batch() and send_arrow() hand over many records with one timestamp and no headers. Encoding them one
-at a time costs a Python loop step with a dozen operations per record. Here every field is a column: the
-length varints come from table look-ups over the whole run, the running size from one accumulate() and
-bisect, and the record bytes from a single join. The bytes are identical to append_record()'s, which the
-tests check.
+send_batch() and send_arrow() hand over many records with one timestamp. Encoding them one at a time costs a
+Python loop step with a dozen operations per record. Here every field is a column (header sections arrive
+already encoded, one per record): the length varints come from table look-ups over the whole run, the
+running size from one accumulate() and bisect, and the record bytes from a single join. The bytes are
+identical to append_record()'s, which the tests check.
 
 Callers guarantee the preconditions (append_columns' docstring); anything else takes append_run()'s loop.
 """
