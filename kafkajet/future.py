@@ -42,6 +42,10 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     # Future.__init__ is skipped on purpose (it builds a Condition per record); the attributes that
     # concurrent.futures.wait() reaches for (_condition, _state, _waiters) are provided lazily below.
+    # Set only on the few futures somebody waits on or attaches a callback to; None (here) for the rest.
+    _callbacks: list[Callable[[Any], object]] | None = None
+    _cond: threading.Condition | None = None
+    _wait_list: list[Any] | None = None
 
     def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
         self._batch = batch
@@ -49,9 +53,6 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         self._timestamp = timestamp
         self._key_size = key_size
         self._value_size = value_size
-        self._callbacks: list[Callable[[Any], object]] | None = None
-        self._cond: threading.Condition | None = None
-        self._wait_list: list[Any] | None = None
 
     def locate(self) -> tuple[ProducerBatch, int]:
         """The batch that holds the record now, and its index there: a split (MESSAGE_TOO_LARGE) moves
