@@ -47,7 +47,7 @@ def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
         send = p.send
         # Fire and forget, then the producer's own count of acknowledged records, as confluent-kafka's runner
         # counts its delivery reports: keeping 500,000 futures would measure the caller's list, not the
-        # producer (about 180 bytes a future).
+        # producer (about 150 bytes a future).
         if keys:
             for i in range(w["records"]):
                 send(topic, value, keys[i])
