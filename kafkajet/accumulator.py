@@ -88,8 +88,7 @@ class RecordAccumulator:
                         return fut, last.full
             self._appends_in_progress += 1
         try:
-            size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
-                -1 if key is None else len(key), -1 if value is None else len(value), headers))
+            size = self._capacity_for(key, value, headers)
             buf = self._allocate(size, deadline_ms)
             with self._lock:
                 self._refuse_if_closed(buf, size)
@@ -106,6 +105,11 @@ class RecordAccumulator:
         finally:
             with self._lock:
                 self._appends_in_progress -= 1
+
+    def _capacity_for(self, key: bytes | None, value: bytes | None, headers: Headers) -> int:
+        """A new batch's size: batch.size, or more if the record that opens it needs more."""
+        return max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
+            -1 if key is None else len(key), -1 if value is None else len(value), headers))
 
     def _allocate(self, size: int, deadline_ms: float | None) -> bytearray:
         # Allocation may block (buffer full), so it happens outside the lock, as in Java; callers count
@@ -170,9 +174,7 @@ class RecordAccumulator:
                 self._appends_in_progress += 1
             try:
                 i = indices[pos]
-                k, v = keys[i], values[i]
-                size = max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
-                    -1 if k is None else len(k), -1 if v is None else len(v), headers[i] if headers else None))
+                size = self._capacity_for(keys[i], values[i], headers[i] if headers else None)
                 buf = self._allocate(size, deadline_ms)
                 with self._lock:
                     self._refuse_if_closed(buf, size)
