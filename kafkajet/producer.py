@@ -346,19 +346,22 @@ class Producer:
         now_ts = int(time.time() * 1000)
         ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
         limit = self._size_check_threshold
-        # The largest key, value and header section bound every record: one pass in C each, and the per-record
-        # check only when that bound comes near a limit.
-        max_v = max(vlens, default=0) if vlens is not None else max(map(len, filter(None, vals)), default=0)
-        max_k = 0 if keys is None else max(klens, default=0) if klens is not None else max(
-            map(len, filter(None, ks)), default=0)  # type: ignore[arg-type]
+        # Every record's sizes (-1 for null), once: for the size check here and for the BatchFuture.
+        value_sizes = vlens if vlens is not None else [-1 if v is None else len(v) for v in vals]
+        key_sizes = None if keys is None else klens if klens is not None else [
+            -1 if k is None else len(k) for k in ks]
         sections = None if hs is None else _header_sections(hs)
         hlens = None if sections is None else list(map(len, sections))
+        # The largest key, value and header section bound every record: one pass in C each, and the per-record
+        # check only when that bound comes near a limit.
+        max_v = max(max(value_sizes, default=0), 0)
+        max_k = 0 if key_sizes is None else max(max(key_sizes, default=0), 0)
         max_h = 0 if hlens is None else max(hlens)
         if max_v + max_k + max_h > limit:
             for i in range(n):
-                v, k = vals[i], ks[i]
-                if (0 if v is None else len(v)) + (0 if k is None else len(k)) + (hlens[i] if hlens else 0) > limit:
-                    self._check_size(k, v, hs[i] if hs else None)
+                size = max(value_sizes[i], 0) + (max(key_sizes[i], 0) if key_sizes else 0) + (hlens[i] if hlens else 0)
+                if size > limit:
+                    self._check_size(ks[i], vals[i], hs[i] if hs else None)
         columns = None
         if (timestamps is None and vlens is not None and (keys is None or klens is not None)
                 and max(max_v, max_k, max_h) < MAX_COLUMN_LEN):
@@ -374,9 +377,6 @@ class Producer:
                                                   deadline, segments, columns)
         if wake:
             self._wakeup()
-        key_sizes = None if keys is None else klens if klens is not None else [
-            -1 if k is None else len(k) for k in ks]
-        value_sizes = vlens if vlens is not None else [-1 if v is None else len(v) for v in vals]
         return BatchFuture(n, segments, ts, key_sizes, value_sizes)
 
     def send_arrow(self, topic: str | None, data: Any) -> BatchFuture:
