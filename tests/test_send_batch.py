@@ -159,3 +159,21 @@ def test_a_completed_batch_keeps_no_copy_of_its_records() -> None:
             batches = {id(b): b for r in results for b, _, _ in r._segments}.values()
             assert len(batches) > 10
             assert all(b.completed and b.wire is None and len(b.buf) == 0 for b in batches)
+
+
+def test_send_batch_refuses_a_record_too_large_before_queueing_any() -> None:
+    # The size check runs over every record first (nulls among them): a record that is too large only with
+    # its headers counted must be refused too, and nothing of the call may be half sent.
+    from kafkajet import RecordTooLargeError
+
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, max_request_size=10_000) as p:
+            values = [b"small", None, b"v" * 9_000, b"small"]
+            keys = [b"k", b"k", None, None]
+            with pytest.raises(RecordTooLargeError, match="larger than max.request.size"):
+                p.send_batch("t", [b"ok"] * 3 + [b"x" * 20_000])
+            with pytest.raises(RecordTooLargeError, match="larger than max.request.size"):
+                p.send_batch("t", values, keys=keys, headers=[None, None, [("h", b"y" * 1_000)], None])
+            p.send_batch("t", values, keys=keys).result(timeout=30)  # without the header it fits
+        assert [r.value for r in cluster.records("t", 0)] == values
