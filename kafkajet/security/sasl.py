@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kafkajet.errors import AuthenticationError, ConfigError
+from kafkajet.security.exchange import OneExchange
 from kafkajet.security.jaas import (
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
@@ -62,7 +63,7 @@ def authentication_error(mechanism: str, reason: str | None) -> AuthenticationEr
 # --- PLAIN ------------------------------------------------------------------------------------------------
 
 
-class PlainClient:
+class PlainClient(OneExchange):
     """RFC 4616 with an empty authorization id: one message; the broker answers empty bytes if it agrees."""
 
     mechanism = "PLAIN"
@@ -83,13 +84,8 @@ class PlainClient:
     def __repr__(self) -> str:
         return f"PlainClient(username={self._username!r}, state={self._state})"
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
     def start(self) -> bytes:
-        if self._state != "initial":
-            raise AuthenticationError("PLAIN: start() called twice; use a new client per exchange")
+        self._begin()
         self._state = "sent"
         message, self._message = self._message, b""
         return message
@@ -114,7 +110,7 @@ _EXT_VALUE = re.compile(r"[\x20-\x7e\t\r\n]*")
 TokenProvider = Any  # a callable returning a token, or an object with token() (and maybe extensions())
 
 
-class OAuthBearerClient:
+class OAuthBearerClient(OneExchange):
     """RFC 7628 / KIP-255: "n,,\\x01auth=Bearer <token>[\\x01key=value...]\\x01\\x01".
 
     The token (and KIP-342 extensions, from the provider's extensions() if it has one) is fetched at start().
@@ -135,13 +131,8 @@ class OAuthBearerClient:
     def __repr__(self) -> str:
         return f"OAuthBearerClient(provider={type(self._provider).__name__}, state={self._state})"
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
     def start(self) -> bytes:
-        if self._state != "initial":
-            raise AuthenticationError("OAUTHBEARER: start() called twice; use a new client per exchange")
+        self._begin()
         self._state = "failed"
         token = self._token()
         extensions = self._extensions()

@@ -15,6 +15,7 @@ import hmac
 import secrets
 
 from kafkajet.errors import AuthenticationError, ConfigError
+from kafkajet.security.exchange import OneExchange
 
 # Kafka's ScramMechanism bounds: credentials cannot be created outside them, so a server asking for more
 # is either broken or trying to make us burn CPU.
@@ -136,7 +137,7 @@ def parse_iterations(value: str) -> int:
 # --- the client -------------------------------------------------------------------------------------------
 
 
-class ScramClient:
+class ScramClient(OneExchange):
     """One SCRAM exchange: start() -> client-first; step(server-first) -> client-final;
     step(server-final) -> None once the server's signature is verified (complete is then True).
 
@@ -167,13 +168,8 @@ class ScramClient:
     def __repr__(self) -> str:
         return f"ScramClient(mechanism={self.mechanism!r}, username={self._username!r}, state={self._state})"
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
     def start(self) -> bytes:
-        if self._state != "initial":
-            raise AuthenticationError(f"{self.mechanism}: start() called twice; use a new client per exchange")
+        self._begin()
         self._client_first_bare = f"n={escape_saslname(self._username)},r={self._nonce}"
         self._state = "sent-first"
         return (GS2_HEADER + self._client_first_bare).encode("utf-8")
