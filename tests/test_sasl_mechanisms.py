@@ -4,6 +4,7 @@ mechanisms (kafkajet.testing.mock.sasl), JAAS parsing, and fuzzing of every SCRA
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -469,3 +470,16 @@ def test_reprs_hold_no_secrets() -> None:
     texts = [repr(creds), repr(cred), repr(ScramClient("alice", SECRET)), repr(PlainClient("alice", SECRET))]
     assert all(SECRET not in t for t in texts)
     assert cred is not None and base64.b64encode(cred.stored_key).decode() not in repr(cred)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PlainClient("alice", "secret"),
+    lambda: ScramClient("alice", "secret", "SCRAM-SHA-512"),
+    lambda: OAuthBearerClient(lambda: "token-123"),
+], ids=["PLAIN", "SCRAM", "OAUTHBEARER"])
+def test_a_client_runs_one_exchange_only(make: Callable[[], Any]) -> None:
+    client = make()
+    assert not client.complete
+    client.start()
+    with pytest.raises(AuthenticationError, match=f"{client.mechanism}: start\\(\\) called twice"):
+        client.start()
