@@ -59,7 +59,6 @@ def _headers_column(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
     if None in keys:
         raise ValueError("column 'headers' has a header with a null key; header keys must be strings")
     values = _bytes_column("headers.value", flat.field("value"))
-    pairs = list(zip(keys, values, strict=True))
     base = offsets[0]
     rows = len(offsets) - 1
     width = offsets[1] - base if rows else 0
@@ -67,7 +66,8 @@ def _headers_column(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
             keys[p::width].count(keys[p]) == rows and values[p::width].count(values[p]) == rows for p in range(width)):
         # Every row carries the same headers (a source or schema tag, say): one list for all, which the
         # producer then encodes once.
-        return [pairs[:width]] * rows
+        return [list(zip(keys[:width], values[:width], strict=True))] * rows
+    pairs = list(zip(keys, values, strict=True))
     # A null row and an empty list both mean "no headers".
     return [pairs[offsets[j] - base:offsets[j + 1] - base] or None for j in range(rows)]
 
