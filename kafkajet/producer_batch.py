@@ -15,6 +15,7 @@ from kafkajet.future import RecordFuture
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
     TABLE_SIZE,
+    Record,
     append_columns,
     append_record,
     append_run,
@@ -222,6 +223,10 @@ class ProducerBatch:
     def has_sequence(self) -> bool:
         return self.base_sequence >= 0
 
+    def records(self) -> list[Record]:
+        """The records appended so far, decoded (for a split, or for interceptors; not a hot path)."""
+        return decode_records(bytes(memoryview(self.buf)[BATCH_HEADER_SIZE:]), self.count, 0, self.base_timestamp)
+
     def split(self, batch_size: int, now_ms: float) -> list[ProducerBatch]:
         """Re-encode this batch's records into batches of at most batch_size bytes, and record in `moved`
         where each went. mark_split() then hands the listeners on.
@@ -229,7 +234,7 @@ class ProducerBatch:
         The parts' memory is not taken from the BufferPool (as Java does): the sender thread must not block
         on memory that only it can free.
         """
-        records = decode_records(bytes(self.buf[BATCH_HEADER_SIZE:]), self.count, 0, self.base_timestamp)
+        records = self.records()
         out: list[ProducerBatch] = []
         moved: list[tuple[ProducerBatch, int]] = []
         current: ProducerBatch | None = None

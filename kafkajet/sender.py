@@ -26,7 +26,6 @@ from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import ClientResponse, NetworkClient
 from kafkajet.producer_batch import ProducerBatch
 from kafkajet.protocol import ApiKey
-from kafkajet.records import BATCH_HEADER_SIZE, decode_records
 
 log = logging.getLogger("kafkajet.sender")
 
@@ -401,7 +400,7 @@ class Sender:
     def _record_sizes(b: ProducerBatch) -> list[tuple[int, int, int]]:
         """(timestamp, key size, value size) of each record. Batches keep no futures, and interceptors are
         rare: the records are decoded for them."""
-        records = decode_records(bytes(b.buf[BATCH_HEADER_SIZE:]), b.count, 0, b.base_timestamp)
+        records = b.records()
         return [(r.timestamp, -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value))
                 for r in records]
 
