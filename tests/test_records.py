@@ -406,8 +406,9 @@ def _column_runs(draw: st.DrawFn) -> tuple[list[bytes] | None, list[bytes], list
     uniform = draw(st.booleans())  # every record the same size takes a shortcut of its own
 
     def column() -> list[bytes]:
-        if uniform:
-            return [bytes([i % 251]) * draw(_lengths) for i in range(1)] * n
+        if uniform:  # one length, and a different content per record, so a record put in another's place shows
+            length = draw(_lengths)
+            return [bytes([i % 251]) * length for i in range(n)]
         return [bytes([i % 251]) * draw(_lengths) for i in range(n)]
 
     values = column()

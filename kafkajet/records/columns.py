@@ -31,6 +31,66 @@ def _pick(table: Sequence[object], idx: Sequence[int]) -> list:  # type: ignore[
     return [table[i] for i in idx]
 
 
+# Records of one size differ only in their offset delta, key, value and headers: the bytes between those
+# (length, attributes, timestamp delta, offset delta, key and value lengths) are the same for every run of that
+# shape, so they are made once per shape and offset and a record becomes two parts (four with a key), not five.
+# Bounded by prefixes held, not shapes: a table grows to the largest offset delta a batch reached.
+_PREFIXES: dict[tuple[int, int, int, int, bool], list[bytes]] = {}
+_MAX_PREFIXES = 1 << 16
+_held = 0
+_UNIFORM_MIN = 16  # shorter runs are cheaper to assemble than a table is to start
+
+
+def _prefixes(size: int, delta: int, klen: int, vlen: int, headers: bool, upto: int) -> list[bytes]:
+    """Prefix bytes of a record of this shape at offset deltas 0..upto-1 (or more)."""
+    global _held
+    shape = (size, delta, klen, vlen, headers)
+    table = _PREFIXES.get(shape, [])
+    have = len(table)
+    if have < upto:
+        upto = min(TABLE_SIZE, max(upto, 2 * have))
+        if _held + upto - have > _MAX_PREFIXES:
+            _PREFIXES.clear()
+            _held = 0
+        head = (VARINT if headers else _ZERO_VARINT)[size] + _ATTR_TS[delta]
+        if klen < 0:
+            tail = VARINT[vlen]
+            more = [head + o + tail for o in _OFF_NULL_KEY[have:upto]]
+        else:
+            tail = VARINT[klen]
+            more = [head + o + tail for o in VARINT[have:upto]]
+        # A new list, not an extension in place: another thread may be reading the old one.
+        table = _PREFIXES[shape] = table + more
+        _held += upto - have
+    return table
+
+
+def _append_uniform(buf: bytearray, offset: int, count: int, size: int, delta: int, keys: Sequence[bytes] | None,
+                    values: Sequence[bytes], kl: Sequence[int] | None, vlen: int, headers: Sequence[bytes] | None,
+                    start: int) -> int:
+    """_append_span() for `count` records of one `size` (a room check already done)."""
+    stop = start + count
+    klen = -1 if kl is None else kl[0]
+    pre = _prefixes(size, delta, klen, vlen, headers is not None, offset + count)
+    width = (2 if keys is None else 4) + (0 if headers is None else 1)
+    parts: list[bytes] = [b""] * (width * count)
+    parts[0::width] = pre[offset:offset + count]
+    if headers is None:
+        parts[0] = parts[0][1:]  # the record before the first closed itself: no header count to lead with
+    if keys is None:
+        parts[1::width] = values[start:stop]
+    else:
+        parts[1::width] = keys[start:stop]
+        parts[2::width] = [VARINT[vlen]] * count
+        parts[3::width] = values[start:stop]
+    if headers is not None:
+        parts[width - 1::width] = headers[start:stop]
+    buf += _join(parts)
+    if headers is None:
+        buf += b"\x00"  # the last record's header count
+    return count
+
+
 def append_columns(
     buf: bytearray,
     limit: int,
@@ -86,6 +146,8 @@ def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequ
             if offset:
                 return 0
             count = 1  # a record into an empty batch always goes in
+        if count >= _UNIFORM_MIN:
+            return _append_uniform(buf, offset, count, size, delta, keys, values, kl, vl[0], headers, start)
         heads = [zero_heads[size]] * count
         heads[0] = VARINT[size]  # the record before the first closed itself
         vn = [VARINT[vl[0]]] * count
