@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 import struct
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Protocol
 
 from kafkajet.errors import ConfigError, KafkaError
@@ -42,6 +44,25 @@ def murmur2(data: bytes) -> int:
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+def sticky_run_ends(lens: Sequence[int], batch_size: int) -> list[int]:
+    """Where runs of keyless records end when each goes to one sticky partition until batch.size bytes went
+    there (KIP-794): a run takes records while the bytes so far are below batch.size, up to and including the
+    first that reaches it. `lens` are the values' lengths; a record counts 16 bytes more, as in send()."""
+    n = len(lens)
+    if n and lens.count(lens[0]) == n:
+        # One size: every run has the same length, with no running sums to build.
+        step = -(-batch_size // (lens[0] + 16))
+        return [*range(step, n, step), n]
+    running = list(accumulate(map((16).__add__, lens)))
+    ends = []
+    i = 0
+    while i < n:
+        before = running[i - 1] if i else 0
+        i = min(n, bisect_left(running, before + batch_size, i) + 1)
+        ends.append(i)
+    return ends
 
 
 class Partitioner(Protocol):

@@ -8,9 +8,7 @@ import os
 import threading
 import time
 import weakref
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from itertools import accumulate
 from types import TracebackType
 from typing import Any
 
@@ -31,7 +29,7 @@ from kafkajet.metadata import Metadata, PartitionInfo
 from kafkajet.metrics import ProducerMetrics
 from kafkajet.network import NetworkClient
 from kafkajet.network.security import connection_security
-from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner
+from kafkajet.partitioner import DefaultPartitioner, murmur2, resolve_partitioner, sticky_run_ends
 from kafkajet.producer_batch import Columns
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
@@ -488,22 +486,17 @@ class Producer:
     def _sticky_runs(self, topic: str, values: Sequence[bytes | None], count: int,
                      available: Sequence[int], lens: list[int] | None = None) -> dict[int, list[int]]:
         """All records keyless and unplaced: runs of batch.size bytes to one sticky partition each (KIP-794),
-        the run ends found by bisecting the running sizes rather than by a step per record."""
+        the run ends found without a step per record."""
         out: dict[int, list[int]] = {}
         part = self._partitioner
         batch_size = self.config["batch.size"]
         if lens is None:  # null values among them
             lens = [0 if v is None else len(v) for v in values]
-        running = list(accumulate(map((16).__add__, lens)))  # the same per-record estimate as send()
-        i, n = 0, len(values)
-        while i < n:
-            before = running[i - 1] if i else 0
-            # The run takes records while the bytes so far are below batch.size: up to and including the
-            # first record that reaches it.
-            j = min(n, bisect_left(running, before + batch_size, i) + 1)
+        i = 0
+        for j in sticky_run_ends(lens, batch_size):
             p = part.partition(topic, None, count, available)
             out.setdefault(p, []).extend(range(i, j))
-            part.record_appended(topic, p, running[j - 1] - before)
+            part.record_appended(topic, p, sum(lens[i:j]) + 16 * (j - i))  # the same estimate as send()
             i = j
         return out
 

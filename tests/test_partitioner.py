@@ -9,7 +9,13 @@ from collections import Counter
 import pytest
 
 from kafkajet.errors import KafkaError
-from kafkajet.partitioner import StickyPartitioner, murmur2, partition_for_key, resolve_partitioner
+from kafkajet.partitioner import (
+    StickyPartitioner,
+    murmur2,
+    partition_for_key,
+    resolve_partitioner,
+    sticky_run_ends,
+)
 
 VECTORS = [(b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
            (b"a-little-bit-longer-string", -1486304829),
@@ -42,6 +48,29 @@ def test_sticky_stays_until_batch_size_bytes_then_moves() -> None:
     assert sp.partition("t", [0, 1, 2, 3], 4) == first  # 900 bytes: not yet
     sp.record_appended("t", first, 100, [0, 1, 2, 3], 4)
     assert sp.partition("t", [0, 1, 2, 3], 4) != first  # 1000 bytes: switched
+
+
+def _run_ends_one_by_one(lens: list[int], batch_size: int) -> list[int]:
+    """send()'s rule record by record: count each record's bytes, move on once batch.size is reached."""
+    ends, produced = [], 0
+    for i, length in enumerate(lens):
+        produced += length + 16
+        if produced >= batch_size:
+            ends.append(i + 1)
+            produced = 0
+    if lens and (not ends or ends[-1] != len(lens)):
+        ends.append(len(lens))
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batch_path_sticky_runs_end_where_send_would_move_on(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 148, 149, 1000])
+    batch_size = rng.choice([1, 100, 116, 16384])
+    # Every other case one size for all records: the batch path's shortcut, which must agree too.
+    lens = [rng.choice([0, 100, 1024])] * n if seed % 2 else [rng.randint(0, 300) for _ in range(n)]
+    assert sticky_run_ends(lens, batch_size) == _run_ends_one_by_one(lens, batch_size)
 
 
 def test_sticky_spreads_uniformly_and_only_over_available_partitions() -> None:
