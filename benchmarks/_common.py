@@ -15,13 +15,14 @@ from typing import Any
 # What each client imports: loaded before the clock starts, so a run measures producing, not importing.
 # pyarrow only where the run uses it: it adds about 35 MB to a process's RSS.
 CLIENT_MODULES = {"kafkajet": ("kafkajet.producer",), "kafkajet send_arrow": ("kafkajet.producer", "kafkajet.arrow", "pyarrow"),
-                  "kafka-python": ("kafka",), "aiokafka": ("aiokafka",), "confluent-kafka": ("confluent_kafka",)}
+                  "kafka-python": ("kafka",), "aiokafka": ("aiokafka",), "confluent-kafka": ("confluent_kafka",),
+                  "broker ceiling": ("ceiling",)}
 
 
 def preload(client: str) -> None:
     import importlib
 
-    for module in CLIENT_MODULES.get(client, CLIENT_MODULES[client.split()[0]]):
+    for module in CLIENT_MODULES.get(client) or CLIENT_MODULES[client.split()[0]]:
         importlib.import_module(module)
 
 

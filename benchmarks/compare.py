@@ -14,6 +14,11 @@ Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
                confluent-kafka's produce() loop as the reference
   latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record
 
+Each throughput workload also has a "broker ceiling" row: ceiling.py's client that costs nothing per record
+(batches encoded before the clock starts) writing the same records at kafkajet's batch.size for that workload.
+It is the most any client could get from this broker at that batch size; kafkajet's ratio to it says how much
+of that it reaches.
+
 Each run is its own process against its own fresh embedded broker; CPU seconds and peak RSS are that process's.
 Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed. The table is
 printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart (a run of a subset of
@@ -42,21 +47,23 @@ from produce import RUNNERS as SEND_RUNNERS
 
 ROOT = Path(__file__).resolve().parent
 BATCH_CHUNK = 10_000  # records per send_batch() call: the size of a typical DataFrame/Arrow batch
+CEILING = "broker ceiling"
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "send-100B": {"kind": "send", "records": 500_000, "size": 100,
-                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
     "send-1KiB": {"kind": "send", "records": 200_000, "size": 1024,
-                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
     # Every client with the same batch.size: Java's 16 KiB default (confluent-kafka's is 1 MB, so at defaults it
     # sends 60 times fewer batches), and 256 KiB. At 16 KiB a batch holds 15 records of 1 KiB, and five
     # requests in flight per connection bound the rate of every client.
     "send-1KiB-16K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 16384,
-                      "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+                      "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
     "send-1KiB-256K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 262144,
-                       "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+                       "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
     "batch-100B": {"kind": "batch", "records": 500_000, "size": 100,
-                   "clients": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka"]},
+                   "clients": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka",
+                               CEILING]},
     "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
                     "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
 }
@@ -259,16 +266,23 @@ def latency_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[in
     return len(lat), {"wall_run": clock() - t0, **_percentiles(lat)}
 
 
+def run_broker_ceiling(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    from ceiling import blast
+
+    acked, wall = blast(bootstrap, topic, w["size"], w.get("batch_size", 16384), w["records"])
+    return acked, {"wall_run": wall}  # the sending alone: the batches were encoded before the clock started
+
+
 def _send_runner(fn: Callable[[str, str, dict[str, Any]], int]) -> Callable[..., tuple[int, dict[str, Any]]]:
     return lambda bootstrap, topic, w: (fn(bootstrap, topic, w), {})
 
 
 RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
-    "send": {name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()},
+    "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling},
     "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
               "kafkajet send_arrow": _send_runner(run_kafkajet_arrow),
               "aiokafka batch": _send_runner(run_aiokafka_batch),
-              "confluent-kafka": _send_runner(SEND_RUNNERS["confluent-kafka"])},
+              "confluent-kafka": _send_runner(SEND_RUNNERS["confluent-kafka"]), CEILING: run_broker_ceiling},
     "latency": {"kafkajet": latency_kafkajet, "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
                 "confluent-kafka": latency_confluent},
 }
