@@ -83,12 +83,19 @@ def _append_uniform(buf: bytearray, offset: int, count: int, size: int, delta: i
         parts[1::width] = keys[start:stop]
         parts[2::width] = [VARINT[vlen]] * count
         parts[3::width] = values[start:stop]
+    _write(buf, parts, width, headers, start, stop)
+    return count
+
+
+def _write(buf: bytearray, parts: list[bytes], width: int, headers: Sequence[bytes] | None, start: int,
+           stop: int) -> None:
+    """Append the records whose parts are laid out `width` to a record, each record's header section (if any)
+    last; without headers every record's 0 header count is already at the head of the next, bar the last's."""
     if headers is not None:
         parts[width - 1::width] = headers[start:stop]
     buf += _join(parts)
     if headers is None:
-        buf += b"\x00"  # the last record's header count
-    return count
+        buf += b"\x00"
 
 
 def append_columns(
@@ -184,9 +191,5 @@ def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequ
         parts[4::width] = keys[start:stop]
         parts[5::width] = vn
         parts[6::width] = values[start:stop]
-    if headers is not None:
-        parts[width - 1::width] = headers[start:stop]
-    buf += _join(parts)
-    if headers is None:
-        buf += b"\x00"  # the last record's header count
+    _write(buf, parts, width, headers, start, stop)
     return count
