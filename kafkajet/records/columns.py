@@ -51,7 +51,7 @@ def _prefixes(size: int, delta: int, klen: int, vlen: int, headers: bool, upto: 
         upto = min(TABLE_SIZE, max(upto, 2 * have))
         if _held + upto - have > _MAX_PREFIXES:
             _PREFIXES.clear()
-            _held = 0
+            _held = have  # this shape's table carries over into the emptied memo
         head = (VARINT if headers else _ZERO_VARINT)[size] + _ATTR_TS[delta]
         if klen < 0:
             tail = VARINT[vlen]
