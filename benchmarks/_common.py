@@ -14,7 +14,7 @@ from typing import Any
 
 # What each client imports: loaded before the clock starts, so a run measures producing, not importing.
 # pyarrow only where the run uses it: it adds about 35 MB to a process's RSS.
-CLIENT_MODULES = {"kafkajet": ("kafkajet.producer",), "kafkajet send_arrow": ("kafkajet.producer", "kafkajet.arrow", "pyarrow"),
+CLIENT_MODULES = {"kafkajet": ("kafkajet.producer.producer",), "kafkajet send_arrow": ("kafkajet.producer.producer", "kafkajet.producer.arrow", "pyarrow"),
                   "kafka-python": ("kafka",), "aiokafka": ("aiokafka",), "confluent-kafka": ("confluent_kafka",),
                   "broker ceiling": ("ceiling",)}
 

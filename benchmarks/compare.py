@@ -147,7 +147,9 @@ def _percentiles(latencies_us: array.array[int]) -> dict[str, float]:
 
 
 def _throttler(rate: float, start: float) -> Any:
-    from kafkajet.perf import Throttler  # the perf tool's throttle (Java's ThroughputThrottler), for everyone
+    from kafkajet.cli.perf import (
+        Throttler,  # the perf tool's throttle (Java's ThroughputThrottler), for everyone
+    )
 
     return Throttler(rate, start, clock=time.perf_counter)
 

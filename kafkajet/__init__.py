@@ -11,7 +11,7 @@ from kafkajet.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-from kafkajet.future import BatchFuture, RecordFuture, RecordMetadata
+from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
 
 __version__ = "0.1.0"
 
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     # The producer pulls in the network stack; keep `import kafkajet.protocol` light for the codec alone.
     if name == "Producer":
-        from kafkajet.producer import Producer
+        from kafkajet.producer.producer import Producer
 
         return Producer
     raise AttributeError(name)

@@ -1,3 +1,3 @@
-from kafkajet.cli import main
+from kafkajet.cli.main import main
 
 raise SystemExit(main())

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kafkajet.addresses import format_address, parse_servers
 from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import (
     BrokerError,
@@ -24,10 +25,9 @@ from kafkajet.errors import (
     KafkaTimeoutError,
     make_error,
 )
-from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
-from kafkajet.network.security import PLAINTEXT, ConnectionSecurity, connection_security
 from kafkajet.protocol import ApiKey
+from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity, connection_security
 
 log = logging.getLogger("kafkajet.admin")
 

@@ -9,13 +9,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from kafkajet.addresses import parse_servers
 from kafkajet.config import security_config
 from kafkajet.errors import KafkaTimeoutError, make_error
-from kafkajet.network.addresses import parse_servers
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
-from kafkajet.network.security import connection_security
 from kafkajet.protocol import ApiKey
 from kafkajet.records import Record, decode_batches
+from kafkajet.security.connection import connection_security
 
 FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of the definition we ship
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python tools/gen_protocol.py [MESSAGE_DIR] [OUTPUT]
 
-MESSAGE_DIR defaults to /work/shared/kafka-protocol/message (see its SOURCES.md), OUTPUT to
+MESSAGE_DIR defaults to ../shared/kafka-protocol/message beside the repository (see its SOURCES.md), OUTPUT to
 kafkajet/protocol/_schemas.py. The output is a data table, one entry per API, that kafkajet/protocol/schema.py
 interprets at import time: every schema is declared once, by Kafka, and never by hand per version.
 
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_SOURCE = Path("/work/shared/kafka-protocol/message")
+DEFAULT_SOURCE = Path(__file__).resolve().parent.parent.parent / "shared" / "kafka-protocol" / "message"
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "kafkajet" / "protocol" / "_schemas.py"
 
 # The saved InitProducerIdResponse.json stops at v2 while the request file goes to v4. The request file's own

@@ -1,6 +1,6 @@
 """Connections to brokers: sans-I/O framing, the producer's NetworkClient, and a blocking admin connection."""
 
-from kafkajet.network.addresses import format_address, parse_address, parse_servers
+from kafkajet.addresses import format_address, parse_address, parse_servers
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata, metadata_request_body
 from kafkajet.network.client import ClientResponse, ConnectionState, NetworkClient
 from kafkajet.network.connection import Connection, CorruptStreamError, FrameDecoder, InFlightRequest

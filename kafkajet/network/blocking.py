@@ -13,6 +13,7 @@ import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from kafkajet.addresses import format_address, parse_servers
 from kafkajet.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -21,10 +22,8 @@ from kafkajet.errors import (
     RequestTimedOutError,
     SslAuthenticationError,
 )
-from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, Connection, CorruptStreamError
 from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
-from kafkajet.network.security import PLAINTEXT, ConnectionSecurity
 from kafkajet.network.versions import (
     MAX_API_VERSIONS_ATTEMPTS,
     VersionRanges,
@@ -34,6 +33,7 @@ from kafkajet.network.versions import (
     negotiate,
 )
 from kafkajet.protocol import ApiKey, decode_response, encode_request
+from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 
 if TYPE_CHECKING:
     import ssl

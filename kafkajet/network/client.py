@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkajet.addresses import format_address, parse_servers
 from kafkajet.errors import (
     AuthenticationError,
     IllegalStateError,
@@ -41,7 +42,6 @@ from kafkajet.errors import (
     RequestTimedOutError,
     SslAuthenticationError,
 )
-from kafkajet.network.addresses import format_address, parse_servers
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.connection import (
     DEFAULT_MAX_RESPONSE_SIZE,
@@ -50,7 +50,6 @@ from kafkajet.network.connection import (
     InFlightRequest,
 )
 from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
-from kafkajet.network.security import PLAINTEXT, ConnectionSecurity
 from kafkajet.network.versions import (
     MAX_API_VERSIONS_ATTEMPTS,
     VersionRanges,
@@ -61,6 +60,7 @@ from kafkajet.network.versions import (
 )
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, decode_response, encode_request, encode_request_buffers
+from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 
 if TYPE_CHECKING:
     import ssl  # imported where TLS is used: plaintext producers never load OpenSSL (about 6 MB)

@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kafkajet.errors import AuthenticationError, ConfigError
-from kafkajet.security.exchange import OneExchange
 from kafkajet.security.jaas import (
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
     parse_jaas_config,
 )
+from kafkajet.security.mechanism import OneExchange
 from kafkajet.security.scram import ScramClient
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")

@@ -15,7 +15,7 @@ import hmac
 import secrets
 
 from kafkajet.errors import AuthenticationError, ConfigError
-from kafkajet.security.exchange import OneExchange
+from kafkajet.security.mechanism import OneExchange
 
 # Kafka's ScramMechanism bounds: credentials cannot be created outside them, so a server asking for more
 # is either broken or trying to make us burn CPU.

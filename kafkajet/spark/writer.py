@@ -18,7 +18,7 @@ _LOCK = threading.Lock()
 
 
 def _producer(cfg: dict[str, str]) -> Any:
-    from kafkajet.producer import Producer
+    from kafkajet.producer.producer import Producer
 
     key = tuple(sorted(cfg.items()))
     with _LOCK:

@@ -1,4 +1,4 @@
-"""The parts of MockCluster (kafkajet.testing.mock_cluster): storage, sequence checks, faults, server."""
+"""The MockCluster (cluster.py) and its parts: storage, sequence checks, faults, server, handlers."""
 
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, ControlFn, after_append
 from kafkajet.testing.mock.sequences import BATCHES_RETAINED, SequenceChecker, Verdict

@@ -1,0 +1,422 @@
+"""RecordAccumulator: one deque of ProducerBatches per partition, between send() and the sender thread."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from kafkajet.producer.batch import Columns, Headers, ProducerBatch
+from kafkajet.producer.buffer_pool import BufferPool
+from kafkajet.producer.futures import RecordFuture, Segment
+from kafkajet.producer.idempotence import IdempotenceManager
+from kafkajet.producer.metadata import Cluster
+from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ReadyCheck:
+    nodes: set[int] = field(default_factory=set)
+    next_check_ms: float = float("inf")
+    unknown_leaders: bool = False
+
+
+class RecordAccumulator:
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        compression: int,
+        linger_ms: float,
+        retry_backoff_ms: float,
+        retry_backoff_max_ms: float,
+        delivery_timeout_ms: float,
+        pool: BufferPool,
+        max_block_ms: float = 60000.0,
+        idempotence: IdempotenceManager | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.compression = compression
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_block_ms = max_block_ms
+        self.pool = pool
+        self.idempotence = idempotence
+        self._clock = clock or (lambda: time.monotonic() * 1000.0)
+        self._lock = threading.Lock()
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self._drain_index: dict[int, int] = {}
+        self._flushes = 0
+        self.closed = False
+        self._appends_in_progress = 0
+        self._batch_order = itertools.count()
+        self.on_new_batch: Callable[[], None] | None = None
+        # When the oldest queued batch can first expire; lowered whenever an older batch is queued.
+        self._expiry_due = float("inf")
+
+    # --- caller threads ---------------------------------------------------------------------------
+
+    def append(
+        self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None,
+        headers: Headers, deadline_ms: float | None,
+    ) -> tuple[RecordFuture, bool]:
+        """Append a record; returns its future and whether the sender should be woken (a batch filled or began)."""
+        tp = (topic, partition)
+        with self._lock:
+            dq = self._queues.get(tp)
+            if dq is None:
+                dq = self._queues[tp] = deque()
+            if dq:
+                last = dq[-1]
+                if not last.full:
+                    fut = last.try_append(timestamp, key, value, headers)
+                    if fut is not None:
+                        # Only news wakes the sender: this batch just filled. Full batches queued behind it
+                        # were announced when they filled; waking for each append while the sender waits for
+                        # in-flight room was a wake-up (and a GIL hand-over) per record.
+                        return fut, last.full
+            self._appends_in_progress += 1
+        try:
+            size = self._capacity_for(key, value, headers)
+            buf = self._allocate(size, deadline_ms)
+            with self._lock:
+                self._refuse_if_closed(buf, size)
+                if dq and not dq[-1].full:
+                    fut = dq[-1].try_append(timestamp, key, value, headers)
+                    if fut is not None:
+                        # Another thread opened a batch while we waited for memory.
+                        self.pool.deallocate(buf, size)
+                        return fut, dq[-1].full
+                batch = self._new_batch(topic, partition, dq, buf, size)
+                fut = batch.try_append(timestamp, key, value, headers)
+                assert fut is not None  # the first record of an empty batch always goes in
+                return fut, True
+        finally:
+            with self._lock:
+                self._appends_in_progress -= 1
+
+    def _capacity_for(self, key: bytes | None, value: bytes | None, headers: Headers) -> int:
+        """A new batch's size: batch.size, or more if the record that opens it needs more."""
+        return max(self.batch_size, BATCH_HEADER_SIZE + record_size_upper_bound(
+            -1 if key is None else len(key), -1 if value is None else len(value), headers))
+
+    def _allocate(self, size: int, deadline_ms: float | None) -> bytearray:
+        # Allocation may block (buffer full), so it happens outside the lock, as in Java; callers count
+        # themselves in _appends_in_progress first, so a flush waits for them.
+        now = self._clock()
+        return self.pool.allocate(size, self.max_block_ms if deadline_ms is None else max(0.0, deadline_ms - now))
+
+    def _refuse_if_closed(self, buf: bytearray, size: int) -> None:
+        if self.closed:
+            self.pool.deallocate(buf, size)
+            raise ProducerClosedError("producer closed while the record was being appended")
+
+    def _new_batch(self, topic: str, partition: int, dq: deque[ProducerBatch], buf: bytearray,
+                   size: int) -> ProducerBatch:
+        """Open a batch in `buf` at the end of the partition's deque (under the lock); the caller appends to it
+        in the same hold, so its first record always goes in."""
+        batch = ProducerBatch(topic, partition, buf, size, self._clock())
+        batch.order = (next(self._batch_order),)
+        dq.append(batch)
+        self._incomplete.add(batch)
+        self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+        return batch
+
+    def append_many(
+        self, topic: str, partition: int, indices: list[int], timestamps: list[int], keys: list[bytes | None],
+        values: list[bytes | None], headers: list[Headers] | None, deadline_ms: float | None,
+        segments: list[Segment], columns: Columns | None = None,
+    ) -> bool:
+        """Append many records to one partition under one lock hold per batch.
+
+        No future per record: each run of records that went into one batch becomes a segment (batch, index
+        of its first record there, their input indices) in `segments`. Returns whether the sender should be
+        woken. Order within the partition follows `indices`. `columns` (one timestamp for every record,
+        lengths precomputed) lets each batch encode its share column-wise.
+        """
+        tp = (topic, partition)
+        wake = False
+        pos = 0
+        n = len(indices)
+
+        def fill(batch: ProducerBatch, pos: int) -> int:
+            first = batch.count
+            if columns is None:
+                end = batch.append_run(indices, pos, timestamps, keys, values, headers)
+            else:
+                end = batch.append_columns(indices, pos, columns, timestamps, keys, values, headers)
+            if end > pos:
+                segments.append((batch, first, indices[pos:end]))
+            return end
+
+        while pos < n:
+            with self._lock:
+                dq = self._queues.get(tp)
+                if dq is None:
+                    dq = self._queues[tp] = deque()
+                if dq and not dq[-1].full:
+                    pos = fill(dq[-1], pos)
+                    if dq[-1].full:
+                        wake = True
+                    if pos == n:
+                        return wake
+                self._appends_in_progress += 1
+            try:
+                i = indices[pos]
+                size = self._capacity_for(keys[i], values[i], headers[i] if headers else None)
+                buf = self._allocate(size, deadline_ms)
+                with self._lock:
+                    self._refuse_if_closed(buf, size)
+                    # Another thread may have opened a batch while we waited for memory: fill that first.
+                    moved = fill(dq[-1], pos) if dq and not dq[-1].full else pos
+                    if moved > pos:
+                        self.pool.deallocate(buf, size)
+                        pos = moved
+                    else:
+                        pos = fill(self._new_batch(topic, partition, dq, buf, size), pos)
+            finally:
+                with self._lock:
+                    self._appends_in_progress -= 1
+            wake = True
+            if self.on_new_batch is not None:
+                self.on_new_batch()  # a full batch is waiting: let the sender take it while we go on
+        return wake
+
+    # --- flush / close ----------------------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        with self._lock:
+            self._flushes += 1
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushes -= 1
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._lock:
+            return list(self._incomplete)
+
+    def await_completion(self, batches: Iterable[ProducerBatch], deadline: float | None) -> None:
+        """Wait (monotonic-seconds deadline) until each batch, or the batches it split into, completed."""
+        pending = list(batches)
+        while pending:
+            batch = pending.pop()
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not batch.wait_done(remaining):
+                raise KafkaTimeoutError(f"flush timed out with {len(pending) + 1} batches still in progress")
+            if batch.is_split:
+                pending.extend(batch.parts())
+
+    def has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete) or self._appends_in_progress > 0
+
+    def has_undrained(self) -> bool:
+        with self._lock:
+            return any(self._queues.values())
+
+    # --- sender thread ------------------------------------------------------------------------------
+
+    def ready(self, cluster: Cluster, now: float) -> ReadyCheck:
+        """Which leaders have a batch that may go now, and when to look again (Java's ready()).
+
+        Runs on the sender thread without the accumulator lock: only this thread removes batches, and
+        what other threads do meanwhile (append a record, open a batch) can only make a partition
+        readier, which they announce with a wake-up, so a stale read costs at most one more pass.
+        """
+        result = ReadyCheck()
+        exhausted = self.pool.queued() > 0
+        flushing = self._flushes > 0 or self.closed
+        for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
+            if not dq:
+                continue
+            leader = cluster.leader_for(tp[0], tp[1])
+            if leader is None:
+                result.unknown_leaders = True
+                continue
+            if leader in result.nodes:
+                continue
+            first = dq[0]
+            backing_off = first.attempts > 0 and now < first.retry_at_ms
+            if backing_off:
+                result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
+                continue
+            waited = now - first.created_ms
+            full = len(dq) > 1 or first.full
+            if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
+                result.nodes.add(leader)
+            else:
+                result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
+        return result
+
+    def drain(self, cluster: Cluster, nodes: Iterable[int], max_size: int, now: float) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to max_size bytes per request."""
+        out: dict[int, list[ProducerBatch]] = {}
+        idem = self.idempotence
+        with self._lock:
+            for node in nodes:
+                parts = cluster.partitions_for_node(node)
+                if not parts:
+                    continue
+                start = self._drain_index.get(node, 0) % len(parts)
+                taken: list[ProducerBatch] = []
+                size = 0
+                for i in range(len(parts)):
+                    p = parts[(start + i) % len(parts)]
+                    dq = self._queues.get((p.topic, p.partition))
+                    if not dq:
+                        continue
+                    first = dq[0]
+                    if first.attempts > 0 and now < first.retry_at_ms:
+                        continue
+                    if size + first.size_in_bytes > max_size and taken:
+                        # Remember where we stopped so the next request starts with the starved partition.
+                        self._drain_index[node] = (start + i) % len(parts)
+                        break
+                    if idem is not None:
+                        if not idem.has_producer_id:
+                            continue
+                        if first.has_sequence:
+                            # A retried batch goes only when it is the oldest unresolved one (Java's rule):
+                            # otherwise it could land after a later sequence and be rejected.
+                            first_seq = idem.first_in_flight_sequence(first.tp)
+                            if first_seq is not None and first_seq != first.base_sequence:
+                                continue
+                        elif idem.in_flight_count(first.tp) >= 5:
+                            continue
+                    dq.popleft()
+                    if idem is not None:
+                        first.base_sequence = first.base_sequence if first.has_sequence else idem.assign(first)
+                        idem.add_in_flight(first)
+                    first.full = True
+                    first.in_flight = True
+                    first.last_attempt_ms = now
+                    size += first.size_in_bytes
+                    taken.append(first)
+                else:
+                    self._drain_index[node] = start + 1
+                if taken:
+                    out[node] = taken
+        # Sealing (compression, CRC) happens outside the lock so send() threads are not held up by it;
+        # drained batches are out of their deques and marked full, so nothing else touches them.
+        pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
+        for batches in out.values():
+            for b in batches:
+                b.seal(self.compression, pid, epoch, b.base_sequence)
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        """Put a batch back at the head of its deque for a retry, after an exponential, jittered backoff."""
+        batch.attempts += 1
+        batch.in_flight = False
+        batch.last_error = error
+        backoff = min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
+        batch.retry_at_ms = now + backoff * random.uniform(0.8, 1.2)
+        with self._lock:
+            dq = self._queues.setdefault(batch.tp, deque())
+            self._insert_in_order(dq, batch)
+            self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+
+    @staticmethod
+    def _insert_in_order(dq: deque[ProducerBatch], batch: ProducerBatch) -> None:
+        """Back to its place in send order: ahead of younger batches, behind older retried ones."""
+        i = 0
+        while i < len(dq) and dq[i].order < batch.order:
+            i += 1
+        dq.insert(i, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch, now: float) -> int:
+        """Split a batch the broker found too large; returns how many batches it became."""
+        # Halve what the broker refused: re-packing into batch.size would rebuild the same batch when the
+        # broker's limit is below batch.size.
+        target = min(self.batch_size, BATCH_HEADER_SIZE + (len(batch.buf) - BATCH_HEADER_SIZE) // 2)
+        parts = batch.split(target, now)
+        with self._lock:
+            dq = self._queues.setdefault(batch.tp, deque())
+            for part in parts:
+                # By send order, like a retry: an older batch may already be back in the deque.
+                self._insert_in_order(dq, part)
+                self._incomplete.add(part)
+            self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
+            self._incomplete.discard(batch)
+        batch.mark_split()
+        batch.wire = None  # futures keep following this batch to its parts: only its forwarding table stays
+        if batch.pooled:
+            self.pool.deallocate(batch.buf, batch.capacity)
+            batch.buf = bytearray()
+        return len(parts)
+
+    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
+        if batch.complete(base_offset, log_append_time, error):
+            with self._lock:
+                self._incomplete.discard(batch)
+            batch.wire = None  # may be a view of the buffer, which goes back to the pool now
+            if batch.pooled:
+                self.pool.deallocate(batch.buf, batch.capacity)
+                batch.buf = bytearray()  # the pooled buffer is another batch's from now on
+
+    def expire(self, now: float, cause_for: Callable[[ProducerBatch], KafkaError | None]) -> list[ProducerBatch]:
+        """Fail queued batches older than delivery.timeout.ms; in-flight ones wait for their request."""
+        if now < self._expiry_due:
+            return []  # nothing can have expired yet: skip the walk over every queue (and its lock)
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            oldest = float("inf")
+            for dq in self._queues.values():
+                while dq and now - dq[0].created_ms >= self.delivery_timeout_ms:
+                    expired.append(dq.popleft())
+                if dq:
+                    oldest = min(oldest, dq[0].created_ms)
+            self._expiry_due = oldest + self.delivery_timeout_ms
+        for batch in expired:
+            cause = batch.last_error or cause_for(batch)
+            self.complete(batch, -1, -1, DeliveryTimeoutError(
+                f"Expiring {batch.count} record(s) for {batch.topic}-{batch.partition}: "
+                f"{int(now - batch.created_ms)} ms has passed since batch creation "
+                f"(delivery.timeout.ms={int(self.delivery_timeout_ms)})", cause))
+        return expired
+
+    def next_expiry_ms(self, now: float) -> float:
+        return max(0.0, self._expiry_due - now)
+
+    def abort_all(self, error: KafkaError) -> int:
+        """Fail every incomplete batch, queued or in flight (close(0), fatal errors)."""
+        with self._lock:
+            for dq in self._queues.values():
+                dq.clear()
+            batches = list(self._incomplete)
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
+        return len(batches)
+
+    def abort_undrained(self, error: KafkaError) -> int:
+        with self._lock:
+            batches = [b for dq in self._queues.values() for b in dq]
+            for dq in self._queues.values():
+                dq.clear()
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
+        return len(batches)
+
+    def reset_sequences(self) -> None:
+        """After an epoch bump every queued batch is renumbered when it is next drained."""
+        with self._lock:
+            for dq in self._queues.values():
+                for batch in dq:
+                    batch.reset_sequence()
+                # Renumbered batches must keep their send order: they are already in deque order.
+
+    def queued_partitions(self) -> list[TopicPartition]:
+        with self._lock:
+            return [tp for tp, dq in self._queues.items() if dq]

@@ -1,0 +1,339 @@
+"""ProducerBatch: records bound for one partition, encoded as they arrive (Java's ProducerBatch +
+MemoryRecordsBuilder). The records region grows in a pooled buffer; the 61-byte header, compression
+and CRC are added when the batch is drained, because the sequence number is only known then."""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkajet.errors import KafkaError
+from kafkajet.producer.futures import RecordFuture
+from kafkajet.records import (
+    BATCH_HEADER_SIZE,
+    TABLE_SIZE,
+    Record,
+    append_columns,
+    append_record,
+    append_run,
+    decode_records,
+    record_size_upper_bound,
+    seal_in_place,
+)
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+_HEADER_ROOM = bytes(BATCH_HEADER_SIZE)
+
+
+@dataclass(slots=True, frozen=True)
+class Columns:
+    """What send_batch() found out about its records that lets a batch encode them column-wise: one
+    timestamp for all, no null values, keys all bytes (with klens) or none at all (keys None), header
+    sections already encoded (b"\\x00" for none; headers None when no record has any), every length."""
+    timestamp: int
+    keys: Sequence[bytes] | None
+    klens: list[int] | None
+    vlens: list[int]
+    headers: list[bytes] | None = None
+    hlens: list[int] | None = None
+
+
+class ProducerBatch:
+    __slots__ = (
+        "topic", "partition", "tp", "buf", "capacity", "limit", "count", "base_timestamp", "max_timestamp",
+        "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
+        "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
+        "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
+        "_sealed_sequence", "pooled",
+    )
+
+    def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.tp = (topic, partition)
+        # The batch header's room first, the records after it: sealing writes the header in place, and an
+        # uncompressed batch goes to the socket as a view of this buffer, never copied.
+        buf += _HEADER_ROOM
+        self.buf = buf
+        self.capacity = capacity
+        self.limit = capacity  # how long buf may grow, header included
+        self.count = 0
+        self.base_timestamp = 0
+        self.max_timestamp = -1
+        # The batch does not hold its records' futures: a caller who drops one frees it at once, so queued
+        # records cost their bytes only. After a split, moved[i] is where record i went (batch, index), and
+        # futures follow it there (RecordFuture.locate).
+        self.moved: list[tuple[ProducerBatch, int]] | None = None
+        self.created_ms = now_ms
+        self.last_attempt_ms = now_ms
+        self.retry_at_ms = 0.0
+        self.attempts = 0
+        self.full = False
+        self.in_flight = False
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.wire: bytes | memoryview | None = None
+        self._sealed_sequence = -1
+        self.pooled = True  # whether buf came from the BufferPool and goes back to it
+        self.completed = False
+        self.error: KafkaError | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self._done_event: threading.Event | None = None  # made by the first waiter: most batches have none
+        self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
+        self._lock = threading.Lock()
+        self._listeners: list[tuple[RecordFuture, int]] | None = None  # with the record's index here
+        self.is_split = False
+        # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
+        self.order: tuple[int, ...] = ()
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
+        """Append one record (the hot path: one call per send()), or return None when it does not fit."""
+        buf = self.buf
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        mark = len(buf)
+        end = mark + append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
+        if end > self.limit and count:
+            del buf[mark:]
+            self.full = True
+            return None
+        self.count = count + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        if end >= self.limit:
+            self.full = True
+        return RecordFuture(self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+
+    def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
+        """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
+        fut = self.try_append(timestamp, key, value, headers)
+        return None if fut is None else fut._index
+
+    def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
+                   keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                   headers: Sequence[Headers] | None) -> int:
+        """Append records indices[pos:] until the batch is full, without a future per record; the new pos."""
+        if pos >= len(indices):
+            return pos
+        start = self.count
+        if start == 0:
+            self.base_timestamp = timestamps[indices[pos]]
+        end, count, max_ts = append_run(self.buf, self.limit, start, self.base_timestamp, indices, pos,
+                                        timestamps, keys, values, headers)
+        self.count = count
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+        if end < len(indices) or len(self.buf) >= self.limit:
+            self.full = True
+        return end
+
+    def append_columns(self, indices: Sequence[int], pos: int, columns: Columns, timestamps: Sequence[int],
+                       keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                       headers: Sequence[Headers] | None) -> int:
+        """append_run() for records that share one timestamp (send_batch()'s usual case), encoded
+        column-wise from `columns`; `keys`, `values` and `headers` are what append_run() takes, for the
+        records the tables cannot hold. The new pos."""
+        n = len(indices)
+        start = self.count
+        if start == 0 and pos < n:
+            self.base_timestamp = columns.timestamp
+        delta = columns.timestamp - self.base_timestamp
+        count = start
+        buf, limit = self.buf, self.limit
+        vlens, klens, hlens = columns.vlens, columns.klens, columns.hlens
+        while pos < n:
+            if not 0 <= delta < TABLE_SIZE or count >= TABLE_SIZE:
+                break  # outside the varint tables: the record loop takes the rest
+            # A window a little past what the room left should hold, so the columns are not built for records
+            # that cannot go in; the loop comes back if the estimate was short.
+            first = indices[pos]
+            guess = (vlens[first] + (1 if klens is None else klens[first]) + (1 if hlens is None else hlens[first])
+                     + 8)
+            w = min(n - pos, TABLE_SIZE - count, (limit - len(buf)) // guess + 4)
+            idx = indices[pos:pos + w]
+            a = idx[0]
+            if idx[-1] - a != w - 1 and idx[1] - a == 1:
+                # A run of consecutive input positions ends inside the window (a sticky run of keyless
+                # records, then the next run to this partition): take the run alone, by slices; positions
+                # only increase, so where idx[k] - a == k stops holding is found by bisection.
+                w = bisect_left(range(w), 1, key=lambda k: idx[k] - a - k)  # type: ignore[arg-type]
+                idx = idx[:w]
+            contiguous = idx[-1] - a == w - 1  # consecutive input positions: slices, no gather
+
+            def take(column: Any, a: int = a, b: int = a + w, idx: Sequence[int] = idx,
+                     contiguous: bool = contiguous) -> Any:
+                if column is None:
+                    return None
+                return column[a:b] if contiguous else [column[i] for i in idx]
+
+            got = append_columns(buf, limit, count, delta, take(columns.keys), take(values), take(klens),
+                                 take(vlens), take(columns.headers), take(hlens))
+            pos += got
+            count += got
+            if got < w:
+                self.full = True
+                break
+        if count > start:
+            self.count = count
+            if columns.timestamp > self.max_timestamp:
+                self.max_timestamp = columns.timestamp
+        if len(buf) >= limit:
+            self.full = True
+        if pos < n and not self.full:
+            return self.append_run(indices, pos, timestamps, keys, values, headers)
+        return pos
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Uncompressed size on the wire; an upper bound of the compressed size."""
+        return len(self.buf) if self.wire is None else len(self.wire)
+
+    # --- drain / retry ----------------------------------------------------------------------------
+
+    def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
+             transactional: bool = False) -> bytes | memoryview:
+        """The wire bytes; rebuilt only if the producer identity or sequence changed since last time."""
+        if (
+            self.wire is None
+            or producer_id != self.producer_id
+            or producer_epoch != self.producer_epoch
+            or base_sequence != self._sealed_sequence
+        ):
+            self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+            self._sealed_sequence = base_sequence
+            self.wire = seal_in_place(
+                self.buf, self.count, base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
+                compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=base_sequence, transactional=transactional,
+            )
+        return self.wire
+
+    def reset_sequence(self) -> None:
+        """Forget the sequence (after an epoch bump the batch is renumbered at its next drain)."""
+        self.base_sequence = -1
+        self.wire = None
+
+    @property
+    def has_sequence(self) -> bool:
+        return self.base_sequence >= 0
+
+    def records(self) -> list[Record]:
+        """The records appended so far, decoded (for a split, or for interceptors; not a hot path)."""
+        return decode_records(bytes(memoryview(self.buf)[BATCH_HEADER_SIZE:]), self.count, 0, self.base_timestamp)
+
+    def split(self, batch_size: int, now_ms: float) -> list[ProducerBatch]:
+        """Re-encode this batch's records into batches of at most batch_size bytes, and record in `moved`
+        where each went. mark_split() then hands the listeners on.
+
+        The parts' memory is not taken from the BufferPool (as Java does): the sender thread must not block
+        on memory that only it can free.
+        """
+        records = self.records()
+        out: list[ProducerBatch] = []
+        moved: list[tuple[ProducerBatch, int]] = []
+        current: ProducerBatch | None = None
+        for rec in records:
+            headers = rec.headers or None
+            index = None if current is None else current._encode(rec.timestamp, rec.key, rec.value, headers)
+            if index is None:
+                need = BATCH_HEADER_SIZE + record_size_upper_bound(
+                    -1 if rec.key is None else len(rec.key), -1 if rec.value is None else len(rec.value), headers
+                )
+                current = ProducerBatch(self.topic, self.partition, bytearray(), max(batch_size, need), self.created_ms)
+                current.pooled = False
+                current.attempts = self.attempts
+                current.order = (*self.order, len(out))
+                current.last_error = self.last_error
+                index = current._encode(rec.timestamp, rec.key, rec.value, headers)
+                if index is None:
+                    raise AssertionError("a fresh batch sized for the record must accept it")
+                out.append(current)
+            moved.append((current, index))  # type: ignore[arg-type]
+        for part in out:
+            # Closed for appends, as Java closes split batches: a part can be the last batch of its deque, and
+            # records sent after the split would otherwise join it and go out ahead of batches sent before them.
+            part.full = True
+        self.moved = moved
+        return out
+
+    def locate(self, index: int) -> tuple[ProducerBatch, int]:
+        """Where record `index` of this batch is now: here, or where a split (and any split of its parts)
+        moved it."""
+        batch = self
+        while batch.is_split:
+            batch, index = batch.moved[index]  # type: ignore[index]
+        return batch, index
+
+    def parts(self) -> list[ProducerBatch]:
+        """The batches a split batch's records went to, in order."""
+        return list(dict.fromkeys(b for b, _ in self.moved or ()))
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def register(self, fut: RecordFuture, index: int, callback: Callable[[Any], object] | None = None) -> bool:
+        """Attach a listener for record `index`; False if the batch already completed or split (the caller
+        then acts at once, or follows the record)."""
+        with self._lock:
+            if self.completed:
+                return False
+            if callback is not None:
+                if fut._callbacks is None:
+                    fut._callbacks = []
+                fut._callbacks.append(callback)
+            if self._listeners is None:
+                self._listeners = []
+            self._listeners.append((fut, index))
+            return True
+
+    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
+        """Resolve every record of the batch exactly once; False if it was already resolved."""
+        with self._lock:
+            if self.completed:
+                return False
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.error = error
+            self.completed = True
+            listeners, self._listeners = self._listeners, None
+            event = self._done_event
+        if event is not None:
+            event.set()
+        if listeners:
+            for fut in dict.fromkeys(fut for fut, _ in listeners):
+                fut._batch_completed()
+        return True
+
+    def wait_done(self, timeout: float | None) -> bool:
+        """Block until the batch completes (or is split); False if `timeout` seconds passed first."""
+        with self._lock:
+            if self.completed:
+                return True
+            event = self._done_event
+            if event is None:
+                event = self._done_event = threading.Event()
+        return event.wait(timeout)
+
+    def mark_split(self) -> None:
+        """The records moved (split() filled `moved`): listeners go with them, and waiters wake to follow."""
+        assert self.moved is not None
+        with self._lock:
+            self.is_split = True
+            self.completed = True
+            listeners, self._listeners = self._listeners, None
+            event = self._done_event
+        for fut, index in listeners or ():
+            part, where = self.moved[index]
+            if not part.register(fut, where):  # a close() that aborted everything got there first
+                fut._batch_completed()
+        if event is not None:
+            event.set()
+
+    def __repr__(self) -> str:
+        return (f"ProducerBatch({self.topic}-{self.partition}, records={self.count}, "
+                f"bytes={self.size_in_bytes}, seq={self.base_sequence}, attempts={self.attempts})")

@@ -1,0 +1,306 @@
+"""The per-record future and the metadata it resolves to.
+
+A record's future does not own a lock or a condition: it points at its batch, and the batch owns one
+Event for all of its records (Java's FutureRecordMetadata over ProduceRequestResult). Creating one per
+send() therefore costs a few attribute stores, and completing a batch costs O(1) unless someone attached
+a callback or is waiting through concurrent.futures.wait(). The batch does not point back (only listeners
+are registered with it), so a future the caller drops is freed at once instead of living as long as its
+record is queued.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafkajet.errors import KafkaTimeoutError
+
+if TYPE_CHECKING:
+    from kafkajet.producer.batch import ProducerBatch
+
+log = logging.getLogger("kafkajet.producer.futures")
+
+_PENDING = "PENDING"
+_FINISHED = "FINISHED"
+
+
+class RecordMetadata(NamedTuple):
+    topic: str
+    partition: int
+    offset: int  # -1 when unknown (acks=0, or a duplicate the broker answered without an offset)
+    timestamp: int
+    serialized_key_size: int  # -1 for a null key
+    serialized_value_size: int  # -1 for a null value
+
+
+class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+    """A concurrent.futures.Future for one record; works with wait(), as_completed() and asyncio.wrap_future()."""
+
+    # Future.__init__ is skipped on purpose (it builds a Condition per record); the attributes that
+    # concurrent.futures.wait() reaches for (_condition, _state, _waiters) are provided lazily below.
+    # Set only on the few futures somebody waits on or attaches a callback to; None (here) for the rest.
+    _callbacks: list[Callable[[Any], object]] | None = None
+    _cond: threading.Condition | None = None
+    _wait_list: list[Any] | None = None
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+
+    def locate(self) -> tuple[ProducerBatch, int]:
+        """The batch that holds the record now, and its index there: a split (MESSAGE_TOO_LARGE) moves
+        records, and the split batch says where. The future itself never changes, so no thread sees it half
+        re-pointed."""
+        return self._batch.locate(self._index)
+
+    def _listen(self, callback: Callable[[Any], object] | None) -> bool:
+        """Register with the record's batch; False if the record's outcome is already known."""
+        while True:
+            batch, index = self.locate()
+            if batch.register(self, index, callback):
+                return True
+            if not batch.is_split:
+                return False
+            # Split between locate() and register(): follow the record again.
+
+    # --- concurrent.futures internals, materialised on demand -----------------------------------
+
+    @property  # type: ignore[override]
+    def _state(self) -> str:  # type: ignore[override]
+        return _FINISHED if self.done() else _PENDING
+
+    @property  # type: ignore[override]
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        if self._cond is None:
+            self._cond = threading.Condition()
+            self._listen(None)
+        return self._cond
+
+    @property  # type: ignore[override]
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        if self._wait_list is None:
+            self._wait_list = []
+            self._listen(None)
+        return self._wait_list
+
+    # --- public Future API ---------------------------------------------------------------------
+
+    def done(self) -> bool:
+        batch = self._batch
+        return batch.completed and (not batch.is_split or self.locate()[0].completed)
+
+    def running(self) -> bool:
+        return not self.done()
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False  # a record handed to the producer cannot be recalled, as in Java
+
+    def _wait(self, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            batch = self.locate()[0]
+            if batch.completed:
+                return
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"record for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
+                    "(still pending; the producer keeps trying until delivery.timeout.ms)"
+                )
+            batch.wait_done(remaining)  # a split wakes it too: the loop then follows the record
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        self._wait(timeout)
+        batch, index = self.locate()
+        if batch.error is not None:
+            raise batch.error
+        return self._metadata(batch, index)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self.locate()[0].error
+
+    def _metadata(self, batch: ProducerBatch, index: int) -> RecordMetadata:
+        offset = batch.base_offset + index if batch.base_offset >= 0 else -1
+        ts = batch.log_append_time if batch.log_append_time >= 0 else self._timestamp
+        return RecordMetadata(batch.topic, batch.partition, offset, ts, self._key_size, self._value_size)
+
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        if not self._listen(fn):
+            self._run_callback(fn)
+
+    def _run_callback(self, fn: Callable[[Any], object]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception in a record future's callback %r", fn)
+
+    def _batch_completed(self) -> None:
+        """Called once by the batch (on the sender thread) when this record's outcome is known."""
+        callbacks, self._callbacks = self._callbacks, None
+        if self._cond is not None:
+            failed = self.locate()[0].error is not None
+            with self._cond:
+                waiters = self._wait_list or []
+                for waiter in waiters:
+                    if not failed:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                self._cond.notify_all()
+        for fn in callbacks or ():
+            self._run_callback(fn)
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True
+
+    def set_result(self, result: object) -> None:
+        raise RuntimeError("a record's future is completed by the producer, not by callers")
+
+    set_exception = set_result  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        b, index = self.locate()
+        state = "pending" if not b.completed else ("failed" if b.error else "done")
+        return f"<RecordFuture {b.topic}-{b.partition} #{index} {state}>"
+
+
+# A run of send_batch() records that went into one batch: the batch, the index of the run's first record in
+# it, and the records' positions in the caller's input.
+Segment = tuple["ProducerBatch", int, Sequence[int]]
+
+
+class BatchFuture:
+    """The outcome of Producer.send_batch(), awaited together.
+
+    result() returns every record's RecordMetadata in input order, or raises the first failure (with the
+    index of the record in its message); errors() lists every failed record for callers that want them all.
+
+    It holds segments, not a future per record: creating a million futures was the largest cost of the batch
+    path. A record's outcome is its batch's; if the batch was split (MESSAGE_TOO_LARGE), the split batch's
+    forwarding table says where each record went. It keeps the records' sizes, not the records: the caller's
+    keys and values are free to go once send_batch() returned.
+    """
+
+    def __init__(self, n: int, segments: list[Segment], timestamps: Sequence[int],
+                 key_sizes: Sequence[int] | None, value_sizes: Sequence[int],
+                 futures: Sequence[RecordFuture] | None = None) -> None:
+        self._n = n
+        self._segments = segments
+        self._timestamps = timestamps
+        self._key_sizes = key_sizes  # -1 for a null key; None: every key null
+        self._value_sizes = value_sizes  # -1 for a null value
+        self._futures = futures  # per-record futures, when the records went through send()
+
+    @classmethod
+    def of(cls, futures: Sequence[RecordFuture]) -> BatchFuture:
+        """From per-record futures (the path interceptors need); every record then has its future."""
+        return cls(len(futures), [(f._batch, f._index, (i,)) for i, f in enumerate(futures)], (), None, (), futures)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @staticmethod
+    def _located(batch: ProducerBatch, first: int, count: int) -> list[tuple[ProducerBatch, int]]:
+        """Where the records first..first+count-1 of a split batch are now."""
+        return [batch.locate(index) for index in range(first, first + count)]
+
+    def done(self) -> bool:
+        for batch, first, idx in self._segments:
+            if not batch.completed:
+                return False
+            if batch.is_split and not all(b.completed for b, _ in self._located(batch, first, len(idx))):
+                return False
+        return True
+
+    def wait(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = [(batch, first, len(idx)) for batch, first, idx in reversed(self._segments)]
+        while pending:
+            batch, first, count = pending.pop()
+            if not batch.completed:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not batch.wait_done(remaining):
+                    raise KafkaTimeoutError(
+                        f"records for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
+                        "(still pending; the producer keeps trying until delivery.timeout.ms)")
+            if batch.is_split:
+                pending.extend((b, i, 1) for b, i in self._located(batch, first, count))
+
+    def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        self.wait(timeout)
+        out: list[tuple[int, BaseException]] = []
+        for batch, first, idx in self._segments:
+            if batch.is_split:
+                out.extend((i, b.error) for i, (b, _) in zip(idx, self._located(batch, first, len(idx)), strict=True)
+                           if b.error is not None)
+            elif batch.error is not None:
+                out.extend((i, batch.error) for i in idx)
+        out.sort(key=lambda e: e[0])
+        return out
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        failed = self.errors(timeout)
+        if failed:
+            log.debug("record %d of a send_batch() call failed", failed[0][0])
+            raise failed[0][1]
+        if self._futures is not None:
+            return [f._metadata(*f.locate()) for f in self._futures]
+        out: list[RecordMetadata | None] = [None] * self._n
+        ts, key_sizes, value_sizes = self._timestamps, self._key_sizes, self._value_sizes
+        for batch, first, idx in self._segments:
+            places = self._located(batch, first, len(idx)) if batch.is_split else None
+            topic, partition = batch.topic, batch.partition
+            base = batch.base_offset
+            log_append = batch.log_append_time
+            for j, i in enumerate(idx):
+                offset = first + j
+                if places is not None:
+                    b, offset = places[j]
+                    topic, partition, base, log_append = b.topic, b.partition, b.base_offset, b.log_append_time
+                out[i] = RecordMetadata(topic, partition, base + offset if base >= 0 else -1,
+                                        log_append if log_append >= 0 else ts[i],
+                                        -1 if key_sizes is None else key_sizes[i], value_sizes[i])
+        return out  # type: ignore[return-value]
+
+
+class CombinedBatchFuture(BatchFuture):
+    """Several BatchFutures (one per topic of a multi-topic send_arrow()) seen as one, in input order."""
+
+    def __init__(self, n: int, parts: Sequence[tuple[BatchFuture, Sequence[int]]]) -> None:
+        self._n = n
+        self._parts = parts  # each part, and where its records were in the caller's input
+
+    def done(self) -> bool:
+        return all(part.done() for part, _ in self._parts)
+
+    def wait(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for part, _ in self._parts:
+            part.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        self.wait(timeout)
+        out = [(where[i], e) for part, where in self._parts for i, e in part.errors()]
+        out.sort(key=lambda e: e[0])
+        return out
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        failed = self.errors(timeout)
+        if failed:
+            raise failed[0][1]
+        out: list[RecordMetadata | None] = [None] * self._n
+        for part, where in self._parts:
+            for i, md in enumerate(part.result()):
+                out[where[i]] = md
+        return out  # type: ignore[return-value]

@@ -1,0 +1,106 @@
+"""Producer id, epoch and per-partition sequence numbers (the idempotent half of Java's TransactionManager).
+
+Only the sender thread touches this object, so it needs no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from kafkajet.errors import KafkaError
+from kafkajet.producer.batch import ProducerBatch
+
+log = logging.getLogger("kafkajet.producer.idempotence")
+
+MAX_SEQUENCE = 2**31 - 1
+TopicPartition = tuple[str, int]
+
+
+class IdempotenceManager:
+    def __init__(self) -> None:
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self._next_sequence: dict[TopicPartition, int] = {}
+        self._in_flight: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._last_acked: dict[TopicPartition, int] = {}
+        self.bump_requested = False
+        self.bump_reason = ""
+        self.init_in_progress = False
+        self.fatal_error: KafkaError | None = None
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0 and not self.bump_requested
+
+    def set_producer_id(self, producer_id: int, epoch: int) -> None:
+        if producer_id != self.producer_id or epoch != self.producer_epoch:
+            log.info("producer id %d epoch %d (was %d/%d)", producer_id, epoch, self.producer_id, self.producer_epoch)
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        # A new epoch starts every partition's sequence at 0 (KIP-360).
+        self._next_sequence.clear()
+        self._last_acked.clear()
+        self.bump_requested = False
+
+    def request_epoch_bump(self, reason: str) -> None:
+        if not self.bump_requested:
+            log.warning("bumping the producer epoch: %s", reason)
+        self.bump_requested = True
+        self.bump_reason = reason
+
+    def can_bump_now(self) -> bool:
+        """An epoch bump renumbers everything, so no batch may still be in flight under the old epoch."""
+        return not any(self._in_flight.values())
+
+    # --- sequences --------------------------------------------------------------------------------
+
+    def next_sequence(self, tp: TopicPartition) -> int:
+        return self._next_sequence.get(tp, 0)
+
+    def assign(self, batch: ProducerBatch) -> int:
+        seq = self._next_sequence.get(batch.tp, 0)
+        self._next_sequence[batch.tp] = (seq + batch.count) % (MAX_SEQUENCE + 1)
+        return seq
+
+    def first_in_flight_sequence(self, tp: TopicPartition) -> int | None:
+        q = self._in_flight.get(tp)
+        return q[0].base_sequence if q else None
+
+    def add_in_flight(self, batch: ProducerBatch) -> None:
+        q = self._in_flight.setdefault(batch.tp, deque())
+        # Retried batches re-enter in sequence order so the head is always the oldest unresolved one.
+        if q and q[-1].base_sequence > batch.base_sequence:
+            items = sorted([*q, batch], key=lambda b: b.base_sequence)
+            q.clear()
+            q.extend(items)
+        else:
+            q.append(batch)
+
+    def remove_in_flight(self, batch: ProducerBatch) -> None:
+        q = self._in_flight.get(batch.tp)
+        if q is not None:
+            try:
+                q.remove(batch)
+            except ValueError:
+                pass
+
+    def acknowledged(self, batch: ProducerBatch) -> None:
+        if batch.has_sequence and batch.producer_epoch == self.producer_epoch:
+            self._last_acked[batch.tp] = batch.base_sequence + batch.count - 1
+
+    def is_next_expected(self, batch: ProducerBatch) -> bool:
+        """Whether the broker should accept this batch next: every earlier sequence was acknowledged.
+
+        A sequence error on a batch that is not next only means an earlier batch is still unresolved
+        (being retried), so it is retried after it: Java's lastAckedSequence rule.
+        """
+        return batch.base_sequence == self._last_acked.get(batch.tp, -1) + 1
+
+    def is_first_in_flight(self, batch: ProducerBatch) -> bool:
+        q = self._in_flight.get(batch.tp)
+        return bool(q) and q[0] is batch  # type: ignore[index]
+
+    def in_flight_count(self, tp: TopicPartition) -> int:
+        q = self._in_flight.get(tp)
+        return len(q) if q else 0

@@ -1,0 +1,413 @@
+"""The sender thread's loop: metadata, producer id, ready -> drain -> produce, responses, expiry.
+
+`run_once(now)` does one pass and is what tests drive; `run()` loops until close.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kafkajet.errors import (
+    AuthenticationError,
+    DeliveryTimeoutError,
+    KafkaConnectionError,
+    KafkaError,
+    ProducerClosedError,
+    make_error,
+)
+from kafkajet.network import ClientResponse, NetworkClient
+from kafkajet.producer.accumulator import RecordAccumulator
+from kafkajet.producer.batch import ProducerBatch
+from kafkajet.producer.futures import RecordMetadata
+from kafkajet.producer.idempotence import IdempotenceManager
+from kafkajet.producer.metadata import Metadata, cluster_from_response
+from kafkajet.producer.metrics import ProducerMetrics
+from kafkajet.protocol import ApiKey
+
+log = logging.getLogger("kafkajet.producer.sender")
+
+DUPLICATE_SEQUENCE_NUMBER = 46
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+UNKNOWN_PRODUCER_ID = 59
+INVALID_PRODUCER_EPOCH = 47
+MESSAGE_TOO_LARGE = 10
+RECORD_LIST_TOO_LARGE = 18
+MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
+
+
+class Sender:
+    def __init__(
+        self,
+        *,
+        client: NetworkClient,
+        metadata: Metadata,
+        accumulator: RecordAccumulator,
+        idempotence: IdempotenceManager | None,
+        metrics: ProducerMetrics,
+        acks: int,
+        retries: int,
+        request_timeout_ms: int,
+        max_request_size: int,
+        retry_backoff_ms: float,
+        allow_auto_create_topics: bool,
+        interceptors: list[Any] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.idempotence = idempotence
+        self.metrics = metrics
+        self.acks = acks
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.max_request_size = max_request_size
+        self.retry_backoff_ms = retry_backoff_ms
+        self.allow_auto_create_topics = allow_auto_create_topics
+        self.interceptors = interceptors or []
+        self._clock = clock or (lambda: time.monotonic() * 1000.0)
+        self._running = True
+        self._forced = False
+        self._metadata_in_flight = False
+        self._init_pid_retry_at = 0.0
+        self.fatal_error: KafkaError | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    def initiate_close(self) -> None:
+        self.accumulator.closed = True
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        self._forced = True
+        self.initiate_close()
+
+    def run(self) -> None:
+        log.debug("sender thread started")
+        while self._running:
+            self._run_once_safely()
+        # Graceful close: keep going until every record has an outcome (bounded by delivery.timeout.ms).
+        while not self._forced and (self.accumulator.has_incomplete() or self.client.has_in_flight()):
+            self._run_once_safely()
+        if self._forced or self.accumulator.has_incomplete():
+            n = self.accumulator.abort_all(ProducerClosedError("producer closed forcefully"))
+            if n:
+                log.info("failed %d incomplete batch(es) on forced close", n)
+        self.client.close()
+        log.debug("sender thread stopped")
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:
+            # The sender thread must outlive any single bad pass, or every future would hang.
+            log.exception("unexpected error in the sender loop; continuing")
+            time.sleep(0.05)
+
+    # --- one pass ---------------------------------------------------------------------------------
+
+    def run_once(self, now: float | None = None) -> None:
+        now = self._clock() if now is None else now
+        timeout = self._maybe_update_metadata(now)
+        if self.idempotence is not None:
+            timeout = min(timeout, self._maybe_init_producer_id(now))
+        timeout = min(timeout, self._send_produce_data(now))
+        for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
+            self._handle(response)
+        for error in self.client.authentication_failures():
+            self._on_authentication_failure(error)
+
+    def _on_authentication_failure(self, error: AuthenticationError) -> None:
+        """As Java: an authentication failure is not retried record by record until delivery.timeout.ms; the
+        records waiting to be sent fail at once and callers waiting for metadata get the error. The client
+        keeps reconnecting, no faster than reconnect.backoff.max.ms, so fixed credentials or a renewed
+        certificate on the broker side heal the producer."""
+        self.metadata.authentication_failed(error)
+        gap = any(b.has_sequence and not b.in_flight for b in self.accumulator.incomplete_batches())
+        failed = self.accumulator.abort_undrained(error)
+        if failed:
+            log.error("failed %d batch(es) waiting to be sent: %s", failed, error)
+        if gap and self.idempotence is not None:
+            # A failed numbered batch leaves a sequence gap: renumber what comes next.
+            self.idempotence.request_epoch_bump(f"batches failed authentication: {error}")
+
+    def _maybe_update_metadata(self, now: float) -> float:
+        if self._metadata_in_flight:
+            return float("inf")
+        wait = self.metadata.time_to_next_update(now)
+        if wait > 0:
+            return wait
+        node = self.client.least_loaded_node(now)
+        if node is None:
+            return self.retry_backoff_ms
+        if not self.client.ready(node, now):
+            err = self.client.last_error(node)
+            if err is not None:
+                self.metadata.last_error = err  # the cause a caller waiting for a topic will be shown
+            delay = self.client.connection_delay(node, now)
+            return delay if delay > 0 else float("inf")
+        topics = self.metadata.attempt_started(now)
+        body = {
+            "topics": [{"name": t} for t in topics],
+            "allow_auto_topic_creation": self.allow_auto_create_topics,
+        }
+        self.client.send(node, ApiKey.METADATA, body, now, context=("metadata", None))
+        self._metadata_in_flight = True
+        return float("inf")
+
+    def _maybe_init_producer_id(self, now: float) -> float:
+        idem = self.idempotence
+        assert idem is not None
+        if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None:
+            return float("inf")
+        if idem.bump_requested and not idem.can_bump_now():
+            return float("inf")  # woken by the responses of the batches still in flight
+        if now < self._init_pid_retry_at:
+            return self._init_pid_retry_at - now
+        node = self.client.least_loaded_node(now)
+        if node is None:
+            return self.retry_backoff_ms
+        if not self.client.ready(node, now):
+            delay = self.client.connection_delay(node, now)
+            return delay if delay > 0 else float("inf")
+        body = {
+            "transactional_id": None,
+            "transaction_timeout_ms": 2147483647,
+            # v3+ (KIP-360): asking with our current id/epoch bumps the epoch instead of a new id.
+            "producer_id": idem.producer_id,
+            "producer_epoch": idem.producer_epoch,
+        }
+        self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, now, context=("init_pid", None))
+        idem.init_in_progress = True
+        return float("inf")
+
+    def _send_produce_data(self, now: float) -> float:
+        cluster = self.metadata.cluster
+        ready = self.accumulator.ready(cluster, now)
+        if ready.unknown_leaders:
+            self.metadata.request_update()
+        timeout = ready.next_check_ms
+        sendable = []
+        for node in ready.nodes:
+            if self.client.ready(node, now):
+                sendable.append(node)
+            else:
+                delay = self.client.connection_delay(node, now)
+                if delay > 0:
+                    timeout = min(timeout, delay)
+        # Passes go on while connections take more: this thread gets the GIL in slices between the callers'
+        # sends, so it fills the pipeline (up to max in flight) in one slice instead of one request a wake-up.
+        for rounds in range(self.client.max_in_flight):
+            if rounds:
+                self.client.write_pending(now)
+                ready = self.accumulator.ready(cluster, now)
+                sendable = [node for node in ready.nodes if self.client.ready(node, now)]
+            drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now) if sendable else {}
+            if not drained:
+                break
+            for node, batches in drained.items():
+                self._send_produce_request(node, batches, now)
+        expired = self.accumulator.expire(now, self._cause_for)
+        for batch in expired:
+            if self.idempotence is not None and batch.has_sequence:
+                # A numbered batch that never made it leaves a gap the broker would reject later ones for.
+                self.idempotence.request_epoch_bump(f"batch for {batch.topic}-{batch.partition} expired")
+            self._on_failed(batch)
+        return min(timeout, self.accumulator.next_expiry_ms(now))
+
+    def _cause_for(self, batch: ProducerBatch) -> KafkaError | None:
+        leader = self.metadata.cluster.leader_for(batch.topic, batch.partition)
+        if leader is None:
+            return self.metadata.last_error or KafkaError(
+                f"no leader known for {batch.topic}-{batch.partition}")
+        return self.client.last_error(leader)
+
+    def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for b in batches:
+            by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.wire})
+        body = {
+            "transactional_id": None,
+            "acks": self.acks,
+            "timeout_ms": self.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
+        }
+        self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
+                         context=("produce", batches))
+        self.metrics.request_sent([b.size_in_bytes for b in batches], sum(b.count for b in batches))
+
+    # --- responses --------------------------------------------------------------------------------
+
+    def _handle(self, response: ClientResponse) -> None:
+        kind, payload = response.context
+        if kind == "produce":
+            self._handle_produce(response, payload)
+        elif kind == "metadata":
+            self._metadata_in_flight = False
+            self._handle_metadata(response)
+        elif kind == "init_pid":
+            self._handle_init_pid(response)
+
+    def _handle_metadata(self, response: ClientResponse) -> None:
+        now = self._clock()
+        if response.error is not None or response.body is None:
+            self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
+            return
+        cluster = cluster_from_response(response.body)
+        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
+        self.metadata.update(cluster, now)
+
+    def _handle_init_pid(self, response: ClientResponse) -> None:
+        idem = self.idempotence
+        assert idem is not None
+        idem.init_in_progress = False
+        now = self._clock()
+        body = response.body
+        err = response.error if body is None else make_error(body.get("error_code", 0))
+        if err is None and body is not None:
+            idem.set_producer_id(body["producer_id"], body["producer_epoch"])
+            self.accumulator.reset_sequences()
+            return
+        assert err is not None
+        if err.retriable or isinstance(err, KafkaConnectionError):
+            log.info("InitProducerId failed, will retry: %s", err)
+            self._init_pid_retry_at = now + self.retry_backoff_ms
+            return
+        self._fatal(KafkaError(f"could not obtain a producer id for idempotence: {err}"), err)
+
+    def _fatal(self, error: KafkaError, cause: KafkaError | None = None) -> None:
+        log.error("fatal producer error: %s", error)
+        if cause is not None:
+            error.__cause__ = cause
+        self.fatal_error = error
+        if self.idempotence is not None:
+            self.idempotence.fatal_error = error
+        self.metadata.fatal(error)
+        self.accumulator.abort_all(error)
+
+    def _handle_produce(self, response: ClientResponse, batches: list[ProducerBatch]) -> None:
+        now = self._clock()
+        if response.error is not None:
+            self.metadata.request_update()
+            for b in batches:
+                self._retry_or_fail(b, response.error, now)
+            return
+        self.metrics.request_latency(response.latency_ms)
+        if response.body is None:  # acks=0: done once written
+            for b in batches:
+                self._complete(b, -1, -1)
+            return
+        results: dict[tuple[str, int], dict[str, Any]] = {}
+        for topic in response.body.get("responses", ()):
+            for p in topic.get("partition_responses", ()):
+                results[(topic["name"], p["index"])] = p
+        for b in batches:
+            p = results.get(b.tp)
+            if p is None:
+                self._retry_or_fail(b, KafkaError(f"the broker's response did not mention {b.topic}-{b.partition}"), now)
+                continue
+            self._handle_partition(b, p, now)
+
+    def _handle_partition(self, b: ProducerBatch, p: dict[str, Any], now: float) -> None:
+        code = p.get("error_code", 0)
+        idem = self.idempotence
+        if code == 0 or code == DUPLICATE_SEQUENCE_NUMBER:
+            # A duplicate means an earlier attempt of this very batch was appended: that is success.
+            self._complete(b, p.get("base_offset", -1), p.get("log_append_time_ms", -1))
+            return
+        msg = p.get("error_message")
+        err = make_error(code, f"{b.topic}-{b.partition}" + (f": {msg}" if msg else ""))
+        assert err is not None
+        if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE) and b.count > 1:
+            if idem is not None:
+                idem.remove_in_flight(b)
+                idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} split after {err.name}")
+            n = self.accumulator.split_and_reenqueue(b, now)
+            self.metrics.batch_split()
+            log.info("split a batch of %d records for %s-%d into %d after %s", b.count, b.topic, b.partition, n, err.name)
+            return
+        if idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH):
+            if idem.bump_requested or not idem.is_next_expected(b):
+                # An earlier batch of this partition is unresolved; this one follows it in order.
+                self._reenqueue(b, err, now)
+                return
+            if code == UNKNOWN_PRODUCER_ID:
+                # The broker forgot us (retention); nothing of this batch was appended: renumber and retry.
+                idem.request_epoch_bump(f"{err.name} on {b.topic}-{b.partition}")
+                self._reenqueue(b, err, now)
+                return
+            idem.request_epoch_bump(f"{err.name} on {b.topic}-{b.partition}")
+            self._fail(b, err)
+            return
+        if err.invalid_metadata:
+            self.metadata.request_update()
+        self._retry_or_fail(b, err, now)
+
+    def _retry_or_fail(self, b: ProducerBatch, err: KafkaError, now: float) -> None:
+        retriable = err.retriable or isinstance(err, KafkaConnectionError)
+        within_time = now - b.created_ms < self.accumulator.delivery_timeout_ms
+        if retriable and b.attempts < self.retries and within_time and not self._forced:
+            self._reenqueue(b, err, now)
+            return
+        if retriable and not within_time:
+            err = DeliveryTimeoutError(
+                f"Expiring {b.count} record(s) for {b.topic}-{b.partition}: delivery.timeout.ms passed", err)
+        self._fail(b, err)
+
+    def _reenqueue(self, b: ProducerBatch, err: KafkaError, now: float) -> None:
+        log.debug("retrying %r after %s", b, err)
+        if self.idempotence is not None:
+            self.idempotence.remove_in_flight(b)
+        self.metrics.records_retried(b.count)
+        self.accumulator.reenqueue(b, err, now)
+
+    def _fail(self, b: ProducerBatch, err: KafkaError) -> None:
+        idem = self.idempotence
+        if idem is not None and b.has_sequence:
+            idem.remove_in_flight(b)
+            # A failed numbered batch leaves a gap later batches would trip over: renumber from here.
+            idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}")
+        self.accumulator.complete(b, -1, -1, err)
+        self._on_failed(b)
+
+    def _on_failed(self, b: ProducerBatch) -> None:
+        self.metrics.records_failed(b.count)
+        if self.interceptors:
+            self._tell_interceptors(b, [None] * b.count)
+
+    def _complete(self, b: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        if self.idempotence is not None:
+            self.idempotence.remove_in_flight(b)
+            self.idempotence.acknowledged(b)
+        # Read before the batch completes: completing gives its buffer back to the pool.
+        sizes = self._record_sizes(b) if self.interceptors else None
+        self.accumulator.complete(b, base_offset, log_append_time, None)
+        self.metrics.records_sent(b.count)
+        if sizes is not None:
+            self._tell_interceptors(b, [
+                RecordMetadata(b.topic, b.partition, base_offset + i if base_offset >= 0 else -1,
+                               log_append_time if log_append_time >= 0 else ts, klen, vlen)
+                for i, (ts, klen, vlen) in enumerate(sizes)])
+
+    @staticmethod
+    def _record_sizes(b: ProducerBatch) -> list[tuple[int, int, int]]:
+        """(timestamp, key size, value size) of each record. Batches keep no futures, and interceptors are
+        rare: the records are decoded for them."""
+        records = b.records()
+        return [(r.timestamp, -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value))
+                for r in records]
+
+    def _tell_interceptors(self, b: ProducerBatch, mds: list[RecordMetadata | None]) -> None:
+        for md in mds:
+            for icp in self.interceptors:
+                try:
+                    icp.on_acknowledgement(md, b.error)
+                except Exception:
+                    log.exception("interceptor %r on_acknowledgement raised", icp)

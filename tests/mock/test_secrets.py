@@ -1,0 +1,110 @@
+"""Secrets (passwords, tokens, private keys, JAAS lines) never appear in logs, exception texts, reprs or
+metrics: scanned during a failed and a successful authentication with every logger at DEBUG."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kafkajet import AuthenticationError, ConfigError, KafkaError, Producer
+from kafkajet.admin import Admin
+from kafkajet.config import config_markdown, parse_producer_config, security_config
+from kafkajet.security.connection import connection_security
+from kafkajet.testing.mock.cluster import MockCluster
+
+PASSWORD = "Sup3r-S3cret-Pa55"
+WRONG = "Wr0ng-Guess-Pa55"
+TOKEN = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.dG9rZW4tc2VjcmV0"
+SECRETS = (PASSWORD, WRONG, TOKEN)
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockCluster]:
+    with MockCluster(brokers=1, sasl_mechanisms=["PLAIN", "SCRAM-SHA-256"], sasl_users={"alice": PASSWORD}) as c:
+        c.create_topic("t", partitions=1)
+        yield c
+
+
+def _texts(error: BaseException) -> list[str]:
+    """str, repr and the formatted traceback of an exception and of everything it chains to."""
+    out = []
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        out += [str(e), repr(e)]
+        e = e.__cause__ or e.__context__
+    out.append("".join(traceback.format_exception(error)))
+    return out
+
+
+def _assert_clean(texts: list[str]) -> None:
+    for text in texts:
+        for secret in SECRETS:
+            assert secret not in text, f"a secret leaked into: {text[:300]}"
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_no_secret_in_logs_errors_reprs_or_metrics(cluster: MockCluster, mechanism: str,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    texts: list[str] = []
+    base = {"bootstrap.servers": cluster.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": "alice", "max.block.ms": 20000}
+    with caplog.at_level(logging.DEBUG):
+        # A failed authentication.
+        with Producer({**base, "sasl.password": WRONG}) as bad:
+            texts += [repr(bad), repr(bad.config), str(bad.config), repr(bad._client.security)]
+            with pytest.raises(AuthenticationError) as info:
+                bad.send("t", b"x")
+            texts += _texts(info.value)
+            texts.append(repr(bad.metrics()))
+        with Admin({**base, "sasl.password": WRONG}) as admin, pytest.raises(AuthenticationError) as info:
+            admin.list_topics(timeout_s=20)
+        texts += _texts(info.value)
+        # A successful one.
+        with Producer({**base, "sasl.password": PASSWORD}) as good:
+            good.send("t", b"ok").result(timeout=30)
+            texts += [repr(good), repr(good.config), repr(good.metrics())]
+    texts.append(caplog.text)
+    texts += [repr(r.args) for r in caplog.records]
+    assert "authentication failed" in caplog.text  # the failure itself is logged, without the secret
+    _assert_clean(texts)
+
+
+def test_jaas_line_and_token_provider_are_hidden() -> None:
+    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="{PASSWORD}";'
+    cfg = parse_producer_config({"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_SSL",
+                                 "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas})
+    oauth = parse_producer_config({"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT",
+                                   "sasl.mechanism": "OAUTHBEARER",
+                                   "sasl.oauthbearer.token.provider": lambda: TOKEN})
+    texts = [repr(cfg), str(cfg), repr(oauth), repr(connection_security(cfg)), repr(connection_security(oauth)),
+             repr(security_config(dict(cfg))), config_markdown()]
+    assert "[hidden]" in repr(cfg) and "[hidden]" in repr(oauth)
+    _assert_clean(texts)
+
+
+@pytest.mark.parametrize("config", [
+    {"sasl.password": 12345},  # wrong type for a secret: the message must not quote it
+    {"sasl.mechanism": "PLAIN", "sasl.jaas.config": f'NoSuchModule required password="{PASSWORD}";'},
+    {"sasl.mechanism": "PLAIN", "sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule '
+                                                    f'required password="{PASSWORD}" broken'},
+    {"ssl.key.password": 999, "security.protocol": "SASL_SSL"},
+])
+def test_config_errors_never_quote_a_secret(config: dict[str, Any]) -> None:
+    settings = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", **config}
+    with pytest.raises((ConfigError, KafkaError)) as info:
+        Producer(settings)
+    text = str(info.value)
+    _assert_clean(_texts(info.value))
+    assert "12345" not in text and "999" not in text
+
+
+def test_a_secret_set_twice_is_not_quoted() -> None:
+    with pytest.raises(ConfigError, match="set twice") as info:
+        parse_producer_config({"bootstrap.servers": "127.0.0.1:1", "sasl.password": PASSWORD}, sasl_password=WRONG)
+    _assert_clean(_texts(info.value))

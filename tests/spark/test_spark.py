@@ -1,0 +1,202 @@
+"""The PySpark source and sink against the embedded broker, checked with kafka-python."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pyspark.sql as pyspark_sql  # noqa: E402 - a test dependency: its absence must fail, not skip
+import pytest
+from kafka import KafkaProducer
+
+from kafkajet.admin import Admin
+from kafkajet.errors import ConfigError
+from kafkajet.producer.partitioner import partition_for_key
+from kafkajet.testing import EmbeddedBroker
+from tests.helpers.readback import read_topic
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import kafkajet from this venv
+    from kafkajet.spark import KafkaDataSource
+
+    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("kafkajet-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(KafkaDataSource)
+    yield session
+    session.stop()
+
+
+def make_topic(broker: EmbeddedBroker, name: str, partitions: int = 4) -> str:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([name], num_partitions=partitions)
+    return name
+
+
+def test_every_column_variant_written_and_read_back_by_kafka_python(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    a, b = make_topic(broker, topic_name + "-a"), make_topic(broker, topic_name + "-b")
+    n = 200_000
+    df = spark.range(n).selectExpr(
+        f"if(id % 2 = 0, '{a}', '{b}') as topic",
+        "if(id % 3 = 0, null, concat('k', cast(id % 1000 as string))) as key",
+        "cast(concat('value-', cast(id as string)) as binary) as value",
+        "if(id % 5 = 1, cast(id % 4 as int), null) as partition",
+        "if(id % 7 = 0, array(named_struct('key', 'h', 'value', cast(cast(id as string) as binary))),"
+        " cast(array() as array<struct<key:string,value:binary>>)) as headers",
+    )
+    (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+       .option("kafka.linger.ms", "10").save())
+    expected: dict[bytes, tuple[str, bytes | None, int | None, tuple[tuple[str, bytes], ...]]] = {}
+    for i in range(n):
+        key = None if i % 3 == 0 else f"k{i % 1000}".encode()
+        headers = (("h", str(i).encode()),) if i % 7 == 0 else ()
+        expected[f"value-{i}".encode()] = (a if i % 2 == 0 else b, key, i % 4 if i % 5 == 1 else None, headers)
+    got = {}
+    for topic in (a, b):
+        for r in read_topic(broker.bootstrap_servers, topic, n // 2, timeout_s=180):
+            assert r.value not in got, "duplicate"
+            got[r.value] = (topic, r.key, r.partition, r.headers)
+    assert len(got) == n
+    for value, (topic, key, partition, headers) in expected.items():
+        g_topic, g_key, g_partition, g_headers = got[value]
+        assert (g_topic, g_key, g_headers) == (topic, key, headers)
+        if partition is not None:
+            assert g_partition == partition
+        elif key is not None:
+            assert g_partition == partition_for_key(key, 4)
+
+
+def test_reader_returns_exactly_what_kafka_python_produced(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    make_topic(broker, topic_name, 3)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    sent = []
+    for i in range(3000):
+        md = producer.send(topic_name, value=f"v{i}".encode(), key=None if i % 2 else f"k{i}".encode(),
+                           headers=[("n", str(i).encode())], partition=i % 3, timestamp_ms=1_700_000_000_000 + i
+                           ).get(timeout=30)
+        sent.append((md.partition, md.offset, None if i % 2 else f"k{i}".encode(), f"v{i}".encode(),
+                     [("n", str(i).encode())], 1_700_000_000_000 + i))
+    producer.close()
+    rows = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+            .option("subscribe", topic_name).option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest").load().collect())
+    got = sorted((r.partition, r.offset, r.key and bytes(r.key), bytes(r.value),
+                  [(h.key, bytes(h.value)) for h in r.headers], int(r.timestamp.timestamp() * 1000))
+                 for r in rows)
+    assert got == sorted(sent)
+    assert {r.topic for r in rows} == {topic_name}
+    # A JSON map of offsets reads a slice of one partition.
+    sliced = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+              .option("subscribe", topic_name)
+              .option("startingOffsets", f'{{"{topic_name}": {{"0": 10, "1": -1, "2": -1}}}}')
+              .option("endingOffsets", f'{{"{topic_name}": {{"0": 20, "1": -1, "2": -1}}}}').load().collect())
+    assert sorted(r.offset for r in sliced) == list(range(10, 20))
+
+
+def test_streaming_from_the_rate_source_loses_nothing(
+    spark: Any, broker: EmbeddedBroker, topic_name: str, tmp_path: Any
+) -> None:
+    make_topic(broker, topic_name, 2)
+    stream = (spark.readStream.format("rate").option("rowsPerSecond", 2000).load()
+              .selectExpr("cast(cast(value as string) as binary) as value"))
+    query = (stream.writeStream.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+             .option("topic", topic_name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="500 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 120
+        while len([p for p in query.recentProgress if p["numInputRows"] > 0]) < 3:
+            assert time.monotonic() < deadline, "fewer than 3 non-empty micro-batches in 120 s"
+            assert query.exception() is None, query.exception()
+            query.awaitTermination(0.5)
+    finally:
+        query.stop()
+    written = sum(p["numInputRows"] for p in query.recentProgress)
+    records = read_topic(broker.bootstrap_servers, topic_name, written, timeout_s=60)
+    values = Counter(int(r.value) for r in records)  # type: ignore[arg-type]
+    assert set(values) == set(range(max(values) + 1)), "a gap: rows were lost"
+
+
+def test_a_failing_task_fails_the_job_with_the_kafka_cause(spark: Any, broker: EmbeddedBroker, topic_name: str) -> None:
+    make_topic(broker, topic_name, 2)
+    df = spark.range(100).selectExpr("cast(cast(id as string) as binary) as value", "cast(7 as int) as partition")
+    with pytest.raises(Exception, match="Invalid partition 7 for record 0 of topic"):
+        (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+           .option("topic", topic_name).save())
+
+
+@pytest.mark.parametrize("options,columns,match", [
+    ({}, "cast('v' as binary) as value", "kafka.bootstrap.servers is required"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1"}, "cast('v' as binary) as value", "no topic"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, "1 as value", "column 'value' is int"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "kafka.value.serializer": "x"},
+     "cast('v' as binary) as value", "kafka.value.serializer is not supported"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "kafka.linger.msec": "5"},
+     "cast('v' as binary) as value", "did you mean 'linger.ms'"),
+])
+def test_planning_errors_are_clear(spark: Any, options: dict[str, str], columns: str, match: str) -> None:
+    writer = spark.range(1).selectExpr(columns).write.format("kafkajet").mode("append")
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    with pytest.raises(Exception, match=match):
+        writer.save()
+
+
+def test_overwrite_mode_and_unreachable_broker_are_refused(spark: Any, topic_name: str) -> None:
+    df = spark.range(1).selectExpr("cast('v' as binary) as value")
+    with pytest.raises(Exception, match="overwrite is not supported"):
+        df.write.format("kafkajet").mode("overwrite").option("kafka.bootstrap.servers", "127.0.0.1:1") \
+            .option("topic", "t").save()
+    with pytest.raises(Exception, match="127.0.0.1:1"):
+        (spark.read.format("kafkajet").option("kafka.bootstrap.servers", "127.0.0.1:1")
+         .option("subscribe", topic_name).option("kafkajet.timeout.ms", "2000").load().collect())
+
+
+def test_config_error_is_a_kafkajet_error() -> None:
+    from kafkajet.spark.options import producer_config
+
+    with pytest.raises(ConfigError):
+        producer_config({"kafka.bootstrap.servers": "h:1", "kafka.key.serializer": "x"})
+
+
+RETRY_JOB = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+from kafkajet.spark import KafkaDataSource
+bootstrap, topic, marker = sys.argv[1:4]
+spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
+spark.dataSource.register(KafkaDataSource)
+(spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
+ .write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+ .option("kafkajet.test.fail.after.rows", "5000").option("kafkajet.test.fail.marker", marker).save())
+spark.stop()
+"""
+
+
+def test_a_task_failing_mid_write_is_retried_at_least_once(broker: EmbeddedBroker, topic_name: str,
+                                                           tmp_path: Any) -> None:
+    import subprocess
+
+    make_topic(broker, topic_name, 2)
+    marker = tmp_path / "failed-once"
+    script = tmp_path / "job.py"
+    script.write_text(RETRY_JOB)
+    # Its own process: local[2,2] (one retry per task) needs a SparkContext of its own.
+    out = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, topic_name, str(marker)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert marker.exists(), "the injected failure never happened"
+    records = read_topic(broker.bootstrap_servers, topic_name, 20000, timeout_s=60)
+    values = {int(r.value) for r in records}  # type: ignore[arg-type]
+    assert values == set(range(20000))  # at least once: a retried task may have re-sent its first rows

@@ -1,0 +1,443 @@
+"""NetworkClient against the real broker (Tansu) and scripted fake brokers on local sockets."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kafkajet.errors import (
+    IllegalStateError,
+    KafkaConnectionError,
+    ProtocolError,
+    RequestTimedOutError,
+)
+from kafkajet.network import ClientResponse, ConnectionState, NetworkClient
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
+from kafkajet.testing import EmbeddedBroker
+from tests.helpers.network_fakes import MAX_API_VERSIONS, FakeBroker
+
+DEADLINE_S = 10.0
+
+
+def now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def client() -> Iterator[NetworkClient]:
+    c = NetworkClient(client_id="test-network", request_timeout_ms=5000)
+    yield c
+    c.close()
+
+
+def wait_ready(client: NetworkClient, node: int) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not client.ready(node, now_ms()):
+        assert time.monotonic() < deadline, f"node {node} not ready: {client.last_error(node)!r}"
+        client.poll(100, now_ms())
+
+
+def poll_until(client: NetworkClient, done: Callable[[list[ClientResponse]], bool]) -> list[ClientResponse]:
+    got: list[ClientResponse] = []
+    deadline = time.monotonic() + DEADLINE_S
+    while not done(got):
+        assert time.monotonic() < deadline, f"condition not met; responses so far: {got}"
+        got.extend(client.poll(100, now_ms()))
+    return got
+
+
+def metadata_body() -> dict[str, object]:
+    # An empty topic list: "no topics" from v1 on, "all topics" in v0 (the fake brokers' only version).
+    return {"topics": [], "allow_auto_topic_creation": False}
+
+
+# --- real broker ----------------------------------------------------------------------------------
+
+
+def test_connect_negotiate_and_metadata_round_trip(broker: EmbeddedBroker, client: NetworkClient) -> None:
+    client.add_bootstrap(broker.bootstrap_servers)
+    assert client.state(-1) is ConnectionState.DISCONNECTED
+    assert not client.ready(-1, now_ms())
+    assert client.state(-1) in (ConnectionState.CONNECTING, ConnectionState.API_VERSIONS)
+    wait_ready(client, -1)
+
+    ranges = client.broker_api_versions(-1)
+    assert ranges is not None
+    broker_min, broker_max = ranges[ApiKey.METADATA]
+    assert client.api_version(-1, ApiKey.METADATA) == min(SUPPORTED_VERSIONS[ApiKey.METADATA][1], broker_max)
+    assert broker_max == 12  # Tansu's advertised Metadata range (DESIGN.md section 4)
+
+    cid = client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="ctx-1")
+    assert client.in_flight_count(-1) == 1 and client.has_in_flight()
+    [resp] = poll_until(client, lambda got: bool(got))
+    assert resp.error is None and resp.context == "ctx-1" and resp.correlation_id == cid
+    assert resp.node_id == -1 and resp.api_key == ApiKey.METADATA
+    assert resp.api_version == client.api_version(-1, ApiKey.METADATA)
+    assert resp.latency_ms >= 0
+    assert resp.body is not None
+    assert [(b["node_id"], b["host"], b["port"]) for b in resp.body["brokers"]] == [
+        (EmbeddedBroker.node_id, "127.0.0.1", broker.port)]
+    assert client.in_flight_count() == 0 and not client.has_in_flight()
+
+
+def test_explicit_version_is_used(broker: EmbeddedBroker, client: NetworkClient) -> None:
+    client.add_bootstrap(broker.bootstrap_servers)
+    wait_ready(client, -1)
+    client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), version=1)
+    [resp] = poll_until(client, lambda got: bool(got))
+    assert resp.api_version == 1 and resp.error is None and resp.body is not None
+    assert resp.body["brokers"][0]["port"] == broker.port
+
+
+def test_idle_connection_closed_after_connections_max_idle(broker: EmbeddedBroker) -> None:
+    with NetworkClient(connections_max_idle_ms=60_000) as client:
+        client.add_bootstrap(broker.bootstrap_servers)
+        wait_ready(client, -1)
+        start = now_ms()
+        assert client.poll(0, start + 30_000) == []
+        assert client.state(-1) is ConnectionState.READY
+        assert client.poll(0, start + 60_500) == []
+        assert client.state(-1) is ConnectionState.DISCONNECTED
+        # Idle expiry is not a failure: no error recorded, and reconnecting is allowed at once.
+        assert client.last_error(-1) is None
+        assert client.connection_delay(-1, start + 60_500) == 0
+        assert not client.ready(-1, start + 60_500)
+        assert client.state(-1) is not ConnectionState.DISCONNECTED
+
+
+def test_rebootstrap_when_every_known_broker_failed(broker: EmbeddedBroker) -> None:
+    # A long backoff keeps the failed node out of the running for the whole test.
+    client = NetworkClient(reconnect_backoff_ms=60_000, reconnect_backoff_max_ms=120_000)
+    client.add_bootstrap(broker.bootstrap_servers)
+    client.set_nodes({7: ("127.0.0.1", free_port())})
+    now = now_ms()
+    assert client.least_loaded_node(now) == 7  # known brokers come first while they may work
+    assert not client.ready(7, now)
+    poll_until(client, lambda _: client.state(7) is ConnectionState.DISCONNECTED)
+    assert isinstance(client.last_error(7), KafkaConnectionError)
+    assert client.least_loaded_node(now_ms()) == -1
+    wait_ready(client, -1)
+    client.close()
+
+
+# --- refused, timed out, corrupt ------------------------------------------------------------------
+
+
+def test_refused_port_reports_address_and_backoff_grows() -> None:
+    port = free_port()
+    with NetworkClient(reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000) as client:
+        client.add_bootstrap(f"127.0.0.1:{port}")
+        now = now_ms()
+        delays = []
+        for _ in range(6):
+            assert not client.ready(-1, now)
+            deadline = time.monotonic() + DEADLINE_S
+            while client.state(-1) is not ConnectionState.DISCONNECTED:
+                assert time.monotonic() < deadline
+                assert client.poll(1000, now) == []
+            err = client.last_error(-1)
+            assert isinstance(err, KafkaConnectionError) and f"127.0.0.1:{port}" in str(err)
+            # The failure is stamped at `now` plus the real time poll took (a few ms at most).
+            delay = client.connection_delay(-1, now)
+            delays.append(delay)
+            assert client.least_loaded_node(now) is None  # the only node is backing off
+            assert not client.ready(-1, now + 1)  # no new attempt inside the backoff
+            assert client.state(-1) is ConnectionState.DISCONNECTED
+            now += delay
+        slack = 30
+        for delay, base in zip(delays, [50, 100, 200, 400, 800, 1000], strict=True):
+            assert base * 0.8 <= delay <= min(base * 1.2, 1000) + slack, delays
+        assert delays[0] < delays[1] < delays[2] < delays[3]
+
+
+def test_unresolvable_host_fails_with_its_name() -> None:
+    with NetworkClient() as client:
+        client.add_bootstrap("no-such-host.invalid:9092")
+        assert not client.ready(-1, now_ms())
+        err = client.last_error(-1)
+        assert isinstance(err, KafkaConnectionError) and "no-such-host.invalid:9092" in str(err)
+        assert client.connection_delay(-1, now_ms()) > 0
+
+
+def test_connection_setup_timeout() -> None:
+    # A listener whose accept queue is full drops further SYNs, so a connect hangs in SYN_SENT.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        fillers = [socket.socket() for _ in range(2)]
+        for f in fillers:
+            f.setblocking(False)
+            f.connect_ex(server.getsockname())
+        try:
+            with NetworkClient(socket_connection_setup_timeout_ms=200) as client:
+                client.add_bootstrap([server.getsockname()])
+                now = now_ms()
+                assert not client.ready(-1, now)
+                assert client.state(-1) is ConnectionState.CONNECTING
+                assert client.poll(0, now + 100) == []
+                assert client.state(-1) is ConnectionState.CONNECTING
+                client.poll(0, now + 201)
+                assert client.state(-1) is ConnectionState.DISCONNECTED
+                err = client.last_error(-1)
+                assert isinstance(err, KafkaConnectionError) and "200 ms" in str(err)
+                assert f"127.0.0.1:{server.getsockname()[1]}" in str(err)
+        finally:
+            for f in fillers:
+                f.close()
+
+
+def test_silent_broker_times_out_api_versions() -> None:
+    with FakeBroker(silent_handshake=True) as fake, NetworkClient(request_timeout_ms=200) as client:
+        client.add_bootstrap([fake.address])
+        assert not client.ready(-1, now_ms())
+        started = time.monotonic()
+        poll_until(client, lambda _: client.state(-1) is ConnectionState.DISCONNECTED)
+        # poll wakes up for the request deadline on its own; it did not wait for the 100 ms poll timeouts only.
+        assert time.monotonic() - started < 5
+        assert isinstance(client.last_error(-1), RequestTimedOutError)
+        assert fake.peer_closed.wait(5)
+
+
+def test_request_timeout_fails_request_and_closes_connection() -> None:
+    with FakeBroker(mode="silent") as fake, NetworkClient(request_timeout_ms=300) as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        sent_at = now_ms()
+        client.send(-1, ApiKey.METADATA, metadata_body(), sent_at, context="m")
+        assert client.poll(0, sent_at) == []
+        assert client.poll(0, sent_at + 200) == []  # not yet expired
+        [resp] = client.poll(0, sent_at + 301)
+        assert isinstance(resp.error, RequestTimedOutError) and resp.body is None and resp.context == "m"
+        assert "300 ms" in str(resp.error)
+        assert client.state(-1) is ConnectionState.DISCONNECTED
+        assert client.in_flight_count() == 0
+        assert fake.peer_closed.wait(5)
+        assert client.poll(0, sent_at + 400) == []  # reported exactly once
+
+
+def test_request_timeout_with_real_clock_wakes_poll() -> None:
+    with FakeBroker(mode="silent") as fake, NetworkClient(request_timeout_ms=200) as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms())
+        started = time.monotonic()
+        got: list[ClientResponse] = []
+        while not got:
+            got = client.poll(30_000, now_ms())
+        assert time.monotonic() - started < 5
+        assert isinstance(got[0].error, RequestTimedOutError)
+
+
+@pytest.mark.parametrize("mode", ["garbage", "wrong_id"])
+def test_corrupt_response_is_protocol_error_and_client_recovers(mode: str) -> None:
+    with FakeBroker(mode=mode, misbehave_once=True) as fake, NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        # The fake only speaks ApiVersions up to v2: we asked at our max and fell back (KIP-511).
+        versions = [r.api_version for r in fake.received if r.api_key == ApiKey.API_VERSIONS]
+        assert versions == [SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], MAX_API_VERSIONS]
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="bad")
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert isinstance(resp.error, ProtocolError) and resp.error.retriable
+        assert f"127.0.0.1:{fake.port}" in str(resp.error)
+        assert client.state(-1) is ConnectionState.DISCONNECTED
+        assert fake.peer_closed.wait(5)
+        # The same client reconnects after the backoff and works.
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="good")
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert resp.error is None and resp.body == {"brokers": [], "topics": []} and resp.context == "good"
+        assert fake.connection_count() == 2
+
+
+def test_an_answer_ahead_of_garbage_in_the_same_read_is_delivered() -> None:
+    # The answered request is already off the in-flight FIFO when the garbage behind it is found: it must
+    # come back answered, not vanish (a vanished Produce request wedged the idempotent producer).
+    with FakeBroker(mode="good_then_wrong_id") as fake, NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="answered")
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert resp.context == "answered" and resp.error is None and resp.body == {"brokers": [], "topics": []}
+        assert client.state(-1) is ConnectionState.DISCONNECTED  # and the corrupt stream was closed
+        assert fake.peer_closed.wait(5)
+
+
+# --- in flight, fire-and-forget, disconnects -------------------------------------------------------
+
+
+def test_max_in_flight_is_respected_and_responses_keep_order() -> None:
+    with FakeBroker(mode="hold") as fake, NetworkClient(max_in_flight_requests_per_connection=2) as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context=1)
+        assert not client.is_ready(-1, now_ms())  # the first request is not fully written yet
+        client.poll(0, now_ms())
+        assert client.ready(-1, now_ms())
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context=2)
+        client.poll(0, now_ms())
+        assert client.in_flight_count(-1) == 2
+        assert not client.ready(-1, now_ms()) and not client.is_ready(-1, now_ms())
+        with pytest.raises(IllegalStateError, match="not ready"):
+            client.send(-1, ApiKey.METADATA, metadata_body(), now_ms())
+        assert client.connection_delay(-1, now_ms()) == 0  # connected: the wait is for responses
+        fake.release.set()
+        got = poll_until(client, lambda got: len(got) == 2)
+        assert [r.context for r in got] == [1, 2] and all(r.error is None for r in got)
+        assert client.ready(-1, now_ms())
+
+
+def test_fire_and_forget_completes_once_written() -> None:
+    with FakeBroker(mode="silent") as fake, NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), expect_response=False, context="ff")
+        assert client.in_flight_count(-1) == 1
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert resp.body is None and resp.error is None and resp.context == "ff"
+        assert client.in_flight_count(-1) == 0 and client.state(-1) is ConnectionState.READY
+        deadline = time.monotonic() + DEADLINE_S
+        while not any(r.api_key == ApiKey.METADATA for r in fake.received):
+            assert time.monotonic() < deadline
+            client.poll(10, now_ms())
+
+
+def test_large_request_is_written_across_many_partial_writes() -> None:
+    topics = [{"name": f"topic-{i:06d}-" + "x" * 40} for i in range(20_000)]  # a ~1 MB request
+    with FakeBroker(mode="silent") as fake, NetworkClient(send_buffer_bytes=16 * 1024) as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        cid = client.send(-1, ApiKey.METADATA, {"topics": topics}, now_ms(), expect_response=False, context="big")
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert resp.context == "big" and resp.error is None and resp.correlation_id == cid
+        deadline = time.monotonic() + DEADLINE_S
+        while not any(r.correlation_id == cid for r in fake.received):
+            assert time.monotonic() < deadline
+            client.poll(10, now_ms())
+        assert client.state(-1) is ConnectionState.READY
+
+
+def test_every_in_flight_request_fails_once_on_disconnect() -> None:
+    with FakeBroker(mode="silent") as fake, NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        for i in range(3):
+            client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context=i)
+            client.poll(0, now_ms())
+        client.disconnect(-1)
+        assert client.has_in_flight()
+        got = client.poll(0, now_ms())
+        assert sorted(r.context for r in got) == [0, 1, 2]
+        assert all(isinstance(r.error, KafkaConnectionError) and r.body is None for r in got)
+        assert client.poll(0, now_ms()) == [] and not client.has_in_flight()
+        assert fake.peer_closed.wait(5)
+
+
+def test_broker_closing_the_connection_fails_requests_naming_it() -> None:
+    fake = FakeBroker(mode="silent")
+    with NetworkClient() as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="x")
+        client.poll(0, now_ms())
+        fake.close()
+        [resp] = poll_until(client, lambda got: bool(got))
+        assert isinstance(resp.error, KafkaConnectionError) and f"127.0.0.1:{fake.port}" in str(resp.error)
+        assert client.state(-1) is ConnectionState.DISCONNECTED
+        assert client.connection_delay(-1, now_ms()) > 0
+
+
+def test_set_nodes_closes_vanished_nodes() -> None:
+    with FakeBroker(mode="silent") as fake, NetworkClient() as client:
+        client.set_nodes({5: fake.address})
+        wait_ready(client, 5)
+        client.send(5, ApiKey.METADATA, metadata_body(), now_ms(), context="gone")
+        client.poll(0, now_ms())
+        client.set_nodes({6: ("127.0.0.1", free_port())})
+        [resp] = client.poll(0, now_ms())
+        assert resp.context == "gone" and isinstance(resp.error, KafkaConnectionError)
+        assert set(client.nodes()) == {6}
+        assert not client.ready(5, now_ms())
+        assert fake.peer_closed.wait(5)
+
+
+# --- waiting --------------------------------------------------------------------------------------
+
+
+def test_wakeup_interrupts_a_long_poll() -> None:
+    with NetworkClient() as client:
+        done = threading.Event()
+        started = threading.Event()
+
+        def run() -> None:
+            started.set()
+            client.poll(10_000, now_ms())
+            done.set()
+
+        t = threading.Thread(target=run)
+        t.start()
+        assert started.wait(5)
+        client.wakeup()  # a wake-up sent before select() starts is kept, never lost
+        assert done.wait(1.0)
+        t.join()
+
+
+def test_idle_poll_blocks_for_its_timeout_and_wakeups_coalesce() -> None:
+    with NetworkClient() as client:
+        started = time.monotonic()
+        assert client.poll(150, now_ms()) == []
+        assert time.monotonic() - started >= 0.14
+        for _ in range(10_000):
+            client.wakeup()
+        started = time.monotonic()
+        client.poll(10_000, now_ms())
+        assert time.monotonic() - started < 1.0
+        # All those wake-ups were one: the next poll blocks again.
+        started = time.monotonic()
+        client.poll(150, now_ms())
+        assert time.monotonic() - started >= 0.14
+
+
+def test_close_fails_in_flight_and_rejects_new_work() -> None:
+    with FakeBroker(mode="silent") as fake:
+        client = NetworkClient()
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="c")
+        client.close()
+        [resp] = client.poll(0, now_ms())
+        assert resp.context == "c" and isinstance(resp.error, KafkaConnectionError)
+        assert not client.ready(-1, now_ms())
+        client.wakeup()  # harmless after close
+        client.close()
+
+
+def test_socket_options_are_applied() -> None:
+    with FakeBroker() as fake, NetworkClient(send_buffer_bytes=64 * 1024, receive_buffer_bytes=48 * 1024) as client:
+        client.add_bootstrap([fake.address])
+        wait_ready(client, -1)
+        sock = client._nodes[-1].sock
+        assert sock is not None
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        # Linux reports twice the requested size (it adds bookkeeping room); other systems report it as set.
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (64 * 1024, 128 * 1024)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (48 * 1024, 96 * 1024)
+
+
+def test_unknown_node_is_not_ready() -> None:
+    with NetworkClient(reconnect_backoff_ms=50) as client:
+        assert not client.ready(42, now_ms()) and not client.is_ready(42, now_ms())
+        assert client.connection_delay(42, now_ms()) == 50
+        assert client.least_loaded_node(now_ms()) is None
+        with pytest.raises(IllegalStateError):
+            client.send(42, ApiKey.METADATA, metadata_body(), now_ms())

@@ -1,0 +1,118 @@
+"""murmur2 is bit-exact with Java; keyed records hash, keyless ones stick (KIP-794)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+
+import pytest
+
+from kafkajet.errors import KafkaError
+from kafkajet.producer.partitioner import (
+    StickyPartitioner,
+    murmur2,
+    partition_for_key,
+    resolve_partitioner,
+    sticky_run_ends,
+)
+
+VECTORS = [(b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
+           (b"a-little-bit-longer-string", -1486304829),
+           (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971), (b"abc", 479470107),
+           (b"", 275646681)]
+
+# From murmur2-vectors.md section 2 (computed table): key -> partitions for N = 2, 3, 4, 5, 6, 8, 10, 12.
+TABLE = {
+    b"a": [0, 1, 0, 4, 4, 4, 4, 4], b"b": [0, 2, 0, 1, 2, 4, 6, 8], b"c": [0, 1, 2, 4, 4, 2, 4, 10],
+    b"key1": [0, 2, 0, 0, 2, 4, 0, 8], b"user-42": [0, 1, 0, 0, 4, 4, 0, 4], b"hello": [1, 0, 1, 4, 3, 5, 9, 9],
+}
+
+
+@pytest.mark.parametrize("data,expected", VECTORS)
+def test_murmur2_matches_java(data: bytes, expected: int) -> None:
+    assert murmur2(data) == expected
+
+
+@pytest.mark.parametrize("key", list(TABLE))
+def test_key_to_partition_table(key: bytes) -> None:
+    assert [partition_for_key(key, n) for n in (2, 3, 4, 5, 6, 8, 10, 12)] == TABLE[key]
+
+
+def test_sticky_stays_until_batch_size_bytes_then_moves() -> None:
+    sp = StickyPartitioner(batch_size=1000, rng=random.Random(1))
+    first = sp.partition("t", [0, 1, 2, 3], 4)
+    for _ in range(9):
+        assert sp.partition("t", [0, 1, 2, 3], 4) == first
+        sp.record_appended("t", first, 100, [0, 1, 2, 3], 4)
+    assert sp.partition("t", [0, 1, 2, 3], 4) == first  # 900 bytes: not yet
+    sp.record_appended("t", first, 100, [0, 1, 2, 3], 4)
+    assert sp.partition("t", [0, 1, 2, 3], 4) != first  # 1000 bytes: switched
+
+
+def _run_ends_one_by_one(lens: list[int], batch_size: int) -> list[int]:
+    """send()'s rule record by record: count each record's bytes, move on once batch.size is reached."""
+    ends, produced = [], 0
+    for i, length in enumerate(lens):
+        produced += length + 16
+        if produced >= batch_size:
+            ends.append(i + 1)
+            produced = 0
+    if lens and (not ends or ends[-1] != len(lens)):
+        ends.append(len(lens))
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batch_path_sticky_runs_end_where_send_would_move_on(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 148, 149, 1000])
+    batch_size = rng.choice([1, 100, 116, 16384])
+    # Every other case one size for all records: the batch path's shortcut, which must agree too.
+    lens = [rng.choice([0, 100, 1024])] * n if seed % 2 else [rng.randint(0, 300) for _ in range(n)]
+    assert sticky_run_ends(lens, batch_size) == _run_ends_one_by_one(lens, batch_size)
+
+
+def test_sticky_spreads_uniformly_and_only_over_available_partitions() -> None:
+    sp = StickyPartitioner(batch_size=10, rng=random.Random(7))
+    counts: Counter[int] = Counter()
+    for _ in range(6000):
+        p = sp.partition("t", [1, 3, 5], 6)
+        counts[p] += 1
+        sp.record_appended("t", p, 10, [1, 3, 5], 6)
+    assert set(counts) == {1, 3, 5}
+    assert all(1700 < c < 2300 for c in counts.values()), counts
+
+
+def test_default_partitioner_hashes_keys_and_sticks_keyless() -> None:
+    part = resolve_partitioner("default", 16384)
+    assert part.partition("t", b"key1", 6, [0, 1, 2, 3, 4, 5]) == 2
+    a = part.partition("t", None, 6, [0, 1, 2, 3, 4, 5])
+    assert part.partition("t", None, 6, [0, 1, 2, 3, 4, 5]) == a
+
+
+def test_a_user_partitioner_out_of_range_is_a_clear_error() -> None:
+    part = resolve_partitioner(lambda key, all_p, avail: 99, 16384)
+    with pytest.raises(KafkaError, match="returned 99 for topic 't', which has partitions 0..2"):
+        part.partition("t", b"k", 3, [0, 1, 2])
+
+
+def test_sticky_is_safe_from_many_threads() -> None:
+    sp = StickyPartitioner(batch_size=50)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(5000):
+                p = sp.partition("t", [0, 1, 2, 3], 4)
+                assert 0 <= p < 4
+                sp.record_appended("t", p, 7, [0, 1, 2, 3], 4)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
