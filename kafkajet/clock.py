@@ -1,0 +1,22 @@
+"""The one clock: milliseconds on a monotonic scale, as every part of the client measures deadlines.
+
+Code that waits takes `now` (or a clock callable defaulting to `now_ms`) rather than reading time itself, so
+the sender, accumulator and metadata are driven deterministically in tests, as Java's MockTime does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+Clock = Callable[[], float]
+
+
+def now_ms() -> float:
+    """Monotonic milliseconds: only differences mean anything."""
+    return time.monotonic() * 1000.0
+
+
+def wall_ms() -> int:
+    """Wall-clock milliseconds since the epoch, for record timestamps."""
+    return time.time_ns() // 1_000_000
