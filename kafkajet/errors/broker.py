@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkajet.errors import BrokerError, KafkaConnectionError, ProtocolError
+from kafkajet.errors.base import BrokerError, KafkaConnectionError, ProtocolError
 
 
 class UnknownServerError(BrokerError):

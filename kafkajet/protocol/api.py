@@ -13,8 +13,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+import kafkajet.protocol.types as t
 from kafkajet.errors import ProtocolError, UnsupportedVersionError
-from kafkajet.protocol import types as t
 from kafkajet.protocol._schemas import SCHEMAS
 from kafkajet.protocol.codec import decode_struct, decode_tagged, encode_struct
 from kafkajet.protocol.schema import MessagePlan, message_plan

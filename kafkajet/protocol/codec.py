@@ -10,8 +10,8 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import kafkajet.protocol.types as t
 from kafkajet.errors import ProtocolError
-from kafkajet.protocol import types as t
 from kafkajet.protocol.schema import FieldPlan, FixedRun, StructPlan, fresh
 
 Parts = list[Any]  # bytes-like pieces, joined by the caller

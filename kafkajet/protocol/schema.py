@@ -11,8 +11,8 @@ import struct
 from functools import cache
 from typing import Any
 
+import kafkajet.protocol.types as t
 from kafkajet.errors import ProtocolError, UnsupportedVersionError
-from kafkajet.protocol import types as t
 from kafkajet.protocol._schemas import SCHEMAS
 
 # The wire type of a field, independent of version: a primitive name from Kafka's JSON, "struct" or "array".

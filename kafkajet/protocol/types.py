@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from kafkajet.errors import ProtocolError
+from kafkajet.protocol.varint import encode_unsigned, zigzag
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -56,35 +57,21 @@ def uvarint(n: int) -> bytes:
         raise ProtocolError(f"unsigned varint out of range: {n}")
     if n < 0x80:
         return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _uvarlong(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return encode_unsigned(n)
 
 
 def varint(n: int) -> bytes:
     """Signed 32-bit zig-zag varint."""
     if not -(2**31) <= n < 2**31:
         raise ProtocolError(f"varint out of range: {n}")
-    return _uvarlong(((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
+    return encode_unsigned(zigzag(n))
 
 
 def varlong(n: int) -> bytes:
     """Signed 64-bit zig-zag varint."""
     if not -(2**63) <= n < 2**63:
         raise ProtocolError(f"varlong out of range: {n}")
-    return _uvarlong(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    return encode_unsigned(zigzag(n))
 
 
 def string(value: str | None, compact: bool) -> bytes:

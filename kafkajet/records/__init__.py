@@ -1,5 +1,6 @@
 """Kafka record batch v2 (magic 2): encode, decode, CRC-32C and compression. No I/O, no clock."""
 
+from kafkajet.protocol.varint import TABLE_SIZE
 from kafkajet.records.batch import (
     BATCH_HEADER_SIZE,
     CONTROL_ABORT,
@@ -24,7 +25,6 @@ from kafkajet.records.record import (
     encode_record,
     record_size_upper_bound,
 )
-from kafkajet.records.varint import TABLE_SIZE
 
 __all__ = [
     "BATCH_HEADER_SIZE", "CONTROL_ABORT", "CONTROL_COMMIT", "MAX_COLUMN_LEN", "TABLE_SIZE", "Compression", "Record",

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from itertools import accumulate
 from operator import add
 
+from kafkajet.protocol.varint import TABLE_SIZE, VARINT
 from kafkajet.records.record import _ATTR_TS, _LEN, _OFF_NULL_KEY
-from kafkajet.records.varint import TABLE_SIZE, VARINT
 
 # Lengths up to this take the column path: a key and a value both at the limit still give a record size
 # inside the VARINT table.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafkajet.errors import CorruptRecordError
-from kafkajet.records.varint import TABLE_SIZE, VARINT, encode_varint, encode_varint_slow, read_varint
+from kafkajet.protocol.varint import TABLE_SIZE, VARINT, encode_varint, encode_varint_slow, read_varint
 
 Headers = Sequence[tuple[str, bytes | None]]
 Buffer = bytes | bytearray | memoryview

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import pickle
 from pathlib import Path
 
@@ -72,3 +73,20 @@ def test_timeouts_carry_their_cause() -> None:
     assert err.cause is cause and err.__cause__ is cause
     assert "NOT_LEADER_OR_FOLLOWER" in str(err)
     assert isinstance(err, TimeoutError) and isinstance(err, errors.KafkaTimeoutError)
+
+
+def test_the_generated_module_is_what_the_generator_makes_of_the_table(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gen_errors", root / "tools" / "gen_errors.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    gen.main(TABLE, tmp_path / "broker.py")
+    assert (tmp_path / "broker.py").read_text() == (root / "kafkajet" / "errors" / "broker.py").read_text()
+
+
+def test_error_classes_name_the_public_module() -> None:
+    # Tracebacks show "kafkajet.errors.InvalidTopicError", the place users import it from, not a private file.
+    assert errors.InvalidTopicError.__module__ == "kafkajet.errors"
+    assert errors.ConfigError.__module__ == "kafkajet.errors"
+    assert errors.InvalidTopicError is pickle.loads(pickle.dumps(errors.InvalidTopicError))

@@ -12,6 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkajet.errors import CorruptRecordError
+from kafkajet.protocol.varint import (
+    TABLE_SIZE,
+    VARINT,
+    encode_varint,
+    encode_varint_slow,
+    read_varint,
+    varint_size,
+)
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
     CONTROL_ABORT,
@@ -30,14 +38,6 @@ from kafkajet.records import (
     encode_control_record,
     encode_record,
     record_size_upper_bound,
-)
-from kafkajet.records.varint import (
-    TABLE_SIZE,
-    VARINT,
-    encode_varint,
-    encode_varint_slow,
-    read_varint,
-    varint_size,
 )
 
 CODECS = list(Compression)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkajet.errors import CorruptRecordError, ProtocolError
+from kafkajet.protocol.varint import encode_varint
 from kafkajet.records import (
     Compression,
     append_record,
@@ -19,7 +20,6 @@ from kafkajet.records import (
     decompress,
     encode_batch,
 )
-from kafkajet.records.varint import encode_varint
 
 CODECS = list(Compression)
 RECORDS = [

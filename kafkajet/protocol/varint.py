@@ -1,4 +1,4 @@
-"""Zig-zag varints (Protocol Buffers' sint32/sint64) as used inside record batches.
+"""Varints: the one codec for the protocol's (unsigned) varints and the zig-zag varints inside record batches.
 
 Encoding is table-driven for the small non-negative values the hot path sees (offset deltas, timestamp
 deltas within a linger window, key/value lengths): a list index is far cheaper than a loop of shifts.
