@@ -1,5 +1,15 @@
-"""kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture."""
+"""kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture.
 
+Everything a user names is importable from here: the clients (Producer, Admin), what they return
+(RecordMetadata, RecordFuture, BatchFuture, PartitionInfo, NewTopic, Record) and the errors users catch
+(the whole hierarchy is in kafkajet.errors).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkajet._version import __version__
 from kafkajet.errors import (
     AuthenticationError,
     BufferExhaustedError,
@@ -13,20 +23,36 @@ from kafkajet.errors import (
 )
 from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from kafkajet.admin import Admin, NewTopic
+    from kafkajet.producer.metadata import PartitionInfo
+    from kafkajet.producer.producer import Producer
+    from kafkajet.records import Record
+
+# The clients pull in the network stack; `import kafkajet.protocol` alone must stay light for the codec, so
+# these load on first use. Type checkers see the imports above.
+_LAZY = {
+    "Producer": "kafkajet.producer.producer",
+    "Admin": "kafkajet.admin",
+    "NewTopic": "kafkajet.admin",
+    "PartitionInfo": "kafkajet.producer.metadata",
+    "Record": "kafkajet.records",
+}
 
 
 def __getattr__(name: str) -> object:
-    # The producer pulls in the network stack; keep `import kafkajet.protocol` light for the codec alone.
-    if name == "Producer":
-        from kafkajet.producer.producer import Producer
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kafkajet' has no attribute {name!r}")
+    import importlib
 
-        return Producer
-    raise AttributeError(name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [
-    "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
-    "KafkaError", "KafkaTimeoutError", "Producer", "ProducerClosedError", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
-    "SerializationError",
+    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
+    "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo", "Producer", "ProducerClosedError", "Record",
+    "RecordFuture", "RecordMetadata", "RecordTooLargeError", "SerializationError", "__version__",
 ]
