@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ from kafkajet.testing import MockCluster
 
 TOPIC = "interop"
 PARTITIONS = 6
+
+pytestmark = pytest.mark.mock_cluster(brokers=3, topics={TOPIC: PARTITIONS})
 N = 10_000
 
 
@@ -156,13 +158,6 @@ def read_confluent(bootstrap: str, expected: int, topic: str = TOPIC, timeout: f
         return out
     finally:
         c.close()
-
-
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
-    with MockCluster(brokers=3) as c:
-        c.create_topic(TOPIC, partitions=PARTITIONS)
-        yield c
 
 
 PRODUCERS: dict[str, Callable[[str, list[Any]], None]] = {

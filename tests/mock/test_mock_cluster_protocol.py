@@ -20,6 +20,8 @@ from kafkajet.testing.mock.handlers import advertised
 PRODUCE_V = 8
 FETCH_V = 11
 
+pytestmark = pytest.mark.mock_cluster(brokers=3, auto_create_topics=False, topics={"t": 3})
+
 
 def code(name: str) -> int:
     return error_for_name(name).code
@@ -70,13 +72,6 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
-
-
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
-    with MockCluster(brokers=3, auto_create_topics=False) as c:
-        c.create_topic("t", partitions=3)
-        yield c
 
 
 @pytest.fixture

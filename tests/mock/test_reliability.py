@@ -29,10 +29,10 @@ from kafkajet.protocol import RequestHeader
 from kafkajet.testing import MockCluster
 from kafkajet.testing.mock import after_append
 
-pytestmark = pytest.mark.reliability
-
 TOPIC = "reliability"
 PARTITIONS = 6
+
+pytestmark = [pytest.mark.reliability, pytest.mark.mock_cluster(brokers=3, topics={TOPIC: PARTITIONS})]
 RECORDS = 50_000
 THREADS = 4
 
@@ -244,13 +244,6 @@ def assert_exact(acc: Accounting, *, failures: set[str] | None = None, duplicate
         assert row.reordered == 0, f"{row.reordered} records out of send order"
     if not failed_but_stored_allowed:
         assert row.failed_but_stored == 0, f"{row.failed_but_stored} records both failed and stored"
-
-
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
-    with MockCluster(brokers=3) as c:
-        c.create_topic(TOPIC, partitions=PARTITIONS)
-        yield c
 
 
 def rotate_leaders(cluster: MockCluster) -> None:
