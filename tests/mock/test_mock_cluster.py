@@ -308,3 +308,21 @@ def test_broker_down_then_up_delivers_everything(cluster: MockCluster) -> None:
     assert p.flush(10) == 0
     assert errors == []
     assert len(cluster.records(TOPIC, 0)) == 51
+
+
+def test_the_cluster_s_housekeeping_helpers_do_what_they_say(cluster: MockCluster) -> None:
+    cluster.create_topic("scratch", partitions=2)
+    assert cluster.topics()["scratch"] == 2
+    cluster.delete_topic("scratch")
+    assert "scratch" not in cluster.topics()
+    with pytest.raises(KeyError, match="scratch"):
+        cluster.delete_topic("scratch")
+
+    cluster.push_request_errors("Produce", ["NOT_LEADER_OR_FOLLOWER"] * 3)
+    cluster.set_rtt(cluster.broker_ids[0], 50)
+    assert cluster.pending_faults("Produce") == 3
+    cluster.clear_faults()
+    assert cluster.pending_faults("Produce") == 0
+
+    with pytest.raises(TimeoutError, match=r"1 records in 'interop' not reached within 0.2 s \(have 0\)"):
+        cluster.wait_for_records(TOPIC, 1, timeout=0.2)

@@ -106,7 +106,3 @@ class SequenceChecker:
         if entry is None or entry.epoch != epoch:
             entry = self._producers[producer_id] = _ProducerEntry(epoch, deque(maxlen=BATCHES_RETAINED))
         entry.batches.append(BatchSequence(first_seq, last_seq, base_offset, last_offset))
-
-    def epoch_of(self, producer_id: int) -> int | None:
-        entry = self._producers.get(producer_id)
-        return None if entry is None else entry.epoch
