@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import (
     IllegalStateError,
@@ -66,10 +67,6 @@ def _close_at_exit() -> None:
 
 
 atexit.register(_close_at_exit)
-
-
-def _now_ms() -> float:
-    return time.monotonic() * 1000.0
 
 
 _BYTES_OR_NONE = frozenset((bytes, type(None)))
@@ -229,7 +226,7 @@ class Producer:
                 raise self._sender.fatal_error
             if type(topic) is not str or not topic:
                 raise TypeError(f"topic must be a non-empty str, got {topic!r}")
-            deadline = _now_ms() + self._max_block_ms
+            deadline = now_ms() + self._max_block_ms
             cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
             n = cluster.partition_count(topic) or 0
         if key is None or (self._key_identity and type(key) is bytes):
@@ -263,7 +260,7 @@ class Producer:
             raise KafkaError(
                 f"Invalid partition {partition!r} for topic '{topic}': it has partitions 0..{n - 1}")
         if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
+            timestamp_ms = wall_ms()
         fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
         if wake:
             self._wakeup()
@@ -306,7 +303,7 @@ class Producer:
                               None if partitions is None else partitions[i],
                               None if timestamps is None else timestamps[i]) for i in range(n)]
             return BatchFuture.of(futs)
-        start = _now_ms()
+        start = now_ms()
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)
         if count is None:
@@ -341,7 +338,7 @@ class Producer:
             hs = [self._check_headers(h) if h else None for h in headers]
         if hs is not None and not any(hs):
             hs = None
-        now_ts = int(time.time() * 1000)
+        now_ts = wall_ms()
         ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
         limit = self._size_check_threshold
         # Every record's sizes (-1 for null), once: for the size check here and for the BatchFuture.
