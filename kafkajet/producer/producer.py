@@ -212,9 +212,7 @@ class Producer:
         Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
         """
         if self._closed:
-            if self._forked_from is not None:
-                self._raise_forked()
-            raise ProducerClosedError("send() called after close(); create a new Producer")
+            self._raise_closed("send")
         if self._interceptors:
             topic, value, key, headers, partition, timestamp_ms = self._on_send(
                 topic, value, key, headers, partition, timestamp_ms)
@@ -280,6 +278,8 @@ class Producer:
         `keys`, `headers`, `partitions` and `timestamps` are None or sequences as long as `values`.
         Returns a BatchFuture: result() gives every RecordMetadata in input order or raises a failure.
         """
+        if self._closed:
+            self._raise_closed("send_batch")
         return self._send_batch(topic, values, keys, headers, partitions, timestamps, headers_checked=False)
 
     def _send_batch(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
@@ -287,10 +287,6 @@ class Producer:
                     timestamps: Sequence[int | None] | None, *, headers_checked: bool) -> BatchFuture:
         """send_batch(); `headers_checked` when the headers are already lists of (str, bytes | None) pairs
         (send_arrow() builds them so), which spares a check per record."""
-        if self._closed:
-            raise ProducerClosedError("send_batch() called after close(); create a new Producer")
-        if self._forked_from is not None:
-            self._raise_forked()
         n = len(values)
         for name, seq in (("keys", keys), ("headers", headers), ("partitions", partitions),
                           ("timestamps", timestamps)):
@@ -385,6 +381,8 @@ class Producer:
         """
         from kafkajet.producer.arrow import rows_of
 
+        if self._closed:
+            self._raise_closed("send_arrow")
         rows = rows_of(data)
         if topic is not None or rows.topics is None:
             if topic is None:
@@ -559,6 +557,12 @@ class Producer:
             except Exception:
                 log.exception("interceptor %r on_send raised; record passed on unchanged", icp)
         return record
+
+    def _raise_closed(self, api: str) -> None:
+        # A forked child's producers are marked closed too: the fork is the explanation it needs, not close().
+        if self._forked_from is not None:
+            self._raise_forked()
+        raise ProducerClosedError(f"{api}() called after close(); create a new Producer")
 
     def _raise_forked(self) -> None:
         raise IllegalStateError(
