@@ -171,7 +171,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         b, index = self.locate()
-        state = "pending" if not b.completed else ("failed" if b.error else "done")
+        state = "pending" if not b.completed else (f"failed {type(b.error).__name__}" if b.error else "done")
         return f"<RecordFuture {b.topic}-{b.partition} #{index} {state}>"
 
 
@@ -249,6 +249,22 @@ class BatchFuture:
         out.sort(key=lambda e: e[0])
         return out
 
+    def _failed_so_far(self) -> int:
+        """How many records are known to have failed, without waiting: one look per segment (per record only in a
+        split batch)."""
+        failed = 0
+        for batch, first, idx in self._segments:
+            if batch.is_split:
+                failed += sum(1 for b, _ in self._located(batch, first, len(idx)) if b.error is not None)
+            elif batch.error is not None:
+                failed += len(idx)
+        return failed
+
+    def __repr__(self) -> str:
+        failed = self._failed_so_far()
+        state = ("failed" if failed else "done") if self.done() else "pending"
+        return f"<{type(self).__name__} records={self._n} {state} failed={failed}>"
+
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         failed = self.errors(timeout)
         if failed:
@@ -294,6 +310,9 @@ class CombinedBatchFuture(BatchFuture):
         out = [(where[i], e) for part, where in self._parts for i, e in part.errors()]
         out.sort(key=lambda e: e[0])
         return out
+
+    def _failed_so_far(self) -> int:
+        return sum(part._failed_so_far() for part, _ in self._parts)
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         failed = self.errors(timeout)

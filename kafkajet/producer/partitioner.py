@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Protocol
 
-from kafkajet.errors import ConfigError, KafkaError
+from kafkajet.errors import ConfigError, InvalidPartitionError, KafkaError
 
 _WORDS = [struct.Struct(f"<{n}I") for n in range(64)]
 
@@ -40,6 +40,15 @@ def murmur2(data: bytes) -> int:
     h = (h * m) & 0xFFFFFFFF
     h ^= h >> 15
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+def invalid_partition(topic: str, partition: object, count: int, record: int | None = None) -> InvalidPartitionError:
+    """The error for a caller's partition outside the topic's (Java: "Invalid partition given with record: 7 is not
+    in the range [0...3)."); `record` is its position in a batch call."""
+    where = "" if record is None else f" for record {record}"
+    return InvalidPartitionError(
+        f"Invalid partition {partition!r}{where} of topic '{topic}': not in the range [0...{count}) "
+        f"(the topic has {count} partitions)")
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

@@ -7,8 +7,9 @@ import logging
 import os
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -16,7 +17,6 @@ from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import (
     IllegalStateError,
-    KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
@@ -30,7 +30,13 @@ from kafkajet.producer.futures import BatchFuture, CombinedBatchFuture, RecordFu
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Metadata, PartitionInfo
 from kafkajet.producer.metrics import ProducerMetrics
-from kafkajet.producer.partitioner import DefaultPartitioner, murmur2, resolve_partitioner, sticky_run_ends
+from kafkajet.producer.partitioner import (
+    DefaultPartitioner,
+    invalid_partition,
+    murmur2,
+    resolve_partitioner,
+    sticky_run_ends,
+)
 from kafkajet.producer.sender import Sender
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
@@ -92,6 +98,22 @@ def _header_sections(headers: Sequence[Any]) -> list[bytes]:
                 memo[key] = section
         out.append(section)
     return out
+
+
+def invalid_timestamp(timestamp: int, record: int | None = None) -> ValueError:
+    # Java's ProducerRecord refuses negative timestamps in its constructor, with this message.
+    where = "" if record is None else f" (record {record})"
+    return ValueError(f"Invalid timestamp: {timestamp}{where}. Timestamp should always be non-negative or None.")
+
+
+def _deprecated_timestamps(timestamps: Sequence[int | None],
+                           timestamps_ms: Sequence[int | None] | None) -> Sequence[int | None]:
+    """send_batch(timestamps=) is the old name of timestamps_ms= (send() says timestamp_ms=)."""
+    if timestamps_ms is not None:
+        raise TypeError("send_batch() got both timestamps_ms= and its deprecated alias timestamps=; pass timestamps_ms=")
+    warnings.warn("send_batch(timestamps=) is deprecated; pass timestamps_ms= (the name send() uses)",
+                  DeprecationWarning, stacklevel=3)
+    return timestamps
 
 
 def _only_bytes(items: Sequence[Any]) -> bool:
@@ -255,10 +277,11 @@ class Producer:
                     h = self._hash_key(kb)
                 partition = h % n
         elif type(partition) is not int or not 0 <= partition < n:
-            raise KafkaError(
-                f"Invalid partition {partition!r} for topic '{topic}': it has partitions 0..{n - 1}")
+            raise invalid_partition(topic, partition, n)
         if timestamp_ms is None:
             timestamp_ms = wall_ms()
+        elif timestamp_ms < 0:
+            raise invalid_timestamp(timestamp_ms)
         fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
         if wake:
             self._wakeup()
@@ -271,16 +294,21 @@ class Producer:
         keys: Sequence[Any] | None = None,
         headers: Sequence[Any] | None = None,
         partitions: Sequence[int | None] | None = None,
+        timestamps_ms: Sequence[int | None] | None = None,
+        *,
         timestamps: Sequence[int | None] | None = None,
     ) -> BatchFuture:
         """Queue many records to one topic at once; the same semantics as send() per record, less work.
 
-        `keys`, `headers`, `partitions` and `timestamps` are None or sequences as long as `values`.
-        Returns a BatchFuture: result() gives every RecordMetadata in input order or raises a failure.
+        `keys`, `headers`, `partitions` and `timestamps_ms` are None or sequences as long as `values`
+        (`timestamps` is the deprecated name of `timestamps_ms`). Returns a BatchFuture: result() gives every
+        RecordMetadata in input order or raises a failure.
         """
         if self._closed:
             self._raise_closed("send_batch")
-        return self._send_batch(topic, values, keys, headers, partitions, timestamps, headers_checked=False)
+        if timestamps is not None:
+            timestamps_ms = _deprecated_timestamps(timestamps, timestamps_ms)
+        return self._send_batch(topic, values, keys, headers, partitions, timestamps_ms, headers_checked=False)
 
     def _send_batch(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
                     headers: Sequence[Any] | None, partitions: Sequence[int | None] | None,
@@ -289,7 +317,7 @@ class Producer:
         (send_arrow() builds them so), which spares a check per record."""
         n = len(values)
         for name, seq in (("keys", keys), ("headers", headers), ("partitions", partitions),
-                          ("timestamps", timestamps)):
+                          ("timestamps_ms", timestamps)):
             if seq is not None and len(seq) != n:
                 raise ValueError(f"send_batch: {name} has {len(seq)} items but values has {n}")
         if self._interceptors:
@@ -335,7 +363,13 @@ class Producer:
         if hs is not None and not any(hs):
             hs = None
         now_ts = wall_ms()
-        ts = [now_ts] * n if timestamps is None else [now_ts if t is None else t for t in timestamps]
+        if timestamps is None:
+            ts = [now_ts] * n
+        else:
+            ts = [now_ts if t is None else t for t in timestamps]
+            if n and min(ts) < 0:
+                i = next(i for i, t in enumerate(ts) if t < 0)
+                raise invalid_timestamp(ts[i], i)
         limit = self._size_check_threshold
         # Every record's sizes (-1 for null), once: for the size check here and for the BatchFuture.
         value_sizes = vlens if vlens is not None else [-1 if v is None else len(v) for v in vals]
@@ -426,9 +460,7 @@ class Producer:
             key = keys[i]
             if explicit is not None:
                 if type(explicit) is not int or not 0 <= explicit < count:
-                    raise KafkaError(
-                        f"Invalid partition {explicit!r} for record {i} of topic '{topic}': it has partitions "
-                        f"0..{count - 1}")
+                    raise invalid_partition(topic, explicit, count, i)
                 out.setdefault(explicit, []).append(i)
                 i += 1
             elif key is not None:
@@ -515,14 +547,23 @@ class Producer:
         if type(headers) is list and all(type(h) is tuple and len(h) == 2 and type(h[0]) is str
                                          and (type(h[1]) is bytes or h[1] is None) for h in headers):
             return headers  # already what the encoder takes (the Spark sink's shape): no copy
-        items = headers.items() if isinstance(headers, Mapping) else headers
+        items: Iterable[Any]
+        if isinstance(headers, Mapping):
+            items = headers.items()
+        elif isinstance(headers, (list, tuple)):
+            items = headers
+        else:  # a str or bytes would be taken apart character by character, each "pair" a bogus header
+            raise SerializationError(
+                f"headers must be a list of (str key, bytes | None value) pairs or a dict, "
+                f"got {type(headers).__name__} {headers!r:.60}")
         out: list[tuple[str, bytes | None]] = []
         for item in items:
-            try:
-                k, v = item
-            except (TypeError, ValueError):
+            if (type(item) is not tuple and type(item) is not list) or len(item) != 2:
+                # A 2-character str would otherwise unpack as a (key, value) pair.
                 raise SerializationError(
-                    f"a header must be a (str, bytes) pair, got {item!r}") from None
+                    f"each header must be a (str key, bytes | None value) pair, got {type(item).__name__} "
+                    f"{item!r:.60}")
+            k, v = item
             if type(k) is not str:
                 raise SerializationError(f"header key must be str, got {type(k).__name__} {k!r}")
             if v is not None and type(v) is not bytes:

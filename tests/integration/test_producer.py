@@ -293,7 +293,7 @@ def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, top
 
 def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_name: str) -> None:
     from kafkajet import RecordTooLargeError, SerializationError
-    from kafkajet.errors import KafkaError
+    from kafkajet.errors import InvalidPartitionError
 
     create_topic(broker.bootstrap_servers, topic_name, 2)
     with Producer(bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000) as p:
@@ -301,7 +301,7 @@ def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_n
             p.send(topic_name, b"x" * 20_000)
         with pytest.raises(SerializationError, match="cannot serialize int"):
             p.send(topic_name, 5)
-        with pytest.raises(KafkaError, match="Invalid partition 7 .* partitions 0..1"):
+        with pytest.raises(InvalidPartitionError, match=r"Invalid partition 7 .*\[0...2\)"):
             p.send(topic_name, b"x", partition=7)
         with pytest.raises(SerializationError, match="header key must be str"):
             p.send(topic_name, b"x", headers=[(b"k", b"v")])
