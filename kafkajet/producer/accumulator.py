@@ -223,10 +223,6 @@ class RecordAccumulator:
         with self._lock:
             return bool(self._incomplete) or self._appends_in_progress > 0
 
-    def has_undrained(self) -> bool:
-        with self._lock:
-            return any(self._queues.values())
-
     # --- sender thread ------------------------------------------------------------------------------
 
     def ready(self, cluster: Cluster, now: float) -> ReadyCheck:
@@ -416,7 +412,3 @@ class RecordAccumulator:
                 for batch in dq:
                     batch.reset_sequence()
                 # Renumbered batches must keep their send order: they are already in deque order.
-
-    def queued_partitions(self) -> list[TopicPartition]:
-        with self._lock:
-            return [tp for tp, dq in self._queues.items() if dq]

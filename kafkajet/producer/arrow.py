@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
-
 
 @dataclass
 class ArrowRows:

@@ -133,7 +133,6 @@ class StickyPartitioner:
                 if self._current.get(topic) == partition and self._produced.get(topic, 0) >= self.batch_size:
                     self._next(topic, available, num_partitions or partition + 1, partition)
 
-
     def take(self, topic: str, nbytes: int, available: Callable[[str], Sequence[int]], num_partitions: int) -> int:
         """The sticky partition for one keyless record of nbytes, counted at once (the send() fast path).
 

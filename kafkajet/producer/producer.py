@@ -14,7 +14,7 @@ from typing import Any
 
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
-from kafkajet.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
+from kafkajet.errors import IllegalStateError, ProducerClosedError
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
@@ -439,4 +439,4 @@ class Producer:
         return f"<Producer {self.client_id} {state} bootstrap={self.config['bootstrap.servers']!r}>"
 
 
-__all__ = ["Producer", "KafkaTimeoutError"]
+__all__ = ["Producer"]
