@@ -41,7 +41,7 @@ from kafkajet.producer.partitioner import (
 from kafkajet.producer.sender import Sender
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
-from kafkajet.serialization import IDENTITY_BYTES, resolve_serializer
+from kafkajet.serialization import resolve_serializer
 
 log = logging.getLogger("kafkajet.producer")
 
@@ -89,8 +89,6 @@ class Producer:
 
         self._key_serializer = resolve_serializer(cfg["key.serializer"], what="key.serializer")
         self._value_serializer = resolve_serializer(cfg["value.serializer"], what="value.serializer")
-        self._key_identity = self._key_serializer is IDENTITY_BYTES
-        self._value_identity = self._value_serializer is IDENTITY_BYTES
         self._partitioner = resolve_partitioner(cfg["partitioner"], cfg["batch.size"],
                                                 cfg["partitioner.ignore.keys"])
         self._planner = PartitionPlanner(self._partitioner, cfg["batch.size"], cfg["partitioner.ignore.keys"])
@@ -105,6 +103,9 @@ class Producer:
         self._check_size = self._limits.check  # bound once: send() calls it for every record with headers
         self._size_check_threshold = self._limits.threshold
         self._batch_input = BatchInput(self._key_serializer, self._value_serializer, self._limits)
+        # send() skips its serializers for bytes when they are the identity: the same test as the batch paths'.
+        self._key_identity = self._batch_input.key_identity
+        self._value_identity = self._batch_input.value_identity
 
         self._metrics = ProducerMetrics()
         self._metadata = Metadata(
