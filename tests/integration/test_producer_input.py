@@ -100,8 +100,9 @@ def test_send_batch_takes_timestamps_ms_like_send_and_the_old_name_with_a_warnin
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new name must not warn
         assert [md.timestamp for md in producer.send_batch("one", [b"a"], timestamps_ms=[t]).result(timeout=30)] == [t]
-    with pytest.warns(DeprecationWarning, match="timestamps_ms"):
+    with pytest.warns(DeprecationWarning, match="timestamps_ms") as caught:
         old = producer.send_batch("one", [b"a"], timestamps=[t + 1])
+    assert caught[0].filename == __file__  # points at the caller's line, where the fix goes
     assert [md.timestamp for md in old.result(timeout=30)] == [t + 1]
     with pytest.raises(TypeError, match="both"):
         producer.send_batch("one", [b"a"], timestamps_ms=[t], timestamps=[t])
@@ -114,15 +115,17 @@ def test_send_batch_takes_timestamps_ms_like_send_and_the_old_name_with_a_warnin
 
 def test_batch_and_record_futures_say_their_state_count_and_failures(cluster: MockCluster) -> None:
     with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=60_000) as p:
-        pending = p.send_batch("t3", [b"a", b"b", b"c"])
+        pending = p.send_batch("t3", [b"a", b"b", b"c"], partitions=[0, 0, 2])
         one = p.send("t3", b"d", partition=1)
         assert repr(pending) == "<BatchFuture records=3 pending failed=0>"
         assert repr(one) == "<RecordFuture t3-1 #0 pending>"
         p.flush(timeout=30)
         assert repr(pending) == "<BatchFuture records=3 done failed=0>"
         assert repr(one) == "<RecordFuture t3-1 #0 done>"
-    cluster.push_request_errors("Produce", ["INVALID_REQUIRED_ACKS"] * 10)
-    with Producer(bootstrap_servers=cluster.bootstrap_servers, enable_idempotence=False, acks=1) as p:
-        failed = p.send_batch("t3", [b"a", b"b"], partitions=[0, 0])
-        failed.errors(timeout=30)
-        assert repr(failed) == "<BatchFuture records=2 failed failed=2>"
+    with MockCluster(brokers=1) as own:  # its own cluster: the injected errors must not reach other tests
+        own.create_topic("t", partitions=1)
+        own.push_request_errors("Produce", ["INVALID_REQUIRED_ACKS"] * 10)
+        with Producer(bootstrap_servers=own.bootstrap_servers, enable_idempotence=False, acks=1) as p:
+            failed = p.send_batch("t", [b"a", b"b"])
+            failed.errors(timeout=30)
+            assert repr(failed) == "<BatchFuture records=2 failed failed=2>"
