@@ -114,44 +114,9 @@ class Producer:
         )
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
         self._idempotence = IdempotenceManager() if cfg["enable.idempotence"] else None
-        self._accumulator = RecordAccumulator(
-            batch_size=cfg["batch.size"],
-            compression=int(Compression.from_name(cfg["compression.type"])),
-            linger_ms=cfg["linger.ms"],
-            retry_backoff_ms=cfg["retry.backoff.ms"],
-            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
-            delivery_timeout_ms=cfg["delivery.timeout.ms"],
-            pool=self._pool,
-            max_block_ms=cfg["max.block.ms"],
-            idempotence=self._idempotence,
-        )
-        self._client = NetworkClient(
-            security=connection_security(cfg),
-            client_id=self.client_id,
-            request_timeout_ms=cfg["request.timeout.ms"],
-            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
-            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
-            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"],
-            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
-            send_buffer_bytes=cfg["send.buffer.bytes"],
-            receive_buffer_bytes=cfg["receive.buffer.bytes"],
-        )
-        self._client.add_bootstrap(cfg["bootstrap.servers"])
-        self._sender = Sender(
-            client=self._client,
-            metadata=self._metadata,
-            accumulator=self._accumulator,
-            idempotence=self._idempotence,
-            metrics=self._metrics,
-            acks=cfg["acks"],
-            retries=cfg["retries"],
-            request_timeout_ms=cfg["request.timeout.ms"],
-            max_request_size=cfg["max.request.size"],
-            retry_backoff_ms=cfg["retry.backoff.ms"],
-            allow_auto_create_topics=cfg["allow.auto.create.topics"],
-            interceptors=self._interceptors,
-        )
+        self._accumulator = self._make_accumulator(cfg)
+        self._client = self._make_client(cfg)
+        self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
         self._pool.on_block = self._wakeup
         self._accumulator.on_new_batch = self._wakeup
@@ -169,6 +134,51 @@ class Producer:
         _live_producers.add(self)
         log.info("producer %s started (acks=%s, idempotence=%s)", self.client_id, cfg["acks"],
                  cfg["enable.idempotence"])
+
+    def _make_accumulator(self, cfg: ProducerConfig) -> RecordAccumulator:
+        return RecordAccumulator(
+            batch_size=cfg["batch.size"],
+            compression=int(Compression.from_name(cfg["compression.type"])),
+            linger_ms=cfg["linger.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            pool=self._pool,
+            max_block_ms=cfg["max.block.ms"],
+            idempotence=self._idempotence,
+        )
+
+    def _make_client(self, cfg: ProducerConfig) -> NetworkClient:
+        client = NetworkClient(
+            security=connection_security(cfg),
+            client_id=self.client_id,
+            request_timeout_ms=cfg["request.timeout.ms"],
+            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            send_buffer_bytes=cfg["send.buffer.bytes"],
+            receive_buffer_bytes=cfg["receive.buffer.bytes"],
+        )
+        client.add_bootstrap(cfg["bootstrap.servers"])
+        return client
+
+    def _make_sender(self, cfg: ProducerConfig) -> Sender:
+        return Sender(
+            client=self._client,
+            metadata=self._metadata,
+            accumulator=self._accumulator,
+            idempotence=self._idempotence,
+            metrics=self._metrics,
+            acks=cfg["acks"],
+            retries=cfg["retries"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            max_request_size=cfg["max.request.size"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            allow_auto_create_topics=cfg["allow.auto.create.topics"],
+            interceptors=self._interceptors,
+        )
 
     # --- send ---------------------------------------------------------------------------------------
 
