@@ -10,7 +10,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
@@ -42,6 +42,9 @@ from kafkajet.producer.sender import Sender
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
 from kafkajet.serialization import resolve_serializer
+
+if TYPE_CHECKING:
+    from kafkajet.producer.arrow import ArrowRows  # imported when used: it needs pyarrow
 
 log = logging.getLogger("kafkajet.producer")
 
@@ -340,26 +343,18 @@ class Producer:
         if topic is not None or rows.topics is None:
             if topic is None:
                 raise ValueError("send_arrow: no topic given and no 'topic' column in the data")
-            return self._send_batch(topic, rows.values, rows.keys, rows.headers, rows.partitions, rows.timestamps,
-                                    headers_checked=True)
-        groups: dict[str, list[int]] = {}
-        for i, t in enumerate(rows.topics):
-            if t is None:
-                raise ValueError(f"send_arrow: row {i} has a null topic and no topic was given")
-            groups.setdefault(t, []).append(i)
+            return self._send_rows(topic, rows)
+        groups = rows.positions_by_topic()
         if len(groups) == 1:
             (only,) = groups
-            return self._send_batch(only, rows.values, rows.keys, rows.headers, rows.partitions, rows.timestamps,
-                                    headers_checked=True)
-
-        def pick(col: list[Any] | None, idx: list[int]) -> list[Any] | None:
-            return None if col is None else [col[i] for i in idx]
-
-        parts = [(self._send_batch(t, pick(rows.values, idx), pick(rows.keys, idx),  # type: ignore[arg-type]
-                                   pick(rows.headers, idx), pick(rows.partitions, idx), pick(rows.timestamps, idx),
-                                   headers_checked=True), idx)
-                 for t, idx in groups.items()]
+            return self._send_rows(only, rows)
+        parts = [(self._send_rows(t, rows.take(idx)), idx) for t, idx in groups.items()]
         return CombinedBatchFuture(rows.n, parts)
+
+    def _send_rows(self, topic: str, rows: ArrowRows) -> BatchFuture:
+        # rows_of() built the headers as lists of (str, bytes | None) pairs: no check per record.
+        return self._send_batch(topic, rows.values, rows.keys, rows.headers, rows.partitions, rows.timestamps,
+                                headers_checked=True)
 
     def _on_send(self, *record: Any) -> Any:
         for icp in self._interceptors:
