@@ -75,6 +75,10 @@ class SerializationError(KafkaError, TypeError):
     """A key or value could not be turned into bytes by its serializer."""
 
 
+class InvalidPartitionError(KafkaError, ValueError):
+    """A record names a partition its topic does not have (Java: "Invalid partition given with record")."""
+
+
 class ProducerClosedError(KafkaError):
     """The producer was closed before the operation could complete."""
 

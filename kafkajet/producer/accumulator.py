@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import itertools
-import random
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kafkajet.clock import Clock, now_ms
 from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.producer.batch import Columns, Headers, ProducerBatch
 from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import RecordFuture, Segment
@@ -41,18 +42,18 @@ class RecordAccumulator:
         pool: BufferPool,
         max_block_ms: float = 60000.0,
         idempotence: IdempotenceManager | None = None,
-        clock: Callable[[], float] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.batch_size = batch_size
         self.compression = compression
         self.linger_ms = linger_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.max_block_ms = max_block_ms
         self.pool = pool
         self.idempotence = idempotence
-        self._clock = clock or (lambda: time.monotonic() * 1000.0)
+        self._clock = clock or now_ms
+        # Java's RecordAccumulator: ExponentialBackoff(retryBackoffMs, 2, retryBackoffMaxMs, 0.2), attempts - 1.
+        self._retry_backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.2)
         self._lock = threading.Lock()
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
@@ -222,10 +223,6 @@ class RecordAccumulator:
         with self._lock:
             return bool(self._incomplete) or self._appends_in_progress > 0
 
-    def has_undrained(self) -> bool:
-        with self._lock:
-            return any(self._queues.values())
-
     # --- sender thread ------------------------------------------------------------------------------
 
     def ready(self, cluster: Cluster, now: float) -> ReadyCheck:
@@ -321,8 +318,7 @@ class RecordAccumulator:
         batch.attempts += 1
         batch.in_flight = False
         batch.last_error = error
-        backoff = min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
-        batch.retry_at_ms = now + backoff * random.uniform(0.8, 1.2)
+        batch.retry_at_ms = now + self._retry_backoff.backoff(batch.attempts - 1)
         with self._lock:
             dq = self._queues.setdefault(batch.tp, deque())
             self._insert_in_order(dq, batch)
@@ -416,7 +412,3 @@ class RecordAccumulator:
                 for batch in dq:
                     batch.reset_sequence()
                 # Renumbered batches must keep their send order: they are already in deque order.
-
-    def queued_partitions(self) -> list[TopicPartition]:
-        with self._lock:
-            return [tp for tp, dq in self._queues.items() if dq]

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
-
 
 @dataclass
 class ArrowRows:
@@ -25,6 +23,25 @@ class ArrowRows:
     partitions: list[int | None] | None
     headers: list[list[tuple[str, bytes | None]] | None] | None
     timestamps: list[int | None] | None
+
+    def positions_by_topic(self) -> dict[str, list[int]]:
+        """Each topic's row positions, topics in first-seen order; ValueError for a row without a topic."""
+        groups: dict[str, list[int]] = {}
+        for i, t in enumerate(self.topics or ()):
+            if t is None:
+                raise ValueError(f"send_arrow: row {i} has a null topic and no topic was given")
+            groups.setdefault(t, []).append(i)
+        return groups
+
+    def take(self, positions: list[int]) -> ArrowRows:
+        """The rows at `positions`, in that order, for one topic's send: positions_by_topic() chose them, so the
+        topic column is left out rather than copied."""
+
+        def pick(column: list[Any] | None) -> list[Any] | None:
+            return None if column is None else [column[i] for i in positions]
+
+        return ArrowRows(len(positions), pick(self.values), pick(self.keys),  # type: ignore[arg-type]
+                         None, pick(self.partitions), pick(self.headers), pick(self.timestamps))
 
 
 def _bad(column: str, typ: Any, expected: str) -> TypeError:

@@ -112,8 +112,9 @@ class ProducerBatch:
 
     def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
         """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
-        fut = self.try_append(timestamp, key, value, headers)
-        return None if fut is None else fut._index
+        if self.try_append(timestamp, key, value, headers) is None:
+            return None
+        return self.count - 1
 
     def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
                    keys: Sequence[bytes | None], values: Sequence[bytes | None],
@@ -283,9 +284,7 @@ class ProducerBatch:
             if self.completed:
                 return False
             if callback is not None:
-                if fut._callbacks is None:
-                    fut._callbacks = []
-                fut._callbacks.append(callback)
+                fut.keep_callback(callback)
             if self._listeners is None:
                 self._listeners = []
             self._listeners.append((fut, index))
@@ -306,7 +305,7 @@ class ProducerBatch:
             event.set()
         if listeners:
             for fut in dict.fromkeys(fut for fut, _ in listeners):
-                fut._batch_completed()
+                fut.batch_completed()
         return True
 
     def wait_done(self, timeout: float | None) -> bool:
@@ -330,7 +329,7 @@ class ProducerBatch:
         for fut, index in listeners or ():
             part, where = self.moved[index]
             if not part.register(fut, where):  # a close() that aborted everything got there first
-                fut._batch_completed()
+                fut.batch_completed()
         if event is not None:
             event.set()
 

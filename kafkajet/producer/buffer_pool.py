@@ -103,10 +103,6 @@ class BufferPool:
         with self._lock:
             return self._available()
 
-    def unallocated_memory(self) -> int:
-        with self._lock:
-            return self._non_pooled_available
-
     def queued(self) -> int:
         return len(self._waiters)
 

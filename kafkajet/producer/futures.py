@@ -15,12 +15,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from kafkajet.errors import KafkaTimeoutError
-
-if TYPE_CHECKING:
-    from kafkajet.producer.batch import ProducerBatch
+from kafkajet.errors import KafkaError, KafkaTimeoutError
 
 log = logging.getLogger("kafkajet.producer.futures")
 
@@ -37,6 +34,25 @@ class RecordMetadata(NamedTuple):
     serialized_value_size: int  # -1 for a null value
 
 
+class BatchView(Protocol):
+    """What a future needs of the batch that holds its record (batch.ProducerBatch provides it). Futures see
+    batches only through this, so this module imports nothing of batch.py, which imports it."""
+
+    topic: str
+    partition: int
+    completed: bool  # the outcome is known, or the records moved (is_split)
+    is_split: bool
+    error: KafkaError | None
+    base_offset: int
+    log_append_time: int
+
+    def locate(self, index: int) -> tuple[BatchView, int]: ...
+
+    def register(self, fut: RecordFuture, index: int, callback: Callable[[Any], object] | None = None) -> bool: ...
+
+    def wait_done(self, timeout: float | None) -> bool: ...
+
+
 class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     """A concurrent.futures.Future for one record; works with wait(), as_completed() and asyncio.wrap_future()."""
 
@@ -47,14 +63,14 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     _cond: threading.Condition | None = None
     _wait_list: list[Any] | None = None
 
-    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
+    def __init__(self, batch: BatchView, index: int, timestamp: int, key_size: int, value_size: int) -> None:
         self._batch = batch
         self._index = index
         self._timestamp = timestamp
         self._key_size = key_size
         self._value_size = value_size
 
-    def locate(self) -> tuple[ProducerBatch, int]:
+    def locate(self) -> tuple[BatchView, int]:
         """The batch that holds the record now, and its index there: a split (MESSAGE_TOO_LARGE) moves
         records, and the split batch says where. The future itself never changes, so no thread sees it half
         re-pointed."""
@@ -130,7 +146,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         self._wait(timeout)
         return self.locate()[0].error
 
-    def _metadata(self, batch: ProducerBatch, index: int) -> RecordMetadata:
+    def _metadata(self, batch: BatchView, index: int) -> RecordMetadata:
         offset = batch.base_offset + index if batch.base_offset >= 0 else -1
         ts = batch.log_append_time if batch.log_append_time >= 0 else self._timestamp
         return RecordMetadata(batch.topic, batch.partition, offset, ts, self._key_size, self._value_size)
@@ -145,7 +161,14 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         except Exception:
             log.exception("exception in a record future's callback %r", fn)
 
-    def _batch_completed(self) -> None:
+    def keep_callback(self, fn: Callable[[Any], object]) -> None:
+        """For the batch: hold `fn` until batch_completed(). Called under the batch's lock, so a callback is
+        either kept here and run at completion or refused (register() False) and run by the caller, never both."""
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(fn)
+
+    def batch_completed(self) -> None:
         """Called once by the batch (on the sender thread) when this record's outcome is known."""
         callbacks, self._callbacks = self._callbacks, None
         if self._cond is not None:
@@ -171,13 +194,13 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         b, index = self.locate()
-        state = "pending" if not b.completed else ("failed" if b.error else "done")
+        state = "pending" if not b.completed else (f"failed {type(b.error).__name__}" if b.error else "done")
         return f"<RecordFuture {b.topic}-{b.partition} #{index} {state}>"
 
 
 # A run of send_batch() records that went into one batch: the batch, the index of the run's first record in
 # it, and the records' positions in the caller's input.
-Segment = tuple["ProducerBatch", int, Sequence[int]]
+Segment = tuple[BatchView, int, Sequence[int]]
 
 
 class BatchFuture:
@@ -211,7 +234,7 @@ class BatchFuture:
         return self._n
 
     @staticmethod
-    def _located(batch: ProducerBatch, first: int, count: int) -> list[tuple[ProducerBatch, int]]:
+    def _located(batch: BatchView, first: int, count: int) -> list[tuple[BatchView, int]]:
         """Where the records first..first+count-1 of a split batch are now."""
         return [batch.locate(index) for index in range(first, first + count)]
 
@@ -248,6 +271,22 @@ class BatchFuture:
                 out.extend((i, batch.error) for i in idx)
         out.sort(key=lambda e: e[0])
         return out
+
+    def _failed_so_far(self) -> int:
+        """How many records are known to have failed, without waiting: one look per segment (per record only in a
+        split batch)."""
+        failed = 0
+        for batch, first, idx in self._segments:
+            if batch.is_split:
+                failed += sum(1 for b, _ in self._located(batch, first, len(idx)) if b.error is not None)
+            elif batch.error is not None:
+                failed += len(idx)
+        return failed
+
+    def __repr__(self) -> str:
+        failed = self._failed_so_far()
+        state = ("failed" if failed else "done") if self.done() else "pending"
+        return f"<{type(self).__name__} records={self._n} {state} failed={failed}>"
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         failed = self.errors(timeout)
@@ -294,6 +333,9 @@ class CombinedBatchFuture(BatchFuture):
         out = [(where[i], e) for part, where in self._parts for i, e in part.errors()]
         out.sort(key=lambda e: e[0])
         return out
+
+    def _failed_so_far(self) -> int:
+        return sum(part._failed_so_far() for part, _ in self._parts)
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         failed = self.errors(timeout)

@@ -10,9 +10,17 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Protocol
 
-from kafkajet.errors import ConfigError, KafkaError
+from kafkajet.errors import ConfigError, InvalidPartitionError, KafkaError
 
 _WORDS = [struct.Struct(f"<{n}I") for n in range(64)]
+
+# What a record counts toward its sticky partition's batch.size beyond its key and value: an estimate of its
+# framing (varints, attributes, headers count). send() and the batch paths must use the same figure, or a batch
+# call and a send() loop would switch partitions at different points.
+RECORD_OVERHEAD = 16
+
+# Keys repeat (user ids, device ids): a bounded memo of their murmur2 skips most hashing.
+_KEY_HASH_MEMO_SIZE = 65536
 
 
 def murmur2(data: bytes) -> int:
@@ -42,6 +50,15 @@ def murmur2(data: bytes) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+def invalid_partition(topic: str, partition: object, count: int, record: int | None = None) -> InvalidPartitionError:
+    """The error for a caller's partition outside the topic's (Java: "Invalid partition given with record: 7 is not
+    in the range [0...3)."); `record` is its position in a batch call."""
+    where = "" if record is None else f" for record {record}"
+    return InvalidPartitionError(
+        f"Invalid partition {partition!r}{where} of topic '{topic}': not in the range [0...{count}) "
+        f"(the topic has {count} partitions)")
+
+
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
 
@@ -49,13 +66,13 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 def sticky_run_ends(lens: Sequence[int], batch_size: int) -> list[int]:
     """Where runs of keyless records end when each goes to one sticky partition until batch.size bytes went
     there (KIP-794): a run takes records while the bytes so far are below batch.size, up to and including the
-    first that reaches it. `lens` are the values' lengths; a record counts 16 bytes more, as in send()."""
+    first that reaches it. `lens` are the values' lengths; a record counts RECORD_OVERHEAD bytes more."""
     n = len(lens)
     if n and lens.count(lens[0]) == n:
         # One size: every run has the same length, with no running sums to build.
-        step = -(-batch_size // (lens[0] + 16))
+        step = -(-batch_size // (lens[0] + RECORD_OVERHEAD))
         return [*range(step, n, step), n]
-    running = list(accumulate(map((16).__add__, lens)))
+    running = list(accumulate(map(RECORD_OVERHEAD.__add__, lens)))
     ends = []
     i = 0
     while i < n:
@@ -116,7 +133,6 @@ class StickyPartitioner:
                 if self._current.get(topic) == partition and self._produced.get(topic, 0) >= self.batch_size:
                     self._next(topic, available, num_partitions or partition + 1, partition)
 
-
     def take(self, topic: str, nbytes: int, available: Callable[[str], Sequence[int]], num_partitions: int) -> int:
         """The sticky partition for one keyless record of nbytes, counted at once (the send() fast path).
 
@@ -154,6 +170,109 @@ class DefaultPartitioner:
     def record_appended(self, topic: str, partition: int, nbytes: int) -> None:
         self.sticky.record_appended(topic, partition, nbytes, self._available.get(topic, ()),
                                     self._counts.get(topic, 0))
+
+
+class PartitionPlanner:
+    """Where records go when the caller named no partition: the configured partitioner, with the default one's
+    two paths kept cheap. send() inlines them (`sticky` for keyless records, `key_hashes` then hash_key() on a
+    miss for keyed ones); batch calls get every record's partition at once from plan()."""
+
+    def __init__(self, partitioner: Partitioner, batch_size: int, ignore_keys: bool) -> None:
+        self.partitioner = partitioner
+        self.batch_size = batch_size
+        self.ignore_keys = ignore_keys
+        self.sticky = partitioner.sticky if isinstance(partitioner, DefaultPartitioner) else None
+        self.key_hashes: dict[bytes, int] = {}  # murmur2 & 0x7FFFFFFF of recent keys
+
+    def hash_key(self, key: bytes) -> int:
+        """murmur2 of a key the memo missed, remembered; callers look the memo up inline first."""
+        if len(self.key_hashes) >= _KEY_HASH_MEMO_SIZE:
+            self.key_hashes.clear()
+        h = self.key_hashes[key] = murmur2(key) & 0x7FFFFFFF
+        return h
+
+    def plan(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
+             partitions: Sequence[int | None] | None, count: int, available: Sequence[int], *,
+             keyless: bool, lens: list[int] | None = None) -> dict[int, list[int]]:
+        """Input positions per partition, in input order; `keyless` when the caller gave no keys at all, `lens`
+        the values' lengths if known. InvalidPartitionError for a caller's partition the topic lacks."""
+        if keyless and partitions is None:
+            return self._sticky_runs(topic, values, count, available, lens)
+        memo = self.key_hashes if self.sticky is not None and not self.ignore_keys else None
+        if partitions is None and memo is not None and not keyless and None not in keys:
+            return self._keyed_runs(keys, count, memo)
+        return self._record_by_record(topic, keys, values, partitions, count, available, memo)
+
+    def _record_by_record(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
+                          partitions: Sequence[int | None] | None, count: int, available: Sequence[int],
+                          memo: dict[bytes, int] | None) -> dict[int, list[int]]:
+        """The mixed case: caller's partitions, keys and keyless runs interleaved."""
+        out: dict[int, list[int]] = {}
+        part = self.partitioner
+        batch_size = self.batch_size
+        i, n = 0, len(values)
+        while i < n:
+            explicit = None if partitions is None else partitions[i]
+            key = keys[i]
+            if explicit is not None:
+                if type(explicit) is not int or not 0 <= explicit < count:
+                    raise invalid_partition(topic, explicit, count, i)
+                out.setdefault(explicit, []).append(i)
+                i += 1
+            elif key is not None:
+                if memo is None:
+                    p = part.partition(topic, key, count, available)
+                else:  # the default partitioner, with send()'s memo of key hashes
+                    h = memo.get(key)
+                    if h is None:
+                        h = self.hash_key(key)
+                    p = h % count
+                out.setdefault(p, []).append(i)
+                i += 1
+            else:
+                # A run of keyless records goes to the sticky partition until batch.size bytes went there.
+                p = part.partition(topic, None, count, available)
+                bucket = out.setdefault(p, [])
+                size = 0
+                while i < n and keys[i] is None and (partitions is None or partitions[i] is None) \
+                        and size < batch_size:
+                    v = values[i]
+                    size += (0 if v is None else len(v)) + RECORD_OVERHEAD
+                    bucket.append(i)
+                    i += 1
+                part.record_appended(topic, p, size)
+        return out
+
+    def _keyed_runs(self, keys: Sequence[bytes | None], count: int, memo: dict[bytes, int]) -> dict[int, list[int]]:
+        """Every record keyed, none placed by the caller, the default partitioner: murmur2 of the key (from the
+        memo where it can), with the per-record work cut to a look-up, a modulo and an append."""
+        hashes = list(map(memo.get, keys))  # type: ignore[arg-type]
+        if None in hashes:
+            for i, h in enumerate(hashes):
+                if h is None:
+                    hashes[i] = self.hash_key(keys[i])  # type: ignore[arg-type]
+        parts = [h % count for h in hashes]  # type: ignore[operator]
+        out: dict[int, list[int]] = {p: [] for p in sorted(set(parts))}
+        add = {p: positions.append for p, positions in out.items()}
+        for i, p in enumerate(parts):
+            add[p](i)
+        return out
+
+    def _sticky_runs(self, topic: str, values: Sequence[bytes | None], count: int,
+                     available: Sequence[int], lens: list[int] | None = None) -> dict[int, list[int]]:
+        """All records keyless and unplaced: runs of batch.size bytes to one sticky partition each (KIP-794),
+        the run ends found without a step per record."""
+        out: dict[int, list[int]] = {}
+        part = self.partitioner
+        if lens is None:  # null values among them
+            lens = [0 if v is None else len(v) for v in values]
+        i = 0
+        for j in sticky_run_ends(lens, self.batch_size):
+            p = part.partition(topic, None, count, available)
+            out.setdefault(p, []).extend(range(i, j))
+            part.record_appended(topic, p, sum(lens[i:j]) + RECORD_OVERHEAD * (j - i))
+            i = j
+        return out
 
 
 class RoundRobinPartitioner:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import select
+import signal
 import threading
 import time
 from concurrent.futures import wait
@@ -176,6 +179,67 @@ def test_a_producer_used_after_fork_raises_instead_of_hanging(broker: EmbeddedBr
         assert outcome.startswith("IllegalStateError") and "fork" in outcome
 
 
+def _outcomes_in_forked_child(calls: dict[str, object]) -> dict[str, str]:
+    """Run each call in a child made by os.fork(); what each raised there ("Type: message"), read through a pipe
+    with a deadline so a hang fails the test instead of stalling it."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running the parent's atexit or pytest's teardown
+        code = 0
+        try:
+            os.close(r)
+            lines = []
+            for name, call in calls.items():
+                try:
+                    call()  # type: ignore[operator]
+                    lines.append(f"{name}\tno error")
+                except Exception as e:
+                    lines.append(f"{name}\t{type(e).__name__}: {e}")
+            os.write(w, "\n".join(lines).encode())
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    data = b""
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, "the forked child did not answer within 30 s"
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(r)
+        if time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return dict(line.split("\t", 1) for line in data.decode().splitlines())
+
+
+def test_batch_apis_in_a_forked_child_explain_the_fork_not_a_close() -> None:
+    # After fork() the child's producer is also marked closed (one flag on send()'s fast path); send_batch() and
+    # send_arrow() once checked "closed" first and blamed close(). No broker: the check comes before any I/O.
+    import pyarrow as pa
+
+    p = Producer(bootstrap_servers="127.0.0.1:1")
+    try:
+        table = pa.table({"value": [b"v"]})
+        got = _outcomes_in_forked_child({
+            "send": lambda: p.send("t", b"v"),
+            "send_batch": lambda: p.send_batch("t", [b"v"]),
+            "send_arrow": lambda: p.send_arrow("t", table),
+        })
+    finally:
+        p.close(0)
+    assert got["send"].startswith("IllegalStateError") and "fork()" in got["send"]
+    assert got["send_batch"] == got["send"]  # the same explanation as send() gives
+    assert got["send_arrow"] == got["send"]
+
+
 def test_futures_work_with_concurrent_futures_wait_and_callbacks(broker: EmbeddedBroker, topic_name: str) -> None:
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=50) as p:
         seen: list[RecordMetadata] = []
@@ -229,7 +293,7 @@ def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, top
 
 def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_name: str) -> None:
     from kafkajet import RecordTooLargeError, SerializationError
-    from kafkajet.errors import KafkaError
+    from kafkajet.errors import InvalidPartitionError
 
     create_topic(broker.bootstrap_servers, topic_name, 2)
     with Producer(bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000) as p:
@@ -237,7 +301,7 @@ def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_n
             p.send(topic_name, b"x" * 20_000)
         with pytest.raises(SerializationError, match="cannot serialize int"):
             p.send(topic_name, 5)
-        with pytest.raises(KafkaError, match="Invalid partition 7 .* partitions 0..1"):
+        with pytest.raises(InvalidPartitionError, match=r"Invalid partition 7 .*\[0...2\)"):
             p.send(topic_name, b"x", partition=7)
         with pytest.raises(SerializationError, match="header key must be str"):
             p.send(topic_name, b"x", headers=[(b"k", b"v")])

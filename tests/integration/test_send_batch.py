@@ -9,7 +9,7 @@ import pytest
 import kafkajet.producer.batch
 from kafkajet import Producer
 from kafkajet.admin import Admin
-from kafkajet.errors import KafkaError
+from kafkajet.errors import InvalidPartitionError, KafkaError
 from kafkajet.producer.partitioner import partition_for_key
 from kafkajet.testing import EmbeddedBroker, MockCluster
 from tests.helpers.readback import read_topic
@@ -29,7 +29,7 @@ def test_send_batch_delivers_every_record_in_place_and_order(
     timestamps = [1_650_000_000_000 + i if i % 2 else None for i in range(n)]
     with Producer(bootstrap_servers=broker.bootstrap_servers, compression_type=compression) as p:
         result = p.send_batch(topic_name, values, keys=keys, headers=headers, partitions=partitions,
-                              timestamps=timestamps)
+                              timestamps_ms=timestamps)
         mds = result.result(timeout=120)
     assert len(mds) == n and result.errors() == []
     read = {(r.partition, r.offset): r for r in read_topic(broker.bootstrap_servers, topic_name, n)}
@@ -111,7 +111,7 @@ def test_send_batch_rejects_mismatched_lengths_and_bad_partitions(broker: Embedd
     with Producer(bootstrap_servers=broker.bootstrap_servers) as p:
         with pytest.raises(ValueError, match="keys has 1 items but values has 2"):
             p.send_batch(topic_name, [b"a", b"b"], keys=[b"k"])
-        with pytest.raises(KafkaError, match="Invalid partition 5 for record 1"):
+        with pytest.raises(InvalidPartitionError, match="Invalid partition 5 for record 1"):
             p.send_batch(topic_name, [b"a", b"b"], partitions=[0, 5])
 
 

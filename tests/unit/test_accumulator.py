@@ -60,3 +60,27 @@ def test_appends_wake_the_sender_only_when_a_batch_fills_or_opens() -> None:
             assert calls <= batches + 5, f"{calls} wake-ups for {n} records in about {batches} batches"
             p.flush(timeout=60)
         assert len(cluster.records("t", 0)) == n + 1
+
+
+def test_retry_backoff_grows_exponentially_with_jitter_and_never_passes_the_cap() -> None:
+    # Java's RecordAccumulator: ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2) at attempts - 1.
+    # The cap holds after jitter: the jittered value is clamped, so no retry waits longer than the maximum.
+    acc = RecordAccumulator(batch_size=4096, compression=0, linger_ms=0, retry_backoff_ms=10,
+                            retry_backoff_max_ms=100, delivery_timeout_ms=60_000,
+                            pool=BufferPool(1 << 20, 4096), clock=lambda: 0.0)
+    from kafkajet.errors import KafkaConnectionError
+
+    acc.append("t", 0, 0, None, b"v", None, None)
+    [[batch]] = acc.drain(_cluster(), [1], 1 << 20, 0.0).values()
+    waits: dict[int, list[float]] = {}
+    for attempt in range(1, 9):
+        for _ in range(200):
+            batch.attempts = attempt - 1
+            acc.reenqueue(batch, KafkaConnectionError("x"), 1000.0)
+            acc._queues[batch.tp].clear()
+            waits.setdefault(attempt, []).append(batch.retry_at_ms - 1000.0)
+    assert 8.0 <= min(waits[1]) and max(waits[1]) <= 12.0  # 10 ms ± 20 %, first retry
+    assert 16.0 <= min(waits[2]) and max(waits[2]) <= 24.0  # doubled
+    assert max(waits[1]) - min(waits[1]) > 1.0  # jittered, not a fixed value
+    capped = [w for a in (6, 7, 8) for w in waits[a]]
+    assert max(capped) <= 100.0 and min(capped) >= 80.0

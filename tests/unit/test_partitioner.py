@@ -8,8 +8,10 @@ from collections import Counter
 
 import pytest
 
-from kafkajet.errors import KafkaError
+from kafkajet.errors import InvalidPartitionError, KafkaError
 from kafkajet.producer.partitioner import (
+    RECORD_OVERHEAD,
+    PartitionPlanner,
     StickyPartitioner,
     murmur2,
     partition_for_key,
@@ -54,7 +56,7 @@ def _run_ends_one_by_one(lens: list[int], batch_size: int) -> list[int]:
     """send()'s rule record by record: count each record's bytes, move on once batch.size is reached."""
     ends, produced = [], 0
     for i, length in enumerate(lens):
-        produced += length + 16
+        produced += length + RECORD_OVERHEAD
         if produced >= batch_size:
             ends.append(i + 1)
             produced = 0
@@ -116,3 +118,31 @@ def test_sticky_is_safe_from_many_threads() -> None:
     for t in threads:
         t.join(30)
     assert not errors
+
+
+def test_a_batch_plan_places_records_as_one_by_one_sends_would() -> None:
+    # plan() has three paths (all keyless, all keyed, mixed); each must give every record the partition the
+    # default partitioner gives it on its own: murmur2 for keys, the caller's partition, sticky runs otherwise.
+    keys = [None if i % 3 == 0 else b"key-%d" % (i % 11) for i in range(300)]
+    values = [b"v" * (i % 50) for i in range(300)]
+    placed = [i % 4 if i % 7 == 0 else None for i in range(300)]
+    for ks, ps in ((keys, placed), ([k or b"k" for k in keys], None)):
+        planner = PartitionPlanner(resolve_partitioner("default", 16384), 16384, False)
+        out = planner.plan("t", ks, values, ps, 6, list(range(6)), keyless=False)
+        where = {i: p for p, idx in out.items() for i in idx}
+        assert sorted(where) == list(range(300)) and all(idx == sorted(idx) for idx in out.values())
+        for i, k in enumerate(ks):
+            if ps is not None and ps[i] is not None:
+                assert where[i] == ps[i]
+            elif k is not None:
+                assert where[i] == partition_for_key(k, 6)
+    # Keyless: one sticky partition per run of batch.size bytes, each run a partition other than the last.
+    planner = PartitionPlanner(resolve_partitioner("default", 1000), 1000, False)
+    out = planner.plan("t", [None] * 100, [b"x" * 84] * 100, None, 6, list(range(6)), keyless=True)
+    block = {i: p for p, idx in out.items() for i in idx}
+    assert sorted(block) == list(range(100))
+    # 84 + RECORD_OVERHEAD = 100 bytes a record: runs of exactly 10, each on another partition than the last.
+    assert all(len({block[i] for i in range(r, r + 10)}) == 1 for r in range(0, 100, 10))
+    assert all(block[r] != block[r - 10] for r in range(10, 100, 10))
+    with pytest.raises(InvalidPartitionError, match=r"Invalid partition 9 for record 1 of topic 't'.*\[0...6\)"):
+        planner.plan("t", [None, None], [b"a", b"b"], [0, 9], 6, list(range(6)), keyless=True)
