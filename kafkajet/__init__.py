@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kafkajet._version import __version__
 from kafkajet.errors import (
     AuthenticationError,
+    InvalidPartitionError,
     BufferExhaustedError,
     ConfigError,
     DeliveryTimeoutError,
@@ -52,7 +53,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
+    "Admin", "AuthenticationError", "BatchFuture", "InvalidPartitionError", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
     "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo", "Producer", "ProducerClosedError", "Record",
     "RecordFuture", "RecordMetadata", "RecordTooLargeError", "SerializationError", "__version__",
 ]
