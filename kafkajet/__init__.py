@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from kafkajet._version import __version__
 from kafkajet.errors import (
     AuthenticationError,
-    InvalidPartitionError,
     BufferExhaustedError,
     ConfigError,
     DeliveryTimeoutError,
+    InvalidPartitionError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
