@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafkajet.addresses import format_address, parse_servers
-from kafkajet.config import SECURITY_KEYS, security_config
+from kafkajet.addresses import format_address
+from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     BrokerError,
     ConfigError,
@@ -27,7 +27,7 @@ from kafkajet.errors import (
 )
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
 from kafkajet.protocol import ApiKey
-from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity, connection_security
+from kafkajet.security.connection import ConnectionSecurity, connection_security
 
 log = logging.getLogger("kafkajet.admin")
 
@@ -35,7 +35,6 @@ T = TypeVar("T")
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
-_CONFIG_KEYS = {"bootstrap.servers", "client.id", "request.timeout.ms", *SECURITY_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,35 +90,20 @@ class _Retry(Exception):
 class Admin:
     """Topic and cluster administration. Thread-safe: calls are serialised.
 
-    >>> with Admin("127.0.0.1:9092") as admin:
+    >>> with Admin({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
     ...     admin.create_topics("events", num_partitions=6)
 
-    With a mapping it takes the producer's key names, the security ones included:
-    Admin({"bootstrap.servers": "host:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": ...}).
+    Configured like the Producer, with the common client keys (`python -m kafkajet config --client admin`):
+    Java names in a mapping, snake_case keywords, or both; unknown keys and bad values raise ConfigError.
+    A bare string is shorthand for bootstrap.servers: Admin("host:9092").
     """
 
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[Any] | Mapping[str, Any],
-        *,
-        client_id: str = "kafkajet-admin",
-        request_timeout_ms: float = 30000,
-    ) -> None:
-        self._security: ConnectionSecurity = PLAINTEXT
-        if isinstance(bootstrap_servers, Mapping):
-            config = dict(bootstrap_servers)
-            self._security = connection_security(security_config(config))
-            if "bootstrap.servers" not in config:
-                raise ConfigError("bootstrap.servers is required")
-            ignored = sorted(set(config) - _CONFIG_KEYS)
-            if ignored:
-                log.debug("Admin ignores configuration keys %s", ignored)
-            bootstrap_servers = config["bootstrap.servers"]
-            client_id = str(config.get("client.id", client_id))
-            request_timeout_ms = float(config.get("request.timeout.ms", request_timeout_ms))
-        self._bootstrap = parse_servers(bootstrap_servers)
-        self.client_id = client_id
-        self.request_timeout_ms = float(request_timeout_ms)
+    def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
+        self.config = parse_client_config(ADMIN, config, **kwargs)
+        self._security: ConnectionSecurity = connection_security(self.config)
+        self._bootstrap: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self.client_id: str = self.config["client.id"]
+        self.request_timeout_ms = float(self.config["request.timeout.ms"])
         self._brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
         self._lock = threading.RLock()

@@ -6,11 +6,10 @@ Used by the Spark source and the demo. Every call takes a timeout and goes to th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kafkajet.addresses import parse_servers
-from kafkajet.config import security_config
+from kafkajet.config import FETCH, parse_client_config
 from kafkajet.errors import KafkaTimeoutError, make_error
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
@@ -23,15 +22,16 @@ FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of t
 class FetchClient:
     """Connections to the leaders of one topic's partitions, opened on demand.
 
-    `config` takes the producer's security keys (security.protocol, ssl.*, sasl.*); others are ignored.
+    Configured like the Producer, with the common client keys (`python -m kafkajet config --client fetch`);
+    request.timeout.ms bounds every round trip. A bare string is shorthand for bootstrap.servers.
     """
 
-    def __init__(self, bootstrap_servers: str | Sequence[str], *, timeout_s: float = 30.0,
-                 client_id: str = "kafkajet-fetch", config: Mapping[str, Any] | None = None) -> None:
-        self.security = connection_security(security_config(config or {}))
-        self.servers = parse_servers(bootstrap_servers)
-        self.timeout_s = timeout_s
-        self.client_id = client_id
+    def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
+        self.config = parse_client_config(FETCH, config, **kwargs)
+        self.security = connection_security(self.config)
+        self.servers: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self.timeout_s: float = self.config["request.timeout.ms"] / 1000
+        self.client_id: str = self.config["client.id"]
         self._conns: dict[int, BlockingConnection] = {}
         self._leaders: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
