@@ -146,6 +146,7 @@ def test_broker_without_the_extra_prints_only_the_hint(tmp_path: Path) -> None:
     r = cli("broker", env=env)
     assert r.returncode == 1
     assert "pip install 'kafkajet[broker]'" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and "BrokerStartError" not in r.stderr  # the hint alone, one line
 
 
 def test_demo_without_pyspark_says_what_to_install(tmp_path: Path) -> None:
