@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kafkajet.addresses import format_address
+from kafkajet.cluster import NO_ERROR, Cluster, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     BrokerError,
@@ -23,6 +24,8 @@ from kafkajet.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
     make_error,
 )
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
@@ -33,8 +36,6 @@ log = logging.getLogger("kafkajet.admin")
 
 T = TypeVar("T")
 
-TOPIC_ALREADY_EXISTS = 36
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class Admin:
                     "validate_only": validate_only,
                 }
                 response = conn.request(ApiKey.CREATE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
-                self._settle(response.get("topics") or [], pending, ok_codes={TOPIC_ALREADY_EXISTS} if if_not_exists
+                self._settle(response.get("topics") or [], pending, ok_codes={TopicAlreadyExistsError.code} if if_not_exists
                              else set(), what="create")
 
             self._retry(deadline, timeout_s, f"creating topic(s) {_names(specs)}", attempt)
@@ -162,8 +163,8 @@ class Admin:
                 }
                 response = conn.request(ApiKey.DELETE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
                 self._settle(response.get("responses") or [], pending,
-                             ok_codes={UNKNOWN_TOPIC_OR_PARTITION} if if_exists else set(), what="delete",
-                             fatal_codes={UNKNOWN_TOPIC_OR_PARTITION})
+                             ok_codes={UnknownTopicOrPartitionError.code} if if_exists else set(), what="delete",
+                             fatal_codes={UnknownTopicOrPartitionError.code})
 
             self._retry(deadline, timeout_s, f"deleting topic(s) {_names(topic_names)}", attempt)
             self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(topic_names)} to disappear",
@@ -173,13 +174,8 @@ class Admin:
         with self._lock:
             deadline = self._deadline(timeout_s)
             md = self._retry(deadline, timeout_s, "listing topics", lambda: self._metadata(deadline, None))
-        out: dict[str, TopicDescription] = {}
-        for topic in md.get("topics") or []:
-            desc = _describe_topic(topic)
-            if desc.is_internal and not include_internal:
-                continue
-            out[desc.name] = desc
-        return out
+        return {name: _describe_topic(md, name) for name in sorted(md.partitions)
+                if include_internal or name not in md.internal_topics}
 
     def describe_topics(self, names: Sequence[str] | str, timeout_s: float = 30) -> dict[str, TopicDescription]:
         """Descriptions of the named topics; UnknownTopicOrPartitionError naming a missing one."""
@@ -188,14 +184,9 @@ class Admin:
             deadline = self._deadline(timeout_s)
             md = self._retry(deadline, timeout_s, f"describing topic(s) {_names(topic_names)}",
                              lambda: self._metadata(deadline, topic_names))
-        out: dict[str, TopicDescription] = {}
-        for topic in md.get("topics") or []:
-            err = make_error(topic.get("error_code", 0), f"topic {topic.get('name')!r}")
-            if err is not None:
-                raise err
-            desc = _describe_topic(topic)
-            out[desc.name] = desc
-        return out
+        for err in md.topic_errors.values():
+            raise err
+        return {name: _describe_topic(md, name) for name in md.partitions}
 
     def describe_cluster(self, timeout_s: float = 30) -> ClusterDescription:
         """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
@@ -224,16 +215,15 @@ class Admin:
         if conn.supports(ApiKey.DESCRIBE_CLUSTER):
             body = {"include_cluster_authorized_operations": False}
             r = self._request(conn, ApiKey.DESCRIBE_CLUSTER, body, deadline)
-            err = make_error(r.get("error_code", 0), r.get("error_message"))
+            err = make_error(r.get("error_code", NO_ERROR), r.get("error_message"))
             if err is not None:
                 raise _Retry(err) if err.retriable else err
             brokers = [BrokerDescription(b["broker_id"], b["host"], b["port"], b.get("rack"))
                        for b in r.get("brokers") or []]
             return ClusterDescription(r.get("cluster_id"), r.get("controller_id", -1), brokers)
         md = self._metadata(deadline, [])
-        brokers = [BrokerDescription(b["node_id"], b["host"], b["port"], b.get("rack"))
-                   for b in md.get("brokers") or []]
-        return ClusterDescription(md.get("cluster_id"), md.get("controller_id", -1), brokers)
+        brokers = [BrokerDescription(n.node_id, n.host, n.port, n.rack) for n in md.nodes.values()]
+        return ClusterDescription(md.cluster_id, md.controller_id, brokers)
 
     def _settle(self, results: list[dict[str, Any]], pending: dict[str, Any], *, ok_codes: set[int], what: str,
                 fatal_codes: frozenset[int] | set[int] = frozenset()) -> None:
@@ -242,12 +232,11 @@ class Admin:
         fatal: list[BrokerError] = []
         for result in results:
             name = str(result.get("name"))
-            code = result.get("error_code", 0)
-            if code == 0 or code in ok_codes:
+            code = result.get("error_code", NO_ERROR)
+            err = make_error(code, _topic_message(what, name, result.get("error_message")))
+            if err is None or code in ok_codes:
                 pending.pop(name, None)
                 continue
-            err = make_error(code, _topic_message(what, name, result.get("error_message")))
-            assert err is not None
             if err.retriable and code not in fatal_codes:
                 retriable = err
             else:
@@ -261,43 +250,40 @@ class Admin:
 
     def _check_leaders(self, expected: Mapping[str, int], deadline: float) -> None:
         md = self._metadata(deadline, list(expected))
-        seen = {t.get("name"): t for t in md.get("topics") or []}
         for name, count in expected.items():
-            topic = seen.get(name)
-            if topic is None:
-                raise _Retry(KafkaError(f"topic {name!r} not yet in metadata"))
-            if topic.get("error_code"):
-                err = make_error(topic["error_code"], f"topic {name!r} not ready")
-                assert err is not None
+            err = md.topic_errors.get(name)
+            if err is not None:
                 raise _Retry(err)
-            partitions = topic.get("partitions") or []
-            leaderless = [p["partition_index"] for p in partitions if p.get("leader_id", -1) < 0]
+            if name not in md.partitions:
+                raise _Retry(KafkaError(f"topic {name!r} not yet in metadata"))
+            partitions = md.partitions_for(name)
+            leaderless = [p.partition for p in partitions if p.leader < 0]
             if len(partitions) < count or leaderless:
                 raise _Retry(KafkaError(
                     f"topic {name!r} has {len(partitions)}/{count} partitions, without leader: {leaderless}"))
 
     def _check_gone(self, names: Sequence[str], deadline: float) -> None:
         md = self._metadata(deadline, None)
-        still = [t.get("name") for t in md.get("topics") or [] if t.get("name") in set(names)]
+        listed = md.topics | set(md.topic_errors)
+        still = [n for n in names if n in listed]
         if still:
             raise _Retry(KafkaError(f"topic(s) {still} still listed in metadata"))
 
     # --- connections ------------------------------------------------------------------------------
 
-    def _metadata(self, deadline: float, topics: list[str] | None) -> dict[str, Any]:
+    def _metadata(self, deadline: float, topics: list[str] | None) -> Cluster:
         conn = self._any_connection(deadline)
         version = conn.api_version(ApiKey.METADATA)
-        md = conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version), version=version,
-                          timeout_s=self._request_timeout_s(deadline))
-        brokers = {b["node_id"]: (b["host"], b["port"]) for b in md.get("brokers") or []}
-        if brokers:
-            self._brokers = brokers
+        body = conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version), version=version,
+                            timeout_s=self._request_timeout_s(deadline))
+        md = Cluster.from_metadata_response(body)
+        if md.nodes:
+            self._brokers = {n.node_id: (n.host, n.port) for n in md.nodes.values()}
         return md
 
     def _controller(self, deadline: float) -> BlockingConnection:
         md = self._metadata(deadline, [])
-        controller = md.get("controller_id", -1)
-        address = self._brokers.get(controller)
+        address = self._brokers.get(md.controller_id)
         if address is None:
             # No controller known (yet, or the broker hides it): any broker forwards admin requests in KRaft.
             return self._any_connection(deadline)
@@ -396,15 +382,13 @@ def _creatable(spec: NewTopic) -> dict[str, Any]:
     }
 
 
-def _describe_topic(topic: Mapping[str, Any]) -> TopicDescription:
-    partitions = sorted(
-        (PartitionDescription(
-            p["partition_index"], p.get("leader_id", -1), list(p.get("replica_nodes") or []),
-            list(p.get("isr_nodes") or []), p.get("leader_epoch", -1))
-         for p in topic.get("partitions") or []),
-        key=lambda p: p.partition,
-    )
-    return TopicDescription(topic["name"], partitions, bool(topic.get("is_internal")), topic.get("topic_id"))
+def _describe_topic(cluster: Cluster, name: str) -> TopicDescription:
+    return TopicDescription(name, [_describe_partition(p) for p in cluster.partitions_for(name)],
+                            name in cluster.internal_topics, cluster.topic_ids.get(name))
+
+
+def _describe_partition(p: PartitionInfo) -> PartitionDescription:
+    return PartitionDescription(p.partition, p.leader, list(p.replicas), list(p.isr), p.leader_epoch)
 
 
 def _topic_message(what: str, name: str, detail: str | None) -> str:
