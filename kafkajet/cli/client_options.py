@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -15,29 +16,57 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+_PROPERTY_SEPARATOR = re.compile(r"(?<!\\)[=:]|(?<!\\)\s")
+_PROPERTY_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape_property(text: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        c = m.group(1)
+        if c.startswith("u"):
+            return chr(int(c[1:], 16))
+        return _PROPERTY_ESCAPES.get(c, c)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", sub, text)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A Java .properties file: key=value, key: value or key value; # and ! comments; a trailing backslash
+    continues the line; backslash escapes (\\t, \\n, \\uXXXX, \\=, \\:)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()  # leading blanks go, on continuation lines too
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the last one joins the next line
+            logical += line[:-1]
+            continue
+        logical += line
+        m = _PROPERTY_SEPARATOR.search(logical)
+        if m is None:
+            key, value = logical, ""
+        else:
+            key = logical[:m.start()]
+            rest = logical[m.end():].lstrip()
+            if m.group().isspace() and rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip()
+            value = rest
+        props[_unescape_property(key.rstrip())] = _unescape_property(value)
+        logical = ""
+    if logical:
+        raise CliError("the properties file ends inside a continued line (a trailing backslash)", 2)
+    return props
+
+
 def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file: key=value or key: value lines; # and ! start comments; \\ continues a line."""
+    """The Java properties file at `path`; CliError (exit 2) when it cannot be read."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise CliError(f"cannot read the properties file {path!r}: {e.strerror or e}", 2) from None
-    out: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            key, value = line, ""
-        else:
-            key, value = line[:cut], line[cut + 1:]
-        out[key.strip()] = value.strip()
-    return out
+    return parse_properties(text)
 
 
 def parse_assignments(items: Iterable[str] | None, option: str) -> dict[str, str]:
