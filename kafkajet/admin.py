@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kafkajet.addresses import format_address
+from kafkajet.clock import now_ms
 from kafkajet.cluster import NO_ERROR, Cluster, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
@@ -28,6 +29,7 @@ from kafkajet.errors import (
     UnknownTopicOrPartitionError,
     make_error,
 )
+from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
@@ -105,6 +107,9 @@ class Admin:
         self._bootstrap: list[tuple[str, int]] = self.config["bootstrap.servers"]
         self.client_id: str = self.config["client.id"]
         self.request_timeout_ms = float(self.config["request.timeout.ms"])
+        # Java's admin client: retry.backoff.ms doubling up to retry.backoff.max.ms, with 20% jitter.
+        self._backoff = ExponentialBackoff(self.config["retry.backoff.ms"], 2,
+                                           self.config["retry.backoff.max.ms"], 0.2)
         self._brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
         self._lock = threading.RLock()
@@ -319,15 +324,17 @@ class Admin:
 
     # --- time -------------------------------------------------------------------------------------
 
+    # Deadlines are in the one clock's milliseconds (kafkajet.clock); calls take seconds, as Python APIs do.
+
     @staticmethod
     def _deadline(timeout_s: float) -> float:
-        return time.monotonic() + timeout_s
-
-    def _request_timeout_s(self, deadline: float) -> float:
-        return max(0.001, min(self.request_timeout_ms / 1000.0, deadline - time.monotonic()))
+        return now_ms() + timeout_s * 1000.0
 
     def _request_timeout_ms(self, deadline: float) -> int:
-        return max(1, int(self._request_timeout_s(deadline) * 1000))
+        return max(1, int(min(self.request_timeout_ms, deadline - now_ms())))
+
+    def _request_timeout_s(self, deadline: float) -> float:
+        return self._request_timeout_ms(deadline) / 1000.0
 
     def _retry(self, deadline: float, timeout_s: float, what: str, fn: Callable[[], T]) -> T:
         """Run fn until it succeeds, raises a fatal error, or the deadline passes (KafkaTimeoutError).
@@ -335,7 +342,7 @@ class Admin:
         fn signals "try again" with _Retry or a connection error; any other error is final, so a broker
         error that Kafka flags retriable but that is an answer here (deleting an unknown topic) is not retried.
         """
-        pause = 0.02
+        attempts = 0
         last: KafkaError | None = None
         while True:
             try:
@@ -344,13 +351,13 @@ class Admin:
                 last = r.cause
             except KafkaConnectionError as e:
                 last = e
-            remaining = deadline - time.monotonic()
+            remaining = deadline - now_ms()
             if remaining <= 0:
                 raise KafkaTimeoutError(f"{what} did not complete within {timeout_s} s", cause=last)
             log.debug("%s: retrying after %s", what, last)
             # Bounded by the caller's deadline: waits for the broker to elect leaders or come back.
-            time.sleep(min(pause, remaining))
-            pause = min(pause * 2, 0.5)
+            time.sleep(min(self._backoff.backoff(attempts), remaining) / 1000.0)
+            attempts += 1
 
 
 def _topic_specs(topics: Sequence[NewTopic | str] | NewTopic | str, num_partitions: int, replication_factor: int,
