@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
 from kafkajet.cli.client_options import CliError
+from kafkajet.cli.program import program_name
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
@@ -59,12 +59,6 @@ def _cmd_perf(args: argparse.Namespace) -> int:
     return perf_main(args.perf_args)
 
 
-def program_name() -> str:
-    """`kafkajet` for the console script, `python -m kafkajet` for the module: what the user typed."""
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "kafkajet"
-    return "python -m kafkajet" if name in ("__main__.py", "-c", "") else name
-
-
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     from kafkajet import __version__
     from kafkajet.cli import produce, topics
@@ -100,7 +94,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser_prog(args: argparse.Namespace) -> str:
+def _prog_of(args: argparse.Namespace) -> str:
     parser = getattr(args, "parser", None)
     return parser.prog if isinstance(parser, argparse.ArgumentParser) else program_name()
 
@@ -111,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kafkajet.errors import ConfigError, KafkaError
 
-    prog = build_parser_prog(args)
+    prog = _prog_of(args)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -22,6 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kafkajet.cli.client_options import CliError, parse_properties
+from kafkajet.cli.program import program_name
 
 if TYPE_CHECKING:
     from kafkajet.producer.producer import Producer
@@ -321,7 +322,7 @@ def producer_properties(args: argparse.Namespace) -> dict[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m kafkajet perf", allow_abbrev=False,
+        prog=f"{program_name()} perf", allow_abbrev=False,
         description="Measure the kafkajet producer the way Kafka's kafka-producer-perf-test measures the Java "
                     "one: same options, same output. Without a bootstrap server an embedded broker is started "
                     f"and the topic is created with {EMBEDDED_PARTITIONS} partitions.")
