@@ -15,27 +15,29 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafkajet.addresses import format_address, parse_servers
-from kafkajet.config import SECURITY_KEYS, security_config
+from kafkajet.addresses import format_address
+from kafkajet.clock import now_ms
+from kafkajet.cluster import NO_ERROR, Cluster, PartitionInfo
+from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     BrokerError,
     ConfigError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
     make_error,
 )
+from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
 from kafkajet.protocol import ApiKey
-from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity, connection_security
+from kafkajet.security.connection import ConnectionSecurity, connection_security
 
 log = logging.getLogger("kafkajet.admin")
 
 T = TypeVar("T")
 
-TOPIC_ALREADY_EXISTS = 36
-UNKNOWN_TOPIC_OR_PARTITION = 3
-_CONFIG_KEYS = {"bootstrap.servers", "client.id", "request.timeout.ms", *SECURITY_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,35 +93,23 @@ class _Retry(Exception):
 class Admin:
     """Topic and cluster administration. Thread-safe: calls are serialised.
 
-    >>> with Admin("127.0.0.1:9092") as admin:
+    >>> with Admin({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
     ...     admin.create_topics("events", num_partitions=6)
 
-    With a mapping it takes the producer's key names, the security ones included:
-    Admin({"bootstrap.servers": "host:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": ...}).
+    Configured like the Producer, with the common client keys (`python -m kafkajet config --client admin`):
+    Java names in a mapping, snake_case keywords, or both; unknown keys and bad values raise ConfigError.
+    A bare string is shorthand for bootstrap.servers: Admin("host:9092").
     """
 
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[Any] | Mapping[str, Any],
-        *,
-        client_id: str = "kafkajet-admin",
-        request_timeout_ms: float = 30000,
-    ) -> None:
-        self._security: ConnectionSecurity = PLAINTEXT
-        if isinstance(bootstrap_servers, Mapping):
-            config = dict(bootstrap_servers)
-            self._security = connection_security(security_config(config))
-            if "bootstrap.servers" not in config:
-                raise ConfigError("bootstrap.servers is required")
-            ignored = sorted(set(config) - _CONFIG_KEYS)
-            if ignored:
-                log.debug("Admin ignores configuration keys %s", ignored)
-            bootstrap_servers = config["bootstrap.servers"]
-            client_id = str(config.get("client.id", client_id))
-            request_timeout_ms = float(config.get("request.timeout.ms", request_timeout_ms))
-        self._bootstrap = parse_servers(bootstrap_servers)
-        self.client_id = client_id
-        self.request_timeout_ms = float(request_timeout_ms)
+    def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
+        self.config = parse_client_config(ADMIN, config, **kwargs)
+        self._security: ConnectionSecurity = connection_security(self.config)
+        self._bootstrap: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self.client_id: str = self.config["client.id"]
+        self.request_timeout_ms = float(self.config["request.timeout.ms"])
+        # Java's admin client: retry.backoff.ms doubling up to retry.backoff.max.ms, with 20% jitter.
+        self._backoff = ExponentialBackoff(self.config["retry.backoff.ms"], 2,
+                                           self.config["retry.backoff.max.ms"], 0.2)
         self._brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
         self._lock = threading.RLock()
@@ -152,7 +142,7 @@ class Admin:
                     "validate_only": validate_only,
                 }
                 response = conn.request(ApiKey.CREATE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
-                self._settle(response.get("topics") or [], pending, ok_codes={TOPIC_ALREADY_EXISTS} if if_not_exists
+                self._settle(response.get("topics") or [], pending, ok_codes={TopicAlreadyExistsError.code} if if_not_exists
                              else set(), what="create")
 
             self._retry(deadline, timeout_s, f"creating topic(s) {_names(specs)}", attempt)
@@ -178,8 +168,8 @@ class Admin:
                 }
                 response = conn.request(ApiKey.DELETE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
                 self._settle(response.get("responses") or [], pending,
-                             ok_codes={UNKNOWN_TOPIC_OR_PARTITION} if if_exists else set(), what="delete",
-                             fatal_codes={UNKNOWN_TOPIC_OR_PARTITION})
+                             ok_codes={UnknownTopicOrPartitionError.code} if if_exists else set(), what="delete",
+                             fatal_codes={UnknownTopicOrPartitionError.code})
 
             self._retry(deadline, timeout_s, f"deleting topic(s) {_names(topic_names)}", attempt)
             self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(topic_names)} to disappear",
@@ -189,13 +179,8 @@ class Admin:
         with self._lock:
             deadline = self._deadline(timeout_s)
             md = self._retry(deadline, timeout_s, "listing topics", lambda: self._metadata(deadline, None))
-        out: dict[str, TopicDescription] = {}
-        for topic in md.get("topics") or []:
-            desc = _describe_topic(topic)
-            if desc.is_internal and not include_internal:
-                continue
-            out[desc.name] = desc
-        return out
+        return {name: _describe_topic(md, name) for name in sorted(md.partitions)
+                if include_internal or name not in md.internal_topics}
 
     def describe_topics(self, names: Sequence[str] | str, timeout_s: float = 30) -> dict[str, TopicDescription]:
         """Descriptions of the named topics; UnknownTopicOrPartitionError naming a missing one."""
@@ -204,14 +189,9 @@ class Admin:
             deadline = self._deadline(timeout_s)
             md = self._retry(deadline, timeout_s, f"describing topic(s) {_names(topic_names)}",
                              lambda: self._metadata(deadline, topic_names))
-        out: dict[str, TopicDescription] = {}
-        for topic in md.get("topics") or []:
-            err = make_error(topic.get("error_code", 0), f"topic {topic.get('name')!r}")
-            if err is not None:
-                raise err
-            desc = _describe_topic(topic)
-            out[desc.name] = desc
-        return out
+        for err in md.topic_errors.values():
+            raise err
+        return {name: _describe_topic(md, name) for name in md.partitions}
 
     def describe_cluster(self, timeout_s: float = 30) -> ClusterDescription:
         """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
@@ -240,16 +220,15 @@ class Admin:
         if conn.supports(ApiKey.DESCRIBE_CLUSTER):
             body = {"include_cluster_authorized_operations": False}
             r = self._request(conn, ApiKey.DESCRIBE_CLUSTER, body, deadline)
-            err = make_error(r.get("error_code", 0), r.get("error_message"))
+            err = make_error(r.get("error_code", NO_ERROR), r.get("error_message"))
             if err is not None:
                 raise _Retry(err) if err.retriable else err
             brokers = [BrokerDescription(b["broker_id"], b["host"], b["port"], b.get("rack"))
                        for b in r.get("brokers") or []]
             return ClusterDescription(r.get("cluster_id"), r.get("controller_id", -1), brokers)
         md = self._metadata(deadline, [])
-        brokers = [BrokerDescription(b["node_id"], b["host"], b["port"], b.get("rack"))
-                   for b in md.get("brokers") or []]
-        return ClusterDescription(md.get("cluster_id"), md.get("controller_id", -1), brokers)
+        brokers = [BrokerDescription(n.node_id, n.host, n.port, n.rack) for n in md.nodes.values()]
+        return ClusterDescription(md.cluster_id, md.controller_id, brokers)
 
     def _settle(self, results: list[dict[str, Any]], pending: dict[str, Any], *, ok_codes: set[int], what: str,
                 fatal_codes: frozenset[int] | set[int] = frozenset()) -> None:
@@ -258,12 +237,11 @@ class Admin:
         fatal: list[BrokerError] = []
         for result in results:
             name = str(result.get("name"))
-            code = result.get("error_code", 0)
-            if code == 0 or code in ok_codes:
+            code = result.get("error_code", NO_ERROR)
+            err = make_error(code, _topic_message(what, name, result.get("error_message")))
+            if err is None or code in ok_codes:
                 pending.pop(name, None)
                 continue
-            err = make_error(code, _topic_message(what, name, result.get("error_message")))
-            assert err is not None
             if err.retriable and code not in fatal_codes:
                 retriable = err
             else:
@@ -277,43 +255,40 @@ class Admin:
 
     def _check_leaders(self, expected: Mapping[str, int], deadline: float) -> None:
         md = self._metadata(deadline, list(expected))
-        seen = {t.get("name"): t for t in md.get("topics") or []}
         for name, count in expected.items():
-            topic = seen.get(name)
-            if topic is None:
-                raise _Retry(KafkaError(f"topic {name!r} not yet in metadata"))
-            if topic.get("error_code"):
-                err = make_error(topic["error_code"], f"topic {name!r} not ready")
-                assert err is not None
+            err = md.topic_errors.get(name)
+            if err is not None:
                 raise _Retry(err)
-            partitions = topic.get("partitions") or []
-            leaderless = [p["partition_index"] for p in partitions if p.get("leader_id", -1) < 0]
+            if name not in md.partitions:
+                raise _Retry(KafkaError(f"topic {name!r} not yet in metadata"))
+            partitions = md.partitions_for(name)
+            leaderless = [p.partition for p in partitions if p.leader < 0]
             if len(partitions) < count or leaderless:
                 raise _Retry(KafkaError(
                     f"topic {name!r} has {len(partitions)}/{count} partitions, without leader: {leaderless}"))
 
     def _check_gone(self, names: Sequence[str], deadline: float) -> None:
         md = self._metadata(deadline, None)
-        still = [t.get("name") for t in md.get("topics") or [] if t.get("name") in set(names)]
+        listed = md.topics | set(md.topic_errors)
+        still = [n for n in names if n in listed]
         if still:
             raise _Retry(KafkaError(f"topic(s) {still} still listed in metadata"))
 
     # --- connections ------------------------------------------------------------------------------
 
-    def _metadata(self, deadline: float, topics: list[str] | None) -> dict[str, Any]:
+    def _metadata(self, deadline: float, topics: list[str] | None) -> Cluster:
         conn = self._any_connection(deadline)
         version = conn.api_version(ApiKey.METADATA)
-        md = conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version), version=version,
-                          timeout_s=self._request_timeout_s(deadline))
-        brokers = {b["node_id"]: (b["host"], b["port"]) for b in md.get("brokers") or []}
-        if brokers:
-            self._brokers = brokers
+        body = conn.request(ApiKey.METADATA, metadata_request_body(topics, version=version), version=version,
+                            timeout_s=self._request_timeout_s(deadline))
+        md = Cluster.from_metadata_response(body)
+        if md.nodes:
+            self._brokers = {n.node_id: (n.host, n.port) for n in md.nodes.values()}
         return md
 
     def _controller(self, deadline: float) -> BlockingConnection:
         md = self._metadata(deadline, [])
-        controller = md.get("controller_id", -1)
-        address = self._brokers.get(controller)
+        address = self._brokers.get(md.controller_id)
         if address is None:
             # No controller known (yet, or the broker hides it): any broker forwards admin requests in KRaft.
             return self._any_connection(deadline)
@@ -349,15 +324,17 @@ class Admin:
 
     # --- time -------------------------------------------------------------------------------------
 
+    # Deadlines are in the one clock's milliseconds (kafkajet.clock); calls take seconds, as Python APIs do.
+
     @staticmethod
     def _deadline(timeout_s: float) -> float:
-        return time.monotonic() + timeout_s
-
-    def _request_timeout_s(self, deadline: float) -> float:
-        return max(0.001, min(self.request_timeout_ms / 1000.0, deadline - time.monotonic()))
+        return now_ms() + timeout_s * 1000.0
 
     def _request_timeout_ms(self, deadline: float) -> int:
-        return max(1, int(self._request_timeout_s(deadline) * 1000))
+        return max(1, int(min(self.request_timeout_ms, deadline - now_ms())))
+
+    def _request_timeout_s(self, deadline: float) -> float:
+        return self._request_timeout_ms(deadline) / 1000.0
 
     def _retry(self, deadline: float, timeout_s: float, what: str, fn: Callable[[], T]) -> T:
         """Run fn until it succeeds, raises a fatal error, or the deadline passes (KafkaTimeoutError).
@@ -365,7 +342,7 @@ class Admin:
         fn signals "try again" with _Retry or a connection error; any other error is final, so a broker
         error that Kafka flags retriable but that is an answer here (deleting an unknown topic) is not retried.
         """
-        pause = 0.02
+        attempts = 0
         last: KafkaError | None = None
         while True:
             try:
@@ -374,13 +351,13 @@ class Admin:
                 last = r.cause
             except KafkaConnectionError as e:
                 last = e
-            remaining = deadline - time.monotonic()
+            remaining = deadline - now_ms()
             if remaining <= 0:
                 raise KafkaTimeoutError(f"{what} did not complete within {timeout_s} s", cause=last)
             log.debug("%s: retrying after %s", what, last)
             # Bounded by the caller's deadline: waits for the broker to elect leaders or come back.
-            time.sleep(min(pause, remaining))
-            pause = min(pause * 2, 0.5)
+            time.sleep(min(self._backoff.backoff(attempts), remaining) / 1000.0)
+            attempts += 1
 
 
 def _topic_specs(topics: Sequence[NewTopic | str] | NewTopic | str, num_partitions: int, replication_factor: int,
@@ -412,15 +389,13 @@ def _creatable(spec: NewTopic) -> dict[str, Any]:
     }
 
 
-def _describe_topic(topic: Mapping[str, Any]) -> TopicDescription:
-    partitions = sorted(
-        (PartitionDescription(
-            p["partition_index"], p.get("leader_id", -1), list(p.get("replica_nodes") or []),
-            list(p.get("isr_nodes") or []), p.get("leader_epoch", -1))
-         for p in topic.get("partitions") or []),
-        key=lambda p: p.partition,
-    )
-    return TopicDescription(topic["name"], partitions, bool(topic.get("is_internal")), topic.get("topic_id"))
+def _describe_topic(cluster: Cluster, name: str) -> TopicDescription:
+    return TopicDescription(name, [_describe_partition(p) for p in cluster.partitions_for(name)],
+                            name in cluster.internal_topics, cluster.topic_ids.get(name))
+
+
+def _describe_partition(p: PartitionInfo) -> PartitionDescription:
+    return PartitionDescription(p.partition, p.leader, list(p.replicas), list(p.isr), p.leader_epoch)
 
 
 def _topic_message(what: str, name: str, detail: str | None) -> str:

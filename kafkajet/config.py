@@ -1,6 +1,7 @@
-"""The producer's configuration: one table of keys that feeds validation, docs and the CLI.
+"""Client configuration: one table of the keys every client shares, extended per client (producer, admin,
+fetch), feeding validation, docs and the CLI.
 
-Keys are the Java producer's names ("linger.ms"); keyword arguments in snake_case (linger_ms=5) mean the
+Keys are the Java clients' names ("linger.ms"); keyword arguments in snake_case (linger_ms=5) mean the
 same. Values may arrive as strings (properties files, Spark options) and are converted.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkajet.addresses import parse_servers
 from kafkajet.errors import ConfigError
 
 log = logging.getLogger("kafkajet.config")
@@ -77,31 +79,7 @@ def _acks(key: str, v: Any) -> int:
 
 
 def _servers(key: str, v: Any) -> list[tuple[str, int]]:
-    items = v.split(",") if isinstance(v, str) else list(v)
-    out = []
-    for item in items:
-        if isinstance(item, tuple):
-            host, port = item
-        else:
-            text = str(item).strip()
-            if not text:
-                continue
-            if text.startswith("[") and "]:" in text:
-                host, _, port = text[1:].partition("]:")
-            else:
-                host, _, port = text.rpartition(":")
-            if not host:
-                raise ConfigError(f"{key}: {text!r} is not host:port")
-        try:
-            p = int(port)
-        except ValueError:
-            raise ConfigError(f"{key}: port of {item!r} is not a number") from None
-        if not 0 < p < 65536:
-            raise ConfigError(f"{key}: port of {item!r} is out of range")
-        out.append((host, p))
-    if not out:
-        raise ConfigError(f"{key} is empty: give at least one host:port of a broker")
-    return out
+    return parse_servers(v)
 
 
 def _str(key: str, v: Any) -> str:
@@ -199,34 +177,18 @@ def _optional_int(lo: int, hi: int) -> Callable[[str, Any], Any]:
 
 
 K = ConfigKey
-PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
+# What every client shares (Java's CommonClientConfigs): where the brokers are, how to reach them, how
+# long to wait and how to back off; per-client tables below extend it.
+COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("bootstrap.servers", "list", None, "host:port of brokers to bootstrap from (comma separated or a list)",
       _servers, required=True),
-    K("client.id", "str", None, "name sent to brokers in every request (default producer-N)", _str),
-    K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
-    K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
-      _bool),
-    K("linger.ms", "int", 5, "how long a batch waits for more records before it is sent", _int_range(0, INT_MAX)),
-    K("batch.size", "int", 16384, "target size in bytes of one partition's batch", _int_range(0, INT_MAX)),
-    K("buffer.memory", "int", 33554432, "bytes of memory for records waiting to be sent", _int_range(0)),
-    K("max.block.ms", "int", 60000, "how long send() may block for metadata or buffer memory",
-      _int_range(0)),
-    K("max.request.size", "int", 1048576, "largest request (and so record) the producer will send",
-      _int_range(0, INT_MAX)),
+    K("client.id", "str", None, "name sent to brokers in every request (default producer-N, adminclient-N, fetch-N)", _str),
     K("request.timeout.ms", "int", 30000, "how long to wait for a broker's answer before retrying",
-      _int_range(0, INT_MAX)),
-    K("delivery.timeout.ms", "int", 120000, "upper bound on the time from send() to success or failure",
-      _int_range(0, INT_MAX)),
-    K("retries", "int", INT_MAX, "how often a failed batch is retried (bounded by delivery.timeout.ms)",
       _int_range(0, INT_MAX)),
     K("retry.backoff.ms", "int", 100, "initial wait before a retry", _int_range(0)),
     K("retry.backoff.max.ms", "int", 1000, "largest wait before a retry (exponential backoff, +/-20% jitter)",
       _int_range(0)),
-    K("max.in.flight.requests.per.connection", "int", 5, "unanswered requests allowed per broker",
-      _int_range(1, INT_MAX)),
     K("metadata.max.age.ms", "int", 300000, "refresh metadata at least this often", _int_range(0)),
-    K("metadata.max.idle.ms", "int", 300000, "forget a topic not produced to for this long",
-      _int_range(5000)),
     K("reconnect.backoff.ms", "int", 50, "initial wait before reconnecting to a broker", _int_range(0)),
     K("reconnect.backoff.max.ms", "int", 1000, "largest wait before reconnecting", _int_range(0)),
     K("connections.max.idle.ms", "int", 540000, "close connections idle this long", _int_range(-1)),
@@ -239,21 +201,6 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
     K("send.buffer.bytes", "int", -1, "SO_SNDBUF (-1: the OS default, autotuned; Java's default is 131072)",
       _int_range(-1, INT_MAX)),
     K("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
-    K("compression.type", "enum", "none", "none, gzip, snappy, lz4 or zstd",
-      _choice("none", "gzip", "snappy", "lz4", "zstd")),
-    K("compression.gzip.level", "int", None, "gzip level 1-9 (default 6)", _optional_int(1, 9)),
-    K("compression.zstd.level", "int", None, "zstd level (default 3)", _optional_int(-131072, 22)),
-    K("key.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
-      _callable_or_name),
-    K("value.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
-      _callable_or_name),
-    K("partitioner", "object", "default",
-      "callable fn(key_bytes, all_partitions, available) -> int, or default / round_robin / random",
-      _callable_or_name),
-    K("partitioner.ignore.keys", "bool", False, "spread keyed records like keyless ones", _bool),
-    K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
-    K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
-    K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
     K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)",
       _security),
     K("ssl.ca.location", "str", None, "PEM file of CA certificates trusted in addition to the system store",
@@ -280,20 +227,81 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.oauthbearer.token.provider", "object", None,
       "OAUTHBEARER: a callable returning the token, or 'module:function' naming one; secret", _token_provider,
       secret=True),
+)
+PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
+    K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
+    K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
+      _bool),
+    K("linger.ms", "int", 5, "how long a batch waits for more records before it is sent", _int_range(0, INT_MAX)),
+    K("batch.size", "int", 16384, "target size in bytes of one partition's batch", _int_range(0, INT_MAX)),
+    K("buffer.memory", "int", 33554432, "bytes of memory for records waiting to be sent", _int_range(0)),
+    K("max.block.ms", "int", 60000, "how long send() may block for metadata or buffer memory",
+      _int_range(0)),
+    K("max.request.size", "int", 1048576, "largest request (and so record) the producer will send",
+      _int_range(0, INT_MAX)),
+    K("delivery.timeout.ms", "int", 120000, "upper bound on the time from send() to success or failure",
+      _int_range(0, INT_MAX)),
+    K("retries", "int", INT_MAX, "how often a failed batch is retried (bounded by delivery.timeout.ms)",
+      _int_range(0, INT_MAX)),
+    K("max.in.flight.requests.per.connection", "int", 5, "unanswered requests allowed per broker",
+      _int_range(1, INT_MAX)),
+    K("metadata.max.idle.ms", "int", 300000, "forget a topic not produced to for this long",
+      _int_range(5000)),
+    K("compression.type", "enum", "none", "none, gzip, snappy, lz4 or zstd",
+      _choice("none", "gzip", "snappy", "lz4", "zstd")),
+    K("compression.gzip.level", "int", None, "gzip level 1-9 (default 6)", _optional_int(1, 9)),
+    K("compression.zstd.level", "int", None, "zstd level (default 3)", _optional_int(-131072, 22)),
+    K("key.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
+      _callable_or_name),
+    K("value.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
+      _callable_or_name),
+    K("partitioner", "object", "default",
+      "callable fn(key_bytes, all_partitions, available) -> int, or default / round_robin / random",
+      _callable_or_name),
+    K("partitioner.ignore.keys", "bool", False, "spread keyed records like keyless ones", _bool),
+    K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
+    K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
+    K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
     K("transactional.id", "str", None, "not supported yet", _transactional_id),
 )
-BY_NAME: dict[str, ConfigKey] = {k.name: k for k in PRODUCER_CONFIG}
+# The admin and fetch clients take the common keys only: they send single requests, not batches.
+ADMIN_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG
+FETCH_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG
 
 
 def _snake(name: str) -> str:
     return name.replace(".", "_")
 
 
-BY_SNAKE: dict[str, str] = {_snake(k.name): k.name for k in PRODUCER_CONFIG}
+@dataclass(frozen=True)
+class ClientTable:
+    """One client's keys, looked up by Java name and by snake_case keyword."""
+
+    client: str  # "producer", "admin", "fetch": named in error messages and `kafkajet config --client`
+    keys: tuple[ConfigKey, ...]
+    client_id_prefix: str  # default client.id is <prefix>-N, as Java numbers its clients
+
+    @property
+    def by_name(self) -> dict[str, ConfigKey]:
+        return {k.name: k for k in self.keys}
+
+    @property
+    def by_snake(self) -> dict[str, str]:
+        return {_snake(k.name): k.name for k in self.keys}
 
 
-class ProducerConfig(Mapping[str, Any]):
-    """Validated, normalised producer settings; cfg["linger.ms"] and cfg.linger_ms both work."""
+PRODUCER = ClientTable("producer", PRODUCER_CONFIG, "producer")
+ADMIN = ClientTable("admin", ADMIN_CONFIG, "adminclient")
+FETCH = ClientTable("fetch", FETCH_CONFIG, "fetch")
+TABLES: dict[str, ClientTable] = {t.client: t for t in (PRODUCER, ADMIN, FETCH)}
+
+# Every key of every client: secrets are hidden in any config's repr.
+BY_NAME: dict[str, ConfigKey] = PRODUCER.by_name
+BY_SNAKE: dict[str, str] = PRODUCER.by_snake
+
+
+class ClientConfig(Mapping[str, Any]):
+    """Validated, normalised client settings; cfg["linger.ms"] and cfg.linger_ms both work."""
 
     def __init__(self, values: dict[str, Any], explicit: frozenset[str]) -> None:
         self._values = values
@@ -317,36 +325,48 @@ class ProducerConfig(Mapping[str, Any]):
     def __repr__(self) -> str:
         shown = {k: ("[hidden]" if BY_NAME[k].secret and v is not None else v) for k, v in self._values.items()
                  if k in self.explicit}
-        return f"ProducerConfig({shown})"
+        return f"ClientConfig({shown})"
 
 
-def _unknown(key: str, snake: bool) -> ConfigError:
-    names = list(BY_SNAKE) if snake else list(BY_NAME)
+# The old name, kept for producer.py and security/connection.py: every client's settings are one type.
+ProducerConfig = ClientConfig
+
+
+def _unknown(table: ClientTable, key: str, snake: bool) -> ConfigError:
+    names = list(table.by_snake) if snake else list(table.by_name)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    return ConfigError(f"unknown producer setting '{key}'{hint} (python -m kafkajet config lists them all)")
+    where = "" if table is PRODUCER else f" --client {table.client}"
+    return ConfigError(f"unknown {table.client} setting '{key}'{hint} "
+                       f"(python -m kafkajet config{where} lists them all)")
 
 
-def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ProducerConfig:
+def _collect(table: ClientTable, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Java names and snake_case keywords merged into Java names; unknown or conflicting keys raise."""
+    by_name, by_snake = table.by_name, table.by_snake
     raw: dict[str, Any] = {}
     for key, value in (config or {}).items():
-        if key not in BY_NAME:
-            if key in BY_SNAKE:
-                key = BY_SNAKE[key]
+        if key not in by_name:
+            if key in by_snake:
+                key = by_snake[key]
             else:
-                raise _unknown(key, snake=False)
+                raise _unknown(table, key, snake=False)
         raw[key] = value
     for key, value in kwargs.items():
-        name = BY_SNAKE.get(key)
+        name = by_snake.get(key)
         if name is None:
-            raise _unknown(key, snake=True)
+            raise _unknown(table, key, snake=True)
         if name in raw and raw[name] != value:
-            if BY_NAME[name].secret:
+            if by_name[name].secret:
                 raise ConfigError(f"'{name}' is set twice with different values (as '{name}' and as {key}=)")
             raise ConfigError(f"'{name}' is set twice with different values ({raw[name]!r} and {key}={value!r})")
         raw[name] = value
+    return raw
+
+
+def _values(table: ClientTable, raw: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for k in PRODUCER_CONFIG:
+    for k in table.keys:
         if k.name in raw and raw[k.name] is not None:
             values[k.name] = _validate(k, raw[k.name])
         elif k.required:
@@ -354,7 +374,25 @@ def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: 
         else:
             values[k.name] = k.default
     if values["client.id"] is None:
-        values["client.id"] = f"producer-{next(_client_ids)}"
+        values["client.id"] = f"{table.client_id_prefix}-{next(_client_ids)}"
+    return values
+
+
+def parse_client_config(table: ClientTable, config: Mapping[str, Any] | str | None = None, /,
+                        **kwargs: Any) -> ClientConfig:
+    """Validate the admin or fetch client's settings; a bare string is bootstrap.servers."""
+    if isinstance(config, str):
+        config = {"bootstrap.servers": config}
+    raw = _collect(table, config, kwargs)
+    values = _values(table, raw)
+    explicit = frozenset(raw)
+    check_security(values, explicit)
+    return ClientConfig(values, explicit)
+
+
+def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ProducerConfig:
+    raw = _collect(PRODUCER, config, kwargs)
+    values = _values(PRODUCER, raw)
     explicit = frozenset(raw)
     _cross_check(values, explicit)
     check_security(values, explicit)
@@ -377,14 +415,13 @@ def _validate(k: ConfigKey, value: Any) -> Any:
 
 
 SECURITY_KEYS: tuple[str, ...] = tuple(
-    k.name for k in PRODUCER_CONFIG if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.")))
+    k.name for k in COMMON_CONFIG if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.")))
 
 
-def security_config(config: Mapping[str, Any]) -> ProducerConfig:
-    """The validated security settings (security.protocol, ssl.*, sasl.*) of any client's configuration.
+def security_config(config: Mapping[str, Any]) -> ClientConfig:
+    """The validated security settings (security.protocol, ssl.*, sasl.*) out of a wider configuration.
 
-    For the admin client, the fetch client and Spark, which take the producer's security keys but not
-    the rest of its table; other keys in `config` are ignored here.
+    For the Spark options, which carry the security keys among others; other keys are ignored here.
     """
     raw = {k: v for k, v in config.items() if k in SECURITY_KEYS}
     values = {}
@@ -393,7 +430,7 @@ def security_config(config: Mapping[str, Any]) -> ProducerConfig:
         values[name] = _validate(k, raw[name]) if raw.get(name) is not None else k.default
     explicit = frozenset(raw)
     check_security(values, explicit)
-    return ProducerConfig(values, explicit)  # its repr hides the secrets
+    return ClientConfig(values, explicit)  # its repr hides the secrets
 
 
 _CREDENTIAL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -460,10 +497,10 @@ def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
         values["enable.idempotence"] = False
 
 
-def config_markdown() -> str:
+def config_markdown(table: ClientTable = PRODUCER) -> str:
     lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
-    for k in PRODUCER_CONFIG:
-        default = "producer-N" if k.name == "client.id" else ("required" if k.required else k.default)
+    for k in table.keys:
+        default = f"{table.client_id_prefix}-N" if k.name == "client.id" else ("required" if k.required else k.default)
         if k.name == "acks":
             default = "all"
         if isinstance(default, list):

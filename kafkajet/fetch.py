@@ -6,12 +6,17 @@ Used by the Spark source and the demo. Every call takes a timeout and goes to th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kafkajet.addresses import parse_servers
-from kafkajet.config import security_config
-from kafkajet.errors import KafkaTimeoutError, make_error
+from kafkajet.cluster import Cluster
+from kafkajet.config import FETCH, parse_client_config
+from kafkajet.errors import (
+    KafkaTimeoutError,
+    LeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+    make_error,
+)
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
 from kafkajet.records import Record, decode_batches
@@ -23,15 +28,16 @@ FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of t
 class FetchClient:
     """Connections to the leaders of one topic's partitions, opened on demand.
 
-    `config` takes the producer's security keys (security.protocol, ssl.*, sasl.*); others are ignored.
+    Configured like the Producer, with the common client keys (`python -m kafkajet config --client fetch`);
+    request.timeout.ms bounds every round trip. A bare string is shorthand for bootstrap.servers.
     """
 
-    def __init__(self, bootstrap_servers: str | Sequence[str], *, timeout_s: float = 30.0,
-                 client_id: str = "kafkajet-fetch", config: Mapping[str, Any] | None = None) -> None:
-        self.security = connection_security(security_config(config or {}))
-        self.servers = parse_servers(bootstrap_servers)
-        self.timeout_s = timeout_s
-        self.client_id = client_id
+    def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
+        self.config = parse_client_config(FETCH, config, **kwargs)
+        self.security = connection_security(self.config)
+        self.servers: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self.timeout_s: float = self.config["request.timeout.ms"] / 1000
+        self.client_id: str = self.config["client.id"]
         self._conns: dict[int, BlockingConnection] = {}
         self._leaders: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
@@ -50,17 +56,16 @@ class FetchClient:
     def partitions(self, topic: str) -> list[int]:
         md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id,
                                 security=self.security)
-        self._brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
-        for t in md["topics"]:
-            if t["name"] != topic:
-                continue
-            err = make_error(t["error_code"], f"topic '{topic}'")
-            if err is not None:
-                raise err
-            for p in t["partitions"]:
-                self._leaders[(topic, p["partition_index"])] = p["leader_id"]
-            return sorted(p["partition_index"] for p in t["partitions"])
-        raise make_error(3, f"topic '{topic}'") or KafkaTimeoutError(f"topic '{topic}' not found")
+        cluster = Cluster.from_metadata_response(md)
+        self._brokers = {n.node_id: (n.host, n.port) for n in cluster.nodes.values()}
+        err = cluster.topic_errors.get(topic)
+        if err is not None:
+            raise err
+        if topic not in cluster.partitions:
+            raise UnknownTopicOrPartitionError(f"topic '{topic}' is not in the broker's metadata")
+        for p in cluster.partitions_for(topic):
+            self._leaders[(topic, p.partition)] = p.leader
+        return [p.partition for p in cluster.partitions_for(topic)]
 
     def _conn(self, topic: str, partition: int) -> BlockingConnection:
         if (topic, partition) not in self._leaders:
@@ -68,6 +73,9 @@ class FetchClient:
         leader = self._leaders[(topic, partition)]
         conn = self._conns.get(leader)
         if conn is None:
+            if leader not in self._brokers:
+                # Raised rather than retried: the Spark task that called us is retried by Spark.
+                raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now (node {leader})")
             host, port = self._brokers[leader]
             conn = self._conns[leader] = BlockingConnection(host, port, client_id=self.client_id,
                                                             timeout_s=self.timeout_s, security=self.security)

@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kafkajet.cli.client_options import CliError, parse_properties
+from kafkajet.cli.program import program_name
+
 if TYPE_CHECKING:
     from kafkajet.producer.producer import Producer
 
@@ -282,50 +285,6 @@ def read_payload_file(path: str, delimiter: str) -> list[bytes]:
 
 # --- configuration --------------------------------------------------------------------------------------
 
-_PROPERTY_SEPARATOR = re.compile(r"(?<!\\)[=:]|(?<!\\)\s")
-_PROPERTY_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape_property(text: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        c = m.group(1)
-        if c.startswith("u"):
-            return chr(int(c[1:], 16))
-        return _PROPERTY_ESCAPES.get(c, c)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", sub, text)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties file: key=value, key: value or key value; # and ! comments; a trailing backslash
-    continues the line; backslash escapes (\\t, \\n, \\uXXXX, \\=, \\:)."""
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()  # leading blanks go, on continuation lines too
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd number of backslashes: the last one joins the next line
-            logical += line[:-1]
-            continue
-        logical += line
-        m = _PROPERTY_SEPARATOR.search(logical)
-        if m is None:
-            key, value = logical, ""
-        else:
-            key = logical[:m.start()]
-            rest = logical[m.end():].lstrip()
-            if m.group().isspace() and rest[:1] in ("=", ":"):
-                rest = rest[1:].lstrip()
-            value = rest
-        props[_unescape_property(key.rstrip())] = _unescape_property(value)
-        logical = ""
-    if logical:
-        raise UsageError("the properties file ends inside a continued line (a trailing backslash)")
-    return props
-
-
 def parse_property_args(items: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
@@ -346,6 +305,8 @@ def producer_properties(args: argparse.Namespace) -> dict[str, str]:
                 props.update(parse_properties(f.read()))
         except OSError as e:
             raise UsageError(f"cannot read {args.config_file}: {e.strerror or e}") from None
+        except CliError as e:
+            raise UsageError(str(e)) from None
     props.update(parse_property_args(args.props or []))
     if args.bootstrap_server:
         props["bootstrap.servers"] = args.bootstrap_server
@@ -361,7 +322,7 @@ def producer_properties(args: argparse.Namespace) -> dict[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m kafkajet perf", allow_abbrev=False,
+        prog=f"{program_name()} perf", allow_abbrev=False,
         description="Measure the kafkajet producer the way Kafka's kafka-producer-perf-test measures the Java "
                     "one: same options, same output. Without a bootstrap server an embedded broker is started "
                     f"and the topic is created with {EMBEDDED_PARTITIONS} partitions.")

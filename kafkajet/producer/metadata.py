@@ -1,113 +1,19 @@
-"""What the producer knows about the cluster: an immutable Cluster snapshot and versioned, waitable Metadata."""
+"""What the producer knows about the cluster: versioned, waitable Metadata around an immutable Cluster."""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from kafkajet.errors import BrokerError, KafkaError, KafkaTimeoutError, make_error
+from kafkajet.clock import Clock, now_ms
 
+# Cluster and its parts live in kafkajet.cluster (shared with the admin and fetch clients); re-exported here
+# for the producer's modules and their tests.
+from kafkajet.cluster import Cluster, Node, PartitionInfo, cluster_from_response
+from kafkajet.errors import KafkaError, KafkaTimeoutError
+from kafkajet.network.backoff import ExponentialBackoff
 
-@dataclass(frozen=True, slots=True)
-class PartitionInfo:
-    topic: str
-    partition: int
-    leader: int  # -1 when the partition has no leader right now
-    leader_epoch: int = -1
-    replicas: tuple[int, ...] = ()
-    isr: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """One consistent view of the cluster; replaced whole on every metadata response, never mutated."""
-
-    nodes: Mapping[int, Node] = field(default_factory=dict)
-    partitions: Mapping[str, tuple[PartitionInfo, ...]] = field(default_factory=dict)
-    topic_errors: Mapping[str, BrokerError] = field(default_factory=dict)
-    cluster_id: str | None = None
-    controller_id: int = -1
-    partition_counts: Mapping[str, int] = field(init=False, default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Derived once per snapshot so the per-record path is a dict lookup.
-        leaders: dict[tuple[str, int], int] = {}
-        available: dict[str, tuple[int, ...]] = {}
-        by_node: dict[int, list[PartitionInfo]] = {}
-        for topic, parts in self.partitions.items():
-            avail = []
-            for p in parts:
-                if p.leader >= 0 and p.leader in self.nodes:
-                    leaders[(topic, p.partition)] = p.leader
-                    avail.append(p.partition)
-                    by_node.setdefault(p.leader, []).append(p)
-            available[topic] = tuple(avail)
-        object.__setattr__(self, "_leaders", leaders)
-        object.__setattr__(self, "_available", available)
-        object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
-        object.__setattr__(self, "partition_counts", {t: len(p) for t, p in self.partitions.items()})
-
-    def leader_for(self, topic: str, partition: int) -> int | None:
-        return self._leaders.get((topic, partition))  # type: ignore[attr-defined, no-any-return]
-
-    def partition_count(self, topic: str) -> int | None:
-        return self.partition_counts.get(topic)  # type: ignore[no-any-return]
-
-    def available_partitions(self, topic: str) -> tuple[int, ...]:
-        return self._available.get(topic, ())  # type: ignore[attr-defined, no-any-return]
-
-    def partitions_for_node(self, node_id: int) -> tuple[PartitionInfo, ...]:
-        return self._by_node.get(node_id, ())  # type: ignore[attr-defined, no-any-return]
-
-    def partitions_for(self, topic: str) -> tuple[PartitionInfo, ...]:
-        return self.partitions.get(topic, ())
-
-    @property
-    def topics(self) -> frozenset[str]:
-        return frozenset(self.partitions)
-
-
-def cluster_from_response(body: Mapping[str, Any]) -> Cluster:
-    """Build a Cluster from a decoded Metadata response body."""
-    nodes = {
-        b["node_id"]: Node(b["node_id"], b["host"], b["port"], b.get("rack"))
-        for b in body.get("brokers", ())
-    }
-    partitions: dict[str, tuple[PartitionInfo, ...]] = {}
-    errors: dict[str, BrokerError] = {}
-    for t in body.get("topics", ()):
-        name = t["name"]
-        err = make_error(t.get("error_code", 0), f"topic '{name}'")
-        if err is not None:
-            errors[name] = err
-            continue
-        parts = sorted(
-            (
-                PartitionInfo(
-                    name,
-                    p["partition_index"],
-                    p.get("leader_id", -1) if p.get("error_code", 0) in (0, 9) else -1,
-                    p.get("leader_epoch", -1),
-                    tuple(p.get("replica_nodes", ())),
-                    tuple(p.get("isr_nodes", ())),
-                )
-                for p in t.get("partitions", ())
-            ),
-            key=lambda p: p.partition,
-        )
-        partitions[name] = tuple(parts)
-    return Cluster(nodes, partitions, errors, body.get("cluster_id"), body.get("controller_id", -1))
+__all__ = ["Cluster", "Metadata", "Node", "PartitionInfo", "cluster_from_response"]
 
 
 class Metadata:
@@ -130,7 +36,8 @@ class Metadata:
         self._max_age_ms = max_age_ms
         self._max_idle_ms = max_idle_ms
         self._backoff_ms = retry_backoff_ms
-        self._backoff_max_ms = retry_backoff_max_ms
+        # No jitter: refreshes are per client, not a herd of clients to spread; and tests drive it by the ms.
+        self._backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.0)
         self.last_error: KafkaError | None = None
         self._fatal: KafkaError | None = None
         # The last connection's authentication failure; cleared by the next metadata response.
@@ -153,9 +60,8 @@ class Metadata:
         with self._cond:
             return list(self._topics)
 
-    def wait_for_topic(self, topic: str, max_wait_ms: float, wake: Any, clock: Any = None) -> Cluster:
+    def wait_for_topic(self, topic: str, max_wait_ms: float, wake: Any, clock: Clock = now_ms) -> Cluster:
         """Block until `topic` has partitions in metadata, at most max_wait_ms (then KafkaTimeoutError)."""
-        clock = clock or (lambda: time.monotonic() * 1000.0)
         now = clock()
         deadline_ms = now + max_wait_ms
         self.add_topic(topic, now)
@@ -189,8 +95,7 @@ class Metadata:
             if not self._need_update:
                 return max(0.0, self._last_refresh_ms + self._max_age_ms - now_ms)
             if self._failures:
-                backoff = min(self._backoff_ms * 2 ** (self._failures - 1), self._backoff_max_ms)
-                due = self._last_attempt_ms + backoff
+                due = self._last_attempt_ms + self._backoff.backoff(self._failures - 1)
             elif self._last_refresh_ms:
                 # Right after a response, asking again at once would hammer a broker while a leader moves.
                 due = self._last_refresh_ms + self._backoff_ms

@@ -52,11 +52,15 @@ class KafkaReader(DataSourceReader):
         self.starting = _spec(options, "startingOffsets", "earliest", topic)
         self.ending = _spec(options, "endingOffsets", "latest", topic)
 
+    def _fetch_config(self) -> dict[str, Any]:
+        return {**self.security, "bootstrap.servers": self.servers,
+                "request.timeout.ms": max(1, int(self.timeout_s * 1000))}
+
     def partitions(self) -> list[KafkaInputPartition]:
         from kafkajet.fetch import FetchClient
 
         out = []
-        with FetchClient(self.servers, timeout_s=self.timeout_s, config=self.security) as client:
+        with FetchClient(self._fetch_config()) as client:
             for p in client.partitions(self.topic):
                 first, last = client.offsets(self.topic, p)
 
@@ -78,7 +82,7 @@ class KafkaReader(DataSourceReader):
         if partition.start >= partition.end:
             return
         utc = datetime.UTC
-        with FetchClient(self.servers, timeout_s=self.timeout_s, config=self.security) as client:
+        with FetchClient(self._fetch_config()) as client:
             for r in client.fetch_range(partition.topic, partition.partition, partition.start, partition.end):
                 yield (r.key, r.value, partition.topic, partition.partition, r.offset,
                        datetime.datetime.fromtimestamp(r.timestamp / 1000.0, tz=utc), 0,

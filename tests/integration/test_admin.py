@@ -9,6 +9,7 @@ import pytest
 
 from kafkajet.admin import Admin, NewTopic
 from kafkajet.errors import (
+    ConfigError,
     KafkaConnectionError,
     KafkaTimeoutError,
     TopicAlreadyExistsError,
@@ -17,12 +18,7 @@ from kafkajet.errors import (
 from kafkajet.network import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
 from kafkajet.testing import EmbeddedBroker
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from kafkajet.testing.embedded_broker import free_port
 
 
 def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:
@@ -112,3 +108,12 @@ def test_bootstrap_metadata_skips_dead_servers(broker: EmbeddedBroker) -> None:
     with pytest.raises(KafkaTimeoutError, match=rf"127\.0\.0\.1:{dead}") as info:
         bootstrap_metadata([("127.0.0.1", dead)], timeout_s=0.5)
     assert isinstance(info.value.cause, KafkaConnectionError)
+
+
+def test_configured_like_the_producer(broker: EmbeddedBroker, topic_name: str) -> None:
+    with Admin(bootstrap_servers=broker.bootstrap_servers, client_id="kw-admin", retry_backoff_ms=10) as admin:
+        assert admin.client_id == "kw-admin"
+        admin.create_topics(topic_name, timeout_s=20)
+        assert topic_name in admin.list_topics()
+    with pytest.raises(ConfigError, match="unknown admin setting 'foo'"):
+        Admin({"bootstrap.servers": broker.bootstrap_servers, "foo": 1})

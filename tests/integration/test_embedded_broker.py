@@ -50,3 +50,24 @@ def test_cli_broker_runs_until_terminated() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_cli_broker_listens_on_the_port_asked_for() -> None:
+    import subprocess
+    import sys
+
+    from kafkajet.testing.embedded_broker import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "broker", "--port", str(port)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"listening on 127.0.0.1:{port} " in line, line
+        assert _answers_api_versions(port, 5.0)
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

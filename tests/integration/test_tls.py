@@ -136,7 +136,7 @@ def test_produce_over_tls_and_read_back(tls: TlsProxy, pki: Pki, topic_name: str
     got = _read_back(tls, pki, topic_name, 200)
     assert sorted(v for _, _, v in got) == sorted(f"v{i}".encode() for i in range(200))
     # The blocking path (Admin, Spark's reader) reads over TLS too.
-    with FetchClient(tls.address, timeout_s=30, config=_ssl(tls, pki)) as fetch:
+    with FetchClient({**_ssl(tls, pki), "bootstrap.servers": tls.address, "request.timeout.ms": 30000}) as fetch:
         records = [r for p in fetch.partitions(topic_name)
                    for r in fetch.fetch_range(topic_name, p, 0, fetch.offsets(topic_name, p)[1])]
     assert sorted(r.value for r in records) == sorted(f"v{i}".encode() for i in range(200))
@@ -236,7 +236,7 @@ def test_large_records_cross_many_tls_records(tls: TlsProxy, pki: Pki, topic_nam
     with Producer(_ssl(tls, pki), linger_ms=50, batch_size=1_000_000, compression_type="none") as producer:
         futures = [producer.send(topic_name, v, partition=0) for v in values]
         assert [f.result(timeout=60).offset for f in futures] == list(range(6))
-    with FetchClient(tls.address, timeout_s=30, config=_ssl(tls, pki)) as fetch:
+    with FetchClient({**_ssl(tls, pki), "bootstrap.servers": tls.address, "request.timeout.ms": 30000}) as fetch:
         got = [r.value for r in fetch.fetch_range(topic_name, 0, 0, 6)]
     assert got == values
 

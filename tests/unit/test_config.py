@@ -59,7 +59,7 @@ def test_strings_from_properties_files_are_converted() -> None:
     ("compression.type", "brotli", "must be one of none, gzip, snappy, lz4, zstd"),
     ("enable.idempotence", "yes", "expected true or false"),
     ("max.in.flight.requests.per.connection", 0, "must be in"),
-    ("bootstrap.servers", "nohostport", "not host:port"),
+    ("bootstrap.servers", "nohostport", "has no port"),
     ("bootstrap.servers", "", "is empty"),
     ("security.protocol", "SASL_SSL", "needs sasl.mechanism"),
     ("security.protocol", "TLS", "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
@@ -101,3 +101,41 @@ def test_docs_table_lists_every_key() -> None:
     doc = config_markdown()
     for k in PRODUCER_CONFIG:
         assert f"`{k.name}`" in doc
+
+
+def test_admin_and_fetch_share_the_common_table_and_refuse_unknown_keys() -> None:
+    from kafkajet.admin import Admin
+    from kafkajet.config import ADMIN_CONFIG, COMMON_CONFIG, FETCH_CONFIG
+    from kafkajet.fetch import FetchClient
+
+    common = {k.name for k in COMMON_CONFIG}
+    assert common <= {k.name for k in PRODUCER_CONFIG}
+    assert {k.name for k in ADMIN_CONFIG} == common == {k.name for k in FETCH_CONFIG}
+    assert "linger.ms" not in common and "security.protocol" in common and "client.id" in common
+    for client in (Admin, FetchClient):
+        with pytest.raises(ConfigError, match="unknown .* setting 'foo'"):
+            client({"bootstrap.servers": "h:1", "foo": 1})
+        with pytest.raises(ConfigError, match="did you mean 'request.timeout.ms'"):
+            client({"bootstrap.servers": "h:1", "request.timeout.msec": 1})
+        with pytest.raises(ConfigError, match="did you mean 'request_timeout_ms'"):
+            client(bootstrap_servers="h:1", request_timeout_msec=1)
+        with pytest.raises(ConfigError, match="request.timeout.ms"):
+            client({"bootstrap.servers": "h:1"}, request_timeout_ms=-5)
+        with pytest.raises(ConfigError, match="linger.ms"):  # producer-only keys are not the admin's
+            client({"bootstrap.servers": "h:1", "linger.ms": 5})
+        with pytest.raises(ConfigError, match="bootstrap.servers"):
+            client({})
+    admin = Admin("127.0.0.1:9092", client_id="x", request_timeout_ms="2500")
+    assert (admin.client_id, admin.request_timeout_ms) == ("x", 2500.0)
+    assert Admin({"bootstrap.servers": "h:1"}).client_id.startswith("adminclient-")
+    fetch = FetchClient({"bootstrap.servers": "[::1]:9092,h:2", "request.timeout.ms": 1500})
+    assert (fetch.servers, fetch.timeout_s) == ([("::1", 9092), ("h", 2)], 1.5)
+
+
+def test_bootstrap_servers_parsed_by_the_one_address_parser() -> None:
+    from kafkajet.addresses import parse_servers
+
+    for text in ("a:1,b:2", "[::1]:9", ["x:3", ("y", 4)]):
+        assert parse_producer_config({"bootstrap.servers": text})["bootstrap.servers"] == parse_servers(text)
+    with pytest.raises(ConfigError, match="no port"):
+        parse_producer_config({"bootstrap.servers": "hostonly"})

@@ -1,0 +1,73 @@
+"""`kafkajet topics`: create, list, describe and delete topics, like Kafka's kafka-topics."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kafkajet.cli.client_options import CliError, add_config_options, client_config, require_bootstrap
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "topics", help="create, list, describe or delete topics (like kafka-topics)",
+        description="Topic administration; exits 1 on a broker error (topic exists, unknown topic, ...).")
+    p.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT[,...]", help="the cluster (required)")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--create", action="store_true", help="create --topic")
+    action.add_argument("--list", action="store_true", help="print the topic names, one a line")
+    action.add_argument("--describe", action="store_true", help="partitions, leaders, replicas (all or --topic)")
+    action.add_argument("--delete", action="store_true", help="delete --topic")
+    p.add_argument("--topic", default=None, help="the topic to create, describe or delete")
+    p.add_argument("--partitions", type=int, default=1, help="partitions of a new topic (default 1)")
+    p.add_argument("--replication-factor", type=int, default=1, help="replicas of a new topic (default 1)")
+    p.add_argument("--config", dest="topic_configs", metavar="KEY=VALUE", action="append", default=[],
+                   help="a topic setting for --create, e.g. cleanup.policy=compact; repeatable")
+    p.add_argument("--if-not-exists", action="store_true", help="--create: no error if the topic exists")
+    p.add_argument("--if-exists", action="store_true", help="--delete/--describe: no error if it does not exist")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound of each operation")
+    add_config_options(p)
+    p.set_defaults(func=run, parser=p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafkajet.admin import Admin
+    from kafkajet.cli.client_options import parse_assignments
+    from kafkajet.errors import UnknownTopicOrPartitionError
+
+    parser: argparse.ArgumentParser = args.parser
+    require_bootstrap(parser, args)
+    if (args.create or args.delete) and not args.topic:
+        parser.error(f"--{'create' if args.create else 'delete'} needs --topic NAME")
+    if args.partitions < 1 or args.replication_factor < 1:
+        parser.error("--partitions and --replication-factor must be at least 1")
+    topic_configs = parse_assignments(args.topic_configs, "--config")
+    with Admin(client_config(args)) as admin:
+        if args.create:
+            admin.create_topics(args.topic, args.partitions, args.replication_factor, configs=topic_configs,
+                                timeout_s=args.timeout, if_not_exists=args.if_not_exists)
+            print(f"Created topic {args.topic}.")
+        elif args.delete:
+            admin.delete_topics(args.topic, args.timeout, if_exists=args.if_exists)
+            print(f"Deleted topic {args.topic}.")
+        elif args.list:
+            for name in sorted(admin.list_topics(args.timeout)):
+                print(name)
+        else:
+            try:
+                topics = (admin.describe_topics(args.topic, args.timeout) if args.topic
+                          else admin.list_topics(args.timeout))
+            except UnknownTopicOrPartitionError:
+                if args.if_exists:
+                    return 0
+                raise CliError(f"topic {args.topic!r} does not exist") from None
+            for name in sorted(topics):
+                desc = topics[name]
+                replication = max((len(p.replicas) for p in desc.partitions), default=0)
+                print(f"Topic: {name}\tTopicId: {desc.topic_id}\tPartitionCount: {len(desc.partitions)}\t"
+                      f"ReplicationFactor: {replication}")
+                for part in desc.partitions:
+                    print(f"\tTopic: {name}\tPartition: {part.partition}\tLeader: {part.leader}\t"
+                          f"Replicas: {','.join(map(str, part.replicas))}\tIsr: {','.join(map(str, part.isr))}")
+    return 0

@@ -1,0 +1,129 @@
+"""The cluster as a Metadata response describes it: brokers, topics, partitions and their leaders.
+
+One reader of Metadata responses for every client: the producer's metadata, the admin client and the fetch
+client all build a Cluster from the response instead of reading its fields themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkajet.errors import BrokerError, ReplicaNotAvailableError, make_error
+
+NO_ERROR = 0  # the protocol's "no error": no exception class stands for it
+# A partition whose replica list is incomplete still has a usable leader.
+_LEADER_USABLE = (NO_ERROR, ReplicaNotAvailableError.code)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int  # -1 when the partition has no leader right now
+    leader_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One consistent view of the cluster; replaced whole on every metadata response, never mutated."""
+
+    nodes: Mapping[int, Node] = field(default_factory=dict)
+    partitions: Mapping[str, tuple[PartitionInfo, ...]] = field(default_factory=dict)
+    topic_errors: Mapping[str, BrokerError] = field(default_factory=dict)
+    cluster_id: str | None = None
+    controller_id: int = -1
+    internal_topics: frozenset[str] = frozenset()
+    topic_ids: Mapping[str, Any] = field(default_factory=dict)
+    partition_counts: Mapping[str, int] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Derived once per snapshot so the per-record path is a dict lookup.
+        leaders: dict[tuple[str, int], int] = {}
+        available: dict[str, tuple[int, ...]] = {}
+        by_node: dict[int, list[PartitionInfo]] = {}
+        for topic, parts in self.partitions.items():
+            avail = []
+            for p in parts:
+                if p.leader >= 0 and p.leader in self.nodes:
+                    leaders[(topic, p.partition)] = p.leader
+                    avail.append(p.partition)
+                    by_node.setdefault(p.leader, []).append(p)
+            available[topic] = tuple(avail)
+        object.__setattr__(self, "_leaders", leaders)
+        object.__setattr__(self, "_available", available)
+        object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
+        object.__setattr__(self, "partition_counts", {t: len(p) for t, p in self.partitions.items()})
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        return self._leaders.get((topic, partition))  # type: ignore[attr-defined, no-any-return]
+
+    def partition_count(self, topic: str) -> int | None:
+        return self.partition_counts.get(topic)  # type: ignore[no-any-return]
+
+    def available_partitions(self, topic: str) -> tuple[int, ...]:
+        return self._available.get(topic, ())  # type: ignore[attr-defined, no-any-return]
+
+    def partitions_for_node(self, node_id: int) -> tuple[PartitionInfo, ...]:
+        return self._by_node.get(node_id, ())  # type: ignore[attr-defined, no-any-return]
+
+    def partitions_for(self, topic: str) -> tuple[PartitionInfo, ...]:
+        return self.partitions.get(topic, ())
+
+    @property
+    def topics(self) -> frozenset[str]:
+        return frozenset(self.partitions)
+
+    @classmethod
+    def from_metadata_response(cls, body: Mapping[str, Any]) -> Cluster:
+        """The Cluster a decoded Metadata response describes: the one reader of brokers, topics, partitions."""
+        nodes = {
+            b["node_id"]: Node(b["node_id"], b["host"], b["port"], b.get("rack"))
+            for b in body.get("brokers") or ()
+        }
+        partitions: dict[str, tuple[PartitionInfo, ...]] = {}
+        errors: dict[str, BrokerError] = {}
+        internal: set[str] = set()
+        topic_ids: dict[str, Any] = {}
+        for t in body.get("topics") or ():
+            name = t["name"]
+            err = make_error(t.get("error_code", NO_ERROR), f"topic '{name}'")
+            if err is not None:
+                errors[name] = err
+                continue
+            if t.get("is_internal"):
+                internal.add(name)
+            topic_ids[name] = t.get("topic_id")
+            parts = sorted(
+                (
+                    PartitionInfo(
+                        name,
+                        p["partition_index"],
+                        p.get("leader_id", -1) if p.get("error_code", NO_ERROR) in _LEADER_USABLE else -1,
+                        p.get("leader_epoch", -1),
+                        tuple(p.get("replica_nodes") or ()),
+                        tuple(p.get("isr_nodes") or ()),
+                    )
+                    for p in t.get("partitions") or ()
+                ),
+                key=lambda p: p.partition,
+            )
+            partitions[name] = tuple(parts)
+        return cls(nodes, partitions, errors, body.get("cluster_id"), body.get("controller_id", -1),
+                   frozenset(internal), topic_ids)
+
+
+def cluster_from_response(body: Mapping[str, Any]) -> Cluster:
+    """Build a Cluster from a decoded Metadata response body (the sender's name for the reader)."""
+    return Cluster.from_metadata_response(body)
