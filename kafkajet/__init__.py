@@ -1,7 +1,7 @@
 """kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture.
 
 Everything a user names is importable from here: the clients (Producer, Admin), what they return
-(RecordMetadata, RecordFuture, BatchFuture, PartitionInfo, NewTopic, Record) and the errors users catch
+(RecordMetadata, RecordFuture, BatchFuture, TopicPartition, PartitionInfo, NewTopic, Record) and the errors users catch
 (the whole hierarchy is in kafkajet.errors).
 """
 
@@ -26,7 +26,7 @@ from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
 
 if TYPE_CHECKING:
     from kafkajet.admin import Admin, NewTopic
-    from kafkajet.producer.metadata import PartitionInfo
+    from kafkajet.cluster import PartitionInfo, TopicPartition
     from kafkajet.producer.producer import Producer
     from kafkajet.records import Record
 
@@ -36,7 +36,8 @@ _LAZY = {
     "Producer": "kafkajet.producer.producer",
     "Admin": "kafkajet.admin",
     "NewTopic": "kafkajet.admin",
-    "PartitionInfo": "kafkajet.producer.metadata",
+    "PartitionInfo": "kafkajet.cluster",
+    "TopicPartition": "kafkajet.cluster",
     "Record": "kafkajet.records",
 }
 
@@ -55,5 +56,5 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "Admin", "AuthenticationError", "BatchFuture", "InvalidPartitionError", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
     "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo", "Producer", "ProducerClosedError", "Record",
-    "RecordFuture", "RecordMetadata", "RecordTooLargeError", "SerializationError", "__version__",
+    "RecordFuture", "RecordMetadata", "RecordTooLargeError", "SerializationError", "TopicPartition", "__version__",
 ]

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkajet.errors import BrokerError, ReplicaNotAvailableError, make_error
 
 NO_ERROR = 0  # the protocol's "no error": no exception class stands for it
 # A partition whose replica list is incomplete still has a usable leader.
 _LEADER_USABLE = (NO_ERROR, ReplicaNotAvailableError.code)
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic, as users name one (offsets to commit, partitions to read). A tuple, so
+    ("t", 0) and TopicPartition("t", 0) are the same key in a dict."""
+
+    topic: str
+    partition: int
 
 
 @dataclass(frozen=True, slots=True)

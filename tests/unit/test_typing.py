@@ -37,3 +37,13 @@ def test_the_package_ships_its_py_typed_marker() -> None:
     import kafkajet
 
     assert (Path(kafkajet.__file__).parent / "py.typed").is_file()
+
+
+def test_the_types_users_meet_come_from_one_place() -> None:
+    import kafkajet
+    from kafkajet import NewTopic, PartitionInfo, Record, RecordMetadata, TopicPartition
+
+    assert {c.__name__ for c in (NewTopic, PartitionInfo, Record, RecordMetadata, TopicPartition)} <= set(kafkajet.__all__)
+    tp = TopicPartition("orders", 3)
+    assert (tp.topic, tp.partition) == ("orders", 3)
+    assert {("orders", 3): 42}[tp] == 42  # the same key as the plain tuple the client uses inside
