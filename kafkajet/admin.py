@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 
 from kafkajet.addresses import format_address
 from kafkajet.clock import now_ms
-from kafkajet.cluster import NO_ERROR, Cluster, PartitionInfo
+from kafkajet.cluster import Cluster, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
+    NO_ERROR,
     BrokerError,
     ConfigError,
     KafkaConnectionError,

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kafkajet.errors import BrokerError, ReplicaNotAvailableError, make_error
+from kafkajet.errors import NO_ERROR, BrokerError, ReplicaNotAvailableError, make_error
 
-NO_ERROR = 0  # the protocol's "no error": no exception class stands for it
 # A partition whose replica list is incomplete still has a usable leader.
 _LEADER_USABLE = (NO_ERROR, ReplicaNotAvailableError.code)
 

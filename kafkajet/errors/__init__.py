@@ -14,13 +14,15 @@ from kafkajet.errors.broker import BROKER_ERROR_CLASSES
 from kafkajet.errors.broker import RequestTimedOutError as RequestTimedOutError
 from kafkajet.errors.broker import UnsupportedVersionError as UnsupportedVersionError
 
+NO_ERROR = 0  # the protocol's "no error" code: no exception class stands for it
+
 _BY_CODE: dict[int, type[BrokerError]] = {cls.code: cls for cls in BROKER_ERROR_CLASSES}
 _BY_NAME: dict[str, type[BrokerError]] = {cls.name: cls for cls in BROKER_ERROR_CLASSES}
 
 
 def error_for_code(code: int) -> type[BrokerError] | None:
     """The class for a broker error code; None for 0 (no error); UnknownBrokerErrorCode if unknown."""
-    if code == 0:
+    if code == NO_ERROR:
         return None
     return _BY_CODE.get(code, UnknownBrokerErrorCode)
 

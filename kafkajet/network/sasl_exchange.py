@@ -11,33 +11,23 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from kafkajet.errors import AuthenticationError, KafkaError, SaslAuthenticationError, error_for_code
+from kafkajet.errors import (
+    NO_ERROR,
+    AuthenticationError,
+    KafkaError,
+    SaslAuthenticationError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    error_for_code,
+)
 from kafkajet.network.versions import negotiate
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
+from kafkajet.security.mechanism import SaslClient
 
-UNSUPPORTED_SASL_MECHANISM = 33
-ILLEGAL_SASL_STATE = 34
-SASL_AUTHENTICATION_FAILED = 58
 # Java re-authenticates at a random point between 85 % and 95 % of the session lifetime.
 REAUTH_FRACTION = (0.85, 0.95)
-
-
-class SaslMechanism(Protocol):
-    """What kafkajet.security.sasl.SaslClient provides (kept structural so this layer needs no import)."""
-
-    mechanism: str
-
-    def start(self) -> bytes: ...
-
-    def step(self, server_message: bytes) -> bytes | None: ...
-
-    @property
-    def complete(self) -> bool: ...
-
-
-SaslClientFactory = Callable[[str], SaslMechanism]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +43,7 @@ class SaslExchange:
     AuthenticationError (SaslAuthenticationError when the broker refused) and the connection must be closed.
     """
 
-    def __init__(self, client: SaslMechanism, broker: str, api_versions: Mapping[int, tuple[int, int]]) -> None:
+    def __init__(self, client: SaslClient, broker: str, api_versions: Mapping[int, tuple[int, int]]) -> None:
         self.client = client
         self.broker = broker
         self.mechanism = client.mechanism
@@ -88,20 +78,20 @@ class SaslExchange:
 
     def _on_handshake(self, body: Mapping[str, Any]) -> SaslRequest:
         code = int(body.get("error_code", 0))
-        if code == UNSUPPORTED_SASL_MECHANISM:
+        if code == UnsupportedSaslMechanismError.code:
             offered = ", ".join(body.get("mechanisms") or ()) or "none"
             raise SaslAuthenticationError(f"SASL mechanism {self.mechanism} is not enabled on {self.broker} "
                                           f"(it offers: {offered})")
-        if code != 0:
+        if code != NO_ERROR:
             raise SaslAuthenticationError(f"SaslHandshake with {self.broker} failed: {_code_name(code)}")
         self._state = "authenticating"
         return self._authenticate(self._call(self.client.start))
 
     def _on_authenticate(self, body: Mapping[str, Any]) -> SaslRequest | None:
         code = int(body.get("error_code", 0))
-        if code != 0:
+        if code != NO_ERROR:
             message = body.get("error_message") or "no reason given by the broker"
-            reason = "authentication failed" if code == SASL_AUTHENTICATION_FAILED else _code_name(code)
+            reason = "authentication failed" if code == SaslAuthenticationFailedError.code else _code_name(code)
             raise SaslAuthenticationError(f"SASL {self.mechanism} {reason} on {self.broker}: {message}")
         server = bytes(body.get("auth_bytes") or b"")
         self.session_lifetime_ms = int(body.get("session_lifetime_ms") or 0)

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkajet import __version__
-from kafkajet.errors import KafkaError, ProtocolError, UnsupportedVersionError, make_error
+from kafkajet.errors import NO_ERROR, KafkaError, ProtocolError, UnsupportedVersionError, make_error
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, choose_version, decode_response
 
-UNSUPPORTED_VERSION = 35
 CLIENT_SOFTWARE_NAME = "kafkajet"
 # Our request version falls at most twice (ours -> broker's max -> 0) before we give up on a broker.
 MAX_API_VERSIONS_ATTEMPTS = 3
@@ -47,7 +46,7 @@ def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersio
     if len(payload) < 6:
         raise ProtocolError(f"ApiVersions response of {len(payload)} bytes is too short")
     error_code = struct.unpack_from(">h", payload, 4)[0]
-    if error_code == UNSUPPORTED_VERSION and sent_version > 0:
+    if error_code == UnsupportedVersionError.code and sent_version > 0:
         _, body = decode_response(ApiKey.API_VERSIONS, 0, payload)
         ranges = _ranges(body)
         broker = ranges.get(int(ApiKey.API_VERSIONS))
@@ -55,7 +54,7 @@ def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersio
         if retry >= sent_version:
             retry = 0  # the broker contradicts itself; v0 is the one version every broker understands
         return ApiVersionsOutcome(retry_version=retry)
-    if error_code != 0:
+    if error_code != NO_ERROR:
         raise make_error(error_code, "ApiVersions request rejected") or KafkaError("ApiVersions failed")
     _, body = decode_response(ApiKey.API_VERSIONS, sent_version, payload)
     return ApiVersionsOutcome(ranges=_ranges(body))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkajet.config import ProducerConfig, security_config
-from kafkajet.network.sasl_exchange import SaslClientFactory, SaslMechanism
+from kafkajet.security.mechanism import SaslClient, SaslClientFactory
 
 if TYPE_CHECKING:
     import ssl  # loaded only where TLS is configured: OpenSSL adds about 6 MB to every process
@@ -47,7 +47,7 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
 
         settings = {k: v for k, v in cfg.items() if k.startswith("sasl.")}
 
-        def make(host: str) -> SaslMechanism:
+        def make(host: str) -> SaslClient:
             return sasl_client_from_config(settings, host)
 
         factory = make

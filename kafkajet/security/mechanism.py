@@ -1,8 +1,35 @@
-"""What every SASL mechanism client shares: one exchange per client object, and where it stands."""
+"""What a SASL mechanism client is: the one interface the connection code drives (SaslClient), and the
+one-exchange state every mechanism in kafkajet.security.sasl shares."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from kafkajet.errors import AuthenticationError
+
+
+class SaslClient(Protocol):
+    """One mechanism's side of one authentication, driven by network.sasl_exchange.SaslExchange."""
+
+    mechanism: str
+
+    def start(self) -> bytes:
+        """The first client message."""
+        ...
+
+    def step(self, server_message: bytes) -> bytes | None:
+        """The next client message; None when the exchange is complete. AuthenticationError on failure."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """True once the server's last message was verified."""
+        ...
+
+
+# Builds a fresh client for a broker host name (GSSAPI-style mechanisms need it; a client runs one exchange).
+SaslClientFactory = Callable[[str], SaslClient]
 
 
 class OneExchange:

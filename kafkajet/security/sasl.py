@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from kafkajet.errors import AuthenticationError, ConfigError
 from kafkajet.security.jaas import (
@@ -29,30 +29,13 @@ from kafkajet.security.jaas import (
     SCRAM_LOGIN_MODULE,
     parse_jaas_config,
 )
-from kafkajet.security.mechanism import OneExchange
+from kafkajet.security.mechanism import OneExchange, SaslClient
 from kafkajet.security.scram import ScramClient
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 _LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
                  "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE}
-
-
-class SaslClient(Protocol):
-    mechanism: str
-
-    def start(self) -> bytes:
-        """The first client message."""
-        ...
-
-    def step(self, server_message: bytes) -> bytes | None:
-        """The next client message; None when the exchange is complete. AuthenticationError on failure."""
-        ...
-
-    @property
-    def complete(self) -> bool:
-        """True once the server's last message was verified."""
-        ...
 
 
 def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
