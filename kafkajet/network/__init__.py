@@ -2,8 +2,9 @@
 
 from kafkajet.addresses import format_address, parse_address, parse_servers
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata, metadata_request_body
-from kafkajet.network.client import ClientResponse, ConnectionState, NetworkClient
+from kafkajet.network.client import ClientResponse, NetworkClient
 from kafkajet.network.connection import Connection, CorruptStreamError, FrameDecoder, InFlightRequest
+from kafkajet.network.node import ConnectionState
 
 __all__ = [
     "BlockingConnection", "ClientResponse", "Connection", "ConnectionState", "CorruptStreamError",

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from kafkajet.addresses import format_address, parse_servers
+from kafkajet.clock import now_ms
 from kafkajet.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -193,7 +194,7 @@ class BlockingConnection:
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(api, version, self._correlation_id, self.client_id, body)
         self._conn.send_request(frame, correlation_id=self._correlation_id, api_key=int(api),
-                                api_version=version, now=time.monotonic() * 1000.0)
+                                api_version=version, now=now_ms())
         try:
             self._set_timeout(sock, deadline, step)
             sock.sendall(frame)

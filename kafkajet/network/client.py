@@ -20,19 +20,15 @@ then to READY. Nothing in flight is lost and responses never interleave with the
 
 from __future__ import annotations
 
-import enum
-import errno
 import logging
-import os
 import random
 import selectors
-import socket
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkajet.addresses import format_address, parse_servers
+from kafkajet.clock import now_ms
 from kafkajet.errors import (
     AuthenticationError,
     IllegalStateError,
@@ -40,30 +36,34 @@ from kafkajet.errors import (
     KafkaError,
     ProtocolError,
     RequestTimedOutError,
-    SslAuthenticationError,
 )
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.connection import (
     DEFAULT_MAX_RESPONSE_SIZE,
-    Connection,
     CorruptStreamError,
     InFlightRequest,
 )
-from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
+from kafkajet.network.node import (
+    API_VERSIONS_REQUEST,
+    CONNECTED_STATES,
+    SASL_REQUEST,
+    SETUP_TIMED_STATES,
+    BrokerConnection,
+    ConnectionSetup,
+    ConnectionState,
+    InternalRequest,
+)
+from kafkajet.network.tls_io import is_ssl_error, join_for_tls, tls_error, tls_send_error, tls_would_block
 from kafkajet.network.versions import (
-    MAX_API_VERSIONS_ATTEMPTS,
     VersionRanges,
-    api_versions_request_body,
-    handle_api_versions_response,
-    max_api_versions_version,
     negotiate,
 )
 from kafkajet.network.waker import Waker
-from kafkajet.protocol import ApiKey, decode_response, encode_request, encode_request_buffers
+from kafkajet.protocol import ApiKey, decode_response, encode_request_buffers
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 
 if TYPE_CHECKING:
-    import ssl  # imported where TLS is used: plaintext producers never load OpenSSL (about 6 MB)
+    pass  # imported where TLS is used: plaintext producers never load OpenSSL (about 6 MB)
 
 log = logging.getLogger("kafkajet.network")
 
@@ -71,33 +71,6 @@ _RECV_SIZE = 256 * 1024
 # One poll reads at most this many chunks per socket, so one busy broker cannot starve the others.
 _MAX_READS_PER_POLL = 16
 _MAX_CORRELATION_ID = 2**31 - 1
-_TLS_WRITE_CHUNK = 256 * 1024  # bytes joined for one SSLSocket.send(); a copy, so bounded
-_CONNECT_IN_PROGRESS = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EAGAIN}
-
-
-class ConnectionState(enum.Enum):
-    DISCONNECTED = "disconnected"
-    CONNECTING = "connecting"
-    TLS_HANDSHAKE = "tls_handshake"
-    API_VERSIONS = "api_versions"
-    AUTHENTICATING = "authenticating"
-    READY = "ready"
-
-
-class _Internal:
-    """Marks requests the client sends for itself (ApiVersions, SASL); they never reach the caller."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<internal {self.name}>"
-
-
-_API_VERSIONS = _Internal("ApiVersions")
-_SASL = _Internal("SASL")
 
 
 @dataclass(slots=True)
@@ -112,48 +85,7 @@ class ClientResponse:
     latency_ms: float
 
 
-class _Node:
-    __slots__ = (
-        "node_id", "host", "port", "bootstrap", "state", "sock", "conn", "events", "failed_attempts",
-        "reconnect_backoff_ms", "last_attempt_ms", "setup_deadline_ms", "last_error", "api_versions",
-        "versions_cache", "last_activity_ms", "api_versions_attempts", "addr_index", "tls", "tls_want",
-        "sasl", "reauth_at_ms", "reauth_due",
-    )
-
-    def __init__(self, node_id: int, host: str, port: int, bootstrap: bool) -> None:
-        self.node_id = node_id
-        self.host = host
-        self.port = port
-        self.bootstrap = bootstrap
-        self.state = ConnectionState.DISCONNECTED
-        self.sock: socket.socket | None = None
-        self.conn: Connection | None = None
-        self.events = 0  # selector interest currently registered; 0 = not registered
-        self.failed_attempts = 0
-        self.reconnect_backoff_ms = 0.0
-        self.last_attempt_ms = float("-inf")
-        self.setup_deadline_ms = float("inf")
-        self.last_error: KafkaError | None = None
-        self.api_versions: VersionRanges | None = None
-        self.versions_cache: dict[int, int] = {}
-        self.last_activity_ms = 0.0
-        self.api_versions_attempts = 0
-        self.addr_index = 0
-        self.tls = False  # sock is an SSLSocket
-        self.tls_want = selectors.EVENT_WRITE  # what the TLS handshake waits for
-        self.sasl: SaslExchange | None = None
-        self.reauth_at_ms = float("inf")
-        self.reauth_due = False
-
-    @property
-    def address(self) -> str:
-        return format_address(self.host, self.port)
-
-    def describe(self) -> str:
-        return f"node {self.node_id} ({self.address})"
-
-
-class NetworkClient:
+class NetworkClient(ConnectionSetup):
     def __init__(
         self,
         *,
@@ -181,7 +113,7 @@ class NetworkClient:
         self.max_response_size = int(max_response_size)
         self.security = security or PLAINTEXT
         self._backoff = ExponentialBackoff(reconnect_backoff_ms, 2, reconnect_backoff_max_ms, 0.2)
-        self._nodes: dict[int, _Node] = {}
+        self._nodes: dict[int, BrokerConnection] = {}
         self._selector = selectors.DefaultSelector()
         self._waker = Waker()
         self._selector.register(self._waker.reader, selectors.EVENT_READ, None)
@@ -204,7 +136,7 @@ class NetworkClient:
             if (host, port) in known:
                 continue
             known.add((host, port))
-            self._nodes[next_id] = _Node(next_id, host, port, bootstrap=True)
+            self._nodes[next_id] = BrokerConnection(next_id, host, port, bootstrap=True)
             next_id -= 1
 
     def set_nodes(self, nodes: Mapping[int, tuple[str, int]]) -> None:
@@ -215,7 +147,7 @@ class NetworkClient:
                 continue
             node = self._nodes.get(node_id)
             if node is None:
-                self._nodes[node_id] = _Node(node_id, host, port, bootstrap=False)
+                self._nodes[node_id] = BrokerConnection(node_id, host, port, bootstrap=False)
             elif (node.host, node.port) != (host, port):
                 self._close(node, now, KafkaConnectionError(
                     f"{node.describe()} moved to {format_address(host, port)}"), failure=False)
@@ -364,9 +296,9 @@ class NetworkClient:
             self._update_interest(node)
         buffered = self._tls_buffered()
         wait = 0.0 if self._pending or buffered else min(timeout_ms, self._next_deadline(now) - now)
-        started = time.monotonic()
+        started = now_ms()
         events = self._selector.select(None if wait == float("inf") else max(0.0, wait) / 1000.0)
-        now += (time.monotonic() - started) * 1000.0
+        now += now_ms() - started
         self._last_now = now
         for key, mask in events:
             node = key.data
@@ -383,11 +315,11 @@ class NetworkClient:
                 continue
             if mask & selectors.EVENT_READ:
                 self._read(node, now)
-            if mask & selectors.EVENT_WRITE and node.sock is not None and node.state in _CONNECTED:
+            if mask & selectors.EVENT_WRITE and node.sock is not None and node.state in CONNECTED_STATES:
                 self._write(node, now)
         for node in buffered:
             # Decrypted bytes left inside the TLS layer: the selector cannot see them, so read them here.
-            if node.sock is not None and node.state in _CONNECTED:
+            if node.sock is not None and node.state in CONNECTED_STATES:
                 self._read(node, now)
         self._expire(now)
         out, self._pending = self._pending, []
@@ -397,7 +329,7 @@ class NetworkClient:
         """Write queued requests as far as the sockets take them now, without waiting (poll() does this
         first too); a connection whose output is all written can take its next request at once."""
         for node in list(self._nodes.values()):
-            if node.conn is not None and node.conn.has_pending_output and node.state in _CONNECTED:
+            if node.conn is not None and node.conn.has_pending_output and node.state in CONNECTED_STATES:
                 self._write(node, now)
 
     def wakeup(self) -> None:
@@ -424,237 +356,17 @@ class NetworkClient:
         self._selector.close()
         self._waker.close()
 
-    # --- connection setup -------------------------------------------------------------------------
-
-    def _connect(self, node: _Node, now: float) -> None:
-        node.last_attempt_ms = now
-        try:
-            infos = socket.getaddrinfo(node.host, node.port, 0, socket.SOCK_STREAM)
-        except OSError as e:
-            self._fail_setup(node, now, KafkaConnectionError(f"cannot resolve {node.describe()}: {e}"))
-            return
-        family, type_, proto, _, sockaddr = infos[node.addr_index % len(infos)]
-        sock = socket.socket(family, type_, proto)
-        try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.send_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
-            if self.receive_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
-            err = sock.connect_ex(sockaddr)
-        except OSError as e:
-            sock.close()
-            self._fail_setup(node, now, KafkaConnectionError(f"cannot connect to {node.describe()}: {e}"))
-            return
-        if err and err not in _CONNECT_IN_PROGRESS:
-            sock.close()
-            self._fail_setup(node, now, _connect_error(node, err))
-            return
-        log.debug("connecting to %s (%s)", node.describe(), sockaddr)
-        node.sock = sock
-        node.conn = Connection(self.max_response_size)
-        node.state = ConnectionState.CONNECTING
-        node.setup_deadline_ms = now + self.setup_timeout_ms
-        node.last_activity_ms = now
-        node.api_versions_attempts = 0
-        if err == 0:
-            self._on_transport_connected(node, now)
-        self._update_interest(node)
-
-    def _finish_connect(self, node: _Node, now: float) -> None:
-        assert node.sock is not None
-        err = node.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if err:
-            self._close(node, now, _connect_error(node, err), failure=True)
-            return
-        self._on_transport_connected(node, now)
-
-    def _on_transport_connected(self, node: _Node, now: float) -> None:
-        log.debug("connected to %s", node.describe())
-        if self.security.ssl_context is not None:
-            self._start_tls(node, now)
-            return
-        node.setup_deadline_ms = float("inf")
-        self._start_api_versions(node, now, max_api_versions_version())
-
-    # --- TLS --------------------------------------------------------------------------------------
-
-    def _start_tls(self, node: _Node, now: float) -> None:
-        sock, context = node.sock, self.security.ssl_context
-        assert sock is not None and context is not None
-        # The handshake keeps the connection setup deadline (socket.connection.setup.timeout.ms).
-        if node.events:
-            self._selector.unregister(sock)
-            node.events = 0
-        try:
-            node.sock = context.wrap_socket(sock, server_hostname=node.host, do_handshake_on_connect=False)
-        except (ValueError, OSError) as e:  # ssl.SSLError is an OSError
-            node.sock = None
-            sock.close()
-            self._close(node, now, SslAuthenticationError(
-                f"TLS handshake with {node.describe()} failed: {e}"), failure=True)
-            return
-        node.tls = True
-        node.state = ConnectionState.TLS_HANDSHAKE
-        self._drive_tls(node, now)
-
-    def _drive_tls(self, node: _Node, now: float) -> None:
-        import ssl
-
-        from kafkajet.security.tls import handshake_error
-
-        sock = node.sock
-        assert isinstance(sock, ssl.SSLSocket)
-        error: KafkaError
-        try:
-            sock.do_handshake()
-        except ssl.SSLWantReadError:
-            node.tls_want = selectors.EVENT_READ
-            self._update_interest(node)
-            return
-        except ssl.SSLWantWriteError:
-            node.tls_want = selectors.EVENT_WRITE
-            self._update_interest(node)
-            return
-        except OSError as e:
-            error = handshake_error(node.describe(), e)
-        else:
-            log.debug("TLS handshake with %s done: %s, %s", node.describe(), sock.version(),
-                      (sock.cipher() or ("?",))[0])
-            node.setup_deadline_ms = float("inf")
-            self._start_api_versions(node, now, max_api_versions_version())
-            return
-        self._close(node, now, error, failure=True)
-
-    def _tls_buffered(self) -> list[_Node]:
+    def _tls_buffered(self) -> list[BrokerConnection]:
         if self.security.ssl_context is None:
             return []
         import ssl
 
         return [n for n in self._nodes.values()
-                if n.tls and isinstance(n.sock, ssl.SSLSocket) and n.state in _CONNECTED and n.sock.pending()]
-
-    def _tls_error(self, node: _Node, e: ssl.SSLError, during: str) -> KafkaError:
-        import ssl
-
-        from kafkajet.security.tls import verification_reason
-
-        reason = verification_reason(e)
-        if node.state is not ConnectionState.READY and not isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
-            # With TLS 1.3 the broker checks our certificate after our side of the handshake is done, so
-            # its refusal (an alert such as "certificate required") arrives with the first response.
-            return SslAuthenticationError(f"TLS handshake with {node.describe()} failed: the broker refused "
-                                          f"the connection: {reason}")
-        return KafkaConnectionError(f"TLS error on the connection to {node.describe()} while {during}: {reason}")
-
-    def _start_api_versions(self, node: _Node, now: float, version: int) -> None:
-        assert node.conn is not None
-        node.state = ConnectionState.API_VERSIONS
-        node.api_versions_attempts += 1
-        correlation_id = self._next_correlation_id()
-        frame = encode_request(ApiKey.API_VERSIONS, version, correlation_id, self.client_id,
-                               api_versions_request_body())
-        node.conn.send_request(frame, correlation_id=correlation_id, api_key=int(ApiKey.API_VERSIONS),
-                               api_version=version, now=now, context=_API_VERSIONS)
-        self._update_interest(node)
-
-    def _on_api_versions(self, node: _Node, req: InFlightRequest, payload: bytes, now: float) -> None:
-        try:
-            outcome = handle_api_versions_response(payload, req.api_version)
-        except Exception as e:  # also a decoder bug: it must not escape into the sender thread
-            error: KafkaError
-            if isinstance(e, KafkaError) and not isinstance(e, ProtocolError):
-                error = KafkaConnectionError(f"ApiVersions with {node.describe()} failed: {e}")
-            else:
-                error = CorruptStreamError(f"bad ApiVersions response from {node.describe()}: {e}")
-            error.__cause__ = e
-            self._close(node, now, error, failure=True)
-            return
-        if outcome.retry_version is not None:
-            if node.api_versions_attempts >= MAX_API_VERSIONS_ATTEMPTS:
-                self._close(node, now, KafkaConnectionError(
-                    f"{node.describe()} keeps rejecting our ApiVersions versions"), failure=True)
-                return
-            log.debug("%s does not support ApiVersions v%d; retrying at v%d",
-                      node.describe(), req.api_version, outcome.retry_version)
-            self._start_api_versions(node, now, outcome.retry_version)
-            return
-        assert outcome.ranges is not None
-        node.api_versions = outcome.ranges
-        node.versions_cache.clear()
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s: ApiVersions v%d; versions chosen: %s", node.describe(), req.api_version,
-                      _describe_versions(outcome.ranges))
-        if self.security.sasl is not None:
-            self._start_sasl(node, now)
-        else:
-            self._ready(node, now)
-
-    def _ready(self, node: _Node, now: float) -> None:
-        node.state = ConnectionState.READY
-        node.failed_attempts = 0
-        node.last_error = None
-        node.last_activity_ms = now
-        node.reauth_due = False
-        log.debug("%s ready", node.describe())
-
-    # --- SASL -------------------------------------------------------------------------------------
-
-    def _start_sasl(self, node: _Node, now: float) -> None:
-        factory = self.security.sasl
-        assert factory is not None and node.api_versions is not None
-        node.state = ConnectionState.AUTHENTICATING
-        try:
-            # A new mechanism object per exchange: SCRAM needs a fresh nonce, OAUTHBEARER a fresh token.
-            node.sasl = SaslExchange(factory(node.host), node.describe(), node.api_versions)
-            request = node.sasl.start()
-        except KafkaError as e:
-            self._close(node, now, e, failure=True)
-            return
-        self._send_sasl(node, request, now)
-
-    def _send_sasl(self, node: _Node, request: SaslRequest, now: float) -> None:
-        assert node.conn is not None
-        correlation_id = self._next_correlation_id()
-        frame = encode_request(request.api_key, request.version, correlation_id, self.client_id, request.body)
-        node.conn.send_request(frame, correlation_id=correlation_id, api_key=int(request.api_key),
-                               api_version=request.version, now=now, context=_SASL)
-        self._update_interest(node)
-
-    def _on_sasl(self, node: _Node, req: InFlightRequest, payload: bytes, now: float) -> None:
-        exchange = node.sasl
-        assert exchange is not None
-        try:
-            _, body = decode_response(ApiKey(req.api_key), req.api_version, payload)
-        except Exception as e:
-            error: KafkaError = CorruptStreamError(
-                f"bad {ApiKey(req.api_key).name} response from {node.describe()}: {e}")
-            error.__cause__ = e
-            self._close(node, now, error, failure=True)
-            return
-        try:
-            request = exchange.on_response(req.api_key, body)
-        except KafkaError as e:
-            self._close(node, now, e, failure=True)
-            return
-        if request is not None:
-            self._send_sasl(node, request, now)
-            return
-        after = exchange.reauthenticate_after_ms(self._rng)
-        # Counted from when the last SaslAuthenticate left: the broker's clock started before our `now`.
-        node.reauth_at_ms = float("inf") if after is None else req.send_time_ms + after
-        node.sasl = None
-        if after is not None:
-            log.debug("%s: SASL %s authenticated; session lifetime %d ms, re-authenticating in %.0f ms",
-                      node.describe(), exchange.mechanism, exchange.session_lifetime_ms, after)
-        else:
-            log.debug("%s: SASL %s authenticated", node.describe(), exchange.mechanism)
-        self._ready(node, now)
+                if n.tls and isinstance(n.sock, ssl.SSLSocket) and n.state in CONNECTED_STATES and n.sock.pending()]
 
     # --- I/O --------------------------------------------------------------------------------------
 
-    def _write(self, node: _Node, now: float) -> None:
+    def _write(self, node: BrokerConnection, now: float) -> None:
         conn, sock = node.conn, node.sock
         assert conn is not None and sock is not None
         while conn.has_pending_output:
@@ -663,13 +375,13 @@ class NetworkClient:
                 if len(buffers) == 1:
                     n = sock.send(buffers[0])
                 elif node.tls:
-                    n = sock.send(_join_for_tls(buffers))  # SSLSocket has no sendmsg()
+                    n = sock.send(join_for_tls(buffers))  # SSLSocket has no sendmsg()
                 else:
                     n = sock.sendmsg(buffers)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as e:
-                if node.tls and _tls_would_block(e):
+                if node.tls and tls_would_block(e):
                     break
                 self._close(node, now, self._send_error(node, e), failure=True)
                 return
@@ -682,31 +394,11 @@ class NetworkClient:
             if n < sum(len(b) for b in buffers):
                 break  # the socket buffer is full; the selector tells us when it drains
 
-    def _send_error(self, node: _Node, e: OSError) -> KafkaError:
-        tls_error = self._tls_send_error(node, e) if node.tls else None
+    def _send_error(self, node: BrokerConnection, e: OSError) -> KafkaError:
+        tls_error = tls_send_error(node, e) if node.tls else None
         return tls_error or KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
 
-    def _tls_send_error(self, node: _Node, e: OSError) -> KafkaError | None:
-        import ssl
-
-        if node.state is not ConnectionState.READY and (
-                isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError, BrokenPipeError, ConnectionResetError))):
-            # A TLS 1.3 broker refuses our certificate after the handshake with an alert and a close; our first
-            # write can hit the close before we read the alert. The alert says why: look for it.
-            assert isinstance(node.sock, ssl.SSLSocket)
-            try:
-                node.sock.recv(1)
-            except ssl.SSLError as alert:
-                if not isinstance(alert, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLWantReadError,
-                                          ssl.SSLWantWriteError)):
-                    return self._tls_error(node, alert, "sending")
-            except OSError:
-                pass
-        if isinstance(e, ssl.SSLError):
-            return self._tls_error(node, e, "sending")
-        return None
-
-    def _read(self, node: _Node, now: float) -> None:
+    def _read(self, node: BrokerConnection, now: float) -> None:
         for _ in range(_MAX_READS_PER_POLL):
             sock = node.sock
             if sock is None:
@@ -717,10 +409,10 @@ class NetworkClient:
                 return
             except OSError as e:
                 if node.tls:
-                    if _tls_would_block(e):
+                    if tls_would_block(e):
                         return
-                    if _is_ssl_error(e):
-                        self._close(node, now, self._tls_error(node, e, "reading"), failure=True)  # type: ignore[arg-type]
+                    if is_ssl_error(e):
+                        self._close(node, now, tls_error(node, e, "reading"), failure=True)  # type: ignore[arg-type]
                         return
                 self._close(node, now, KafkaConnectionError(
                     f"connection to {node.describe()} failed while reading: {e}"), failure=True)
@@ -741,7 +433,7 @@ class NetworkClient:
             if len(data) < _RECV_SIZE and not node.tls:
                 return
 
-    def _on_data(self, node: _Node, data: bytes, now: float) -> None:
+    def _on_data(self, node: BrokerConnection, data: bytes, now: float) -> None:
         assert node.conn is not None
         broken: CorruptStreamError | None = None
         try:
@@ -752,9 +444,9 @@ class NetworkClient:
             completed = e.completed if isinstance(e, CorruptStreamError) else []
             broken = CorruptStreamError(f"corrupt response stream from {node.describe()}: {e}")
         for i, (req, payload) in enumerate(completed):
-            if req.context is _API_VERSIONS:
+            if req.context is API_VERSIONS_REQUEST:
                 self._on_api_versions(node, req, payload, now)
-            elif req.context is _SASL:
+            elif req.context is SASL_REQUEST:
                 self._on_sasl(node, req, payload, now)
             else:
                 try:
@@ -774,13 +466,13 @@ class NetworkClient:
         if broken is not None:
             self._close(node, now, broken, failure=True)
 
-    def _complete(self, node: _Node, req: InFlightRequest, body: dict[str, Any] | None,
+    def _complete(self, node: BrokerConnection, req: InFlightRequest, body: dict[str, Any] | None,
                   error: KafkaError | None, now: float) -> None:
         self._pending.append(ClientResponse(node.node_id, req.api_key, req.api_version, req.correlation_id,
                                             body, error, req.context, now - req.send_time_ms))
 
-    def _fail_request(self, node: _Node, req: InFlightRequest, error: KafkaError, now: float) -> None:
-        if not isinstance(req.context, _Internal):
+    def _fail_request(self, node: BrokerConnection, req: InFlightRequest, error: KafkaError, now: float) -> None:
+        if not isinstance(req.context, InternalRequest):
             self._complete(node, req, None, error, now)
 
     # --- timers -----------------------------------------------------------------------------------
@@ -790,7 +482,7 @@ class NetworkClient:
         for node in self._nodes.values():
             if node.conn is None:
                 continue
-            if node.state in _SETUP_TIMED:
+            if node.state in SETUP_TIMED_STATES:
                 deadline = min(deadline, node.setup_deadline_ms)
             oldest = node.conn.oldest_send_time()
             if oldest is not None:
@@ -807,7 +499,7 @@ class NetworkClient:
             conn = node.conn
             if conn is None:
                 continue
-            if node.state in _SETUP_TIMED and now > node.setup_deadline_ms:
+            if node.state in SETUP_TIMED_STATES and now > node.setup_deadline_ms:
                 step = "TLS handshake with" if node.state is ConnectionState.TLS_HANDSHAKE else "connection to"
                 self._close(node, now, KafkaConnectionError(
                     f"{step} {node.describe()} not done within "
@@ -828,7 +520,7 @@ class NetworkClient:
                 self._close(node, now, KafkaConnectionError(f"connection to {node.describe()} idle"),
                             failure=False)
 
-    def _close_timed_out(self, node: _Node, now: float) -> None:
+    def _close_timed_out(self, node: BrokerConnection, now: float) -> None:
         assert node.conn is not None
         cutoff = now - self.request_timeout_ms
         timed_out = RequestTimedOutError(
@@ -842,11 +534,11 @@ class NetworkClient:
 
     # --- closing ----------------------------------------------------------------------------------
 
-    def _fail_setup(self, node: _Node, now: float, error: KafkaError) -> None:
+    def _fail_setup(self, node: BrokerConnection, now: float, error: KafkaError) -> None:
         node.addr_index += 1  # the next attempt tries the next resolved address
         self._apply_backoff(node, now, error)
 
-    def _close(self, node: _Node, now: float, error: KafkaError, *, failure: bool, record: bool = True) -> None:
+    def _close(self, node: BrokerConnection, now: float, error: KafkaError, *, failure: bool, record: bool = True) -> None:
         """Close the socket and fail every unfinished request of `node` exactly once with `error`."""
         was = node.state
         if node.sock is not None:
@@ -874,7 +566,7 @@ class NetworkClient:
         else:
             log.debug("closed %s: %s", node.describe(), error)
 
-    def _apply_backoff(self, node: _Node, now: float, error: KafkaError | None) -> None:
+    def _apply_backoff(self, node: BrokerConnection, now: float, error: KafkaError | None) -> None:
         node.last_attempt_ms = now
         node.reconnect_backoff_ms = self._backoff.backoff(node.failed_attempts)
         if isinstance(error, AuthenticationError):
@@ -893,7 +585,7 @@ class NetworkClient:
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _can_send(self, node: _Node) -> bool:
+    def _can_send(self, node: BrokerConnection) -> bool:
         # As Java: no new request until the previous one is fully written, and at most max in flight.
         conn = node.conn
         return (
@@ -904,21 +596,21 @@ class NetworkClient:
             and conn.in_flight_count < self.max_in_flight
         )
 
-    def _user_in_flight(self, node: _Node) -> int:
+    def _user_in_flight(self, node: BrokerConnection) -> int:
         # Only READY connections carry caller requests; before that the only request is our ApiVersions.
         conn = node.conn
         return conn.in_flight_count if conn is not None and node.state is ConnectionState.READY else 0
 
-    def _backoff_remaining(self, node: _Node, now: float) -> float:
+    def _backoff_remaining(self, node: BrokerConnection, now: float) -> float:
         return max(0.0, node.last_attempt_ms + node.reconnect_backoff_ms - now)
 
-    def _least_loaded(self, nodes: Sequence[_Node], now: float) -> int | None:
+    def _least_loaded(self, nodes: Sequence[BrokerConnection], now: float) -> int | None:
         if not nodes:
             return None
-        best: _Node | None = None
+        best: BrokerConnection | None = None
         best_in_flight = self.max_in_flight + 1
-        connecting: _Node | None = None
-        connectable: _Node | None = None
+        connecting: BrokerConnection | None = None
+        connectable: BrokerConnection | None = None
         offset = self._rng.randrange(len(nodes))
         for i in range(len(nodes)):
             node = nodes[(offset + i) % len(nodes)]
@@ -935,7 +627,7 @@ class NetworkClient:
         chosen = best or connecting or connectable
         return None if chosen is None else chosen.node_id
 
-    def _update_interest(self, node: _Node) -> None:
+    def _update_interest(self, node: BrokerConnection) -> None:
         sock = node.sock
         if sock is None or self._closed:
             return
@@ -960,7 +652,7 @@ class NetworkClient:
         return self._correlation_id
 
     def _now(self) -> float:
-        return time.monotonic() * 1000.0 if self._last_now is None else self._last_now
+        return now_ms() if self._last_now is None else self._last_now
 
     def __enter__(self) -> NetworkClient:
         return self
@@ -969,45 +661,3 @@ class NetworkClient:
         self.close()
 
 
-_CONNECTED = (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING, ConnectionState.READY)
-_SETUP_TIMED = (ConnectionState.CONNECTING, ConnectionState.TLS_HANDSHAKE)
-
-
-def _tls_would_block(e: OSError) -> bool:
-    import ssl
-
-    return isinstance(e, (ssl.SSLWantReadError, ssl.SSLWantWriteError))
-
-
-def _is_ssl_error(e: OSError) -> bool:
-    import ssl
-
-    return isinstance(e, ssl.SSLError)
-
-
-def _join_for_tls(buffers: list[memoryview]) -> bytes:
-    """The first buffers, joined up to about _TLS_WRITE_CHUNK bytes (at least one buffer whole).
-
-    OpenSSL wants a write it refused (WANT_WRITE) retried with at least as many bytes: the same leading
-    buffers always give the same chunk, and new requests only ever add buffers behind them.
-    """
-    taken, size = 0, 0
-    while taken < len(buffers) and (taken == 0 or size + len(buffers[taken]) <= _TLS_WRITE_CHUNK):
-        size += len(buffers[taken])
-        taken += 1
-    return b"".join(buffers[:taken])
-
-
-def _connect_error(node: _Node, err: int) -> KafkaConnectionError:
-    return KafkaConnectionError(f"connection to {node.describe()} failed: [Errno {err}] {os.strerror(err)}")
-
-
-def _describe_versions(ranges: VersionRanges) -> str:
-    parts = []
-    for api in ApiKey:
-        if int(api) in ranges:
-            try:
-                parts.append(f"{api.name}=v{negotiate(ranges, api)}")
-            except KafkaError:
-                parts.append(f"{api.name}=unsupported")
-    return ", ".join(parts)
