@@ -77,7 +77,7 @@ class SaslExchange:
                                   f"in state {self._state}")
 
     def _on_handshake(self, body: Mapping[str, Any]) -> SaslRequest:
-        code = int(body.get("error_code", 0))
+        code = int(body.get("error_code", NO_ERROR))
         if code == UnsupportedSaslMechanismError.code:
             offered = ", ".join(body.get("mechanisms") or ()) or "none"
             raise SaslAuthenticationError(f"SASL mechanism {self.mechanism} is not enabled on {self.broker} "
@@ -88,7 +88,7 @@ class SaslExchange:
         return self._authenticate(self._call(self.client.start))
 
     def _on_authenticate(self, body: Mapping[str, Any]) -> SaslRequest | None:
-        code = int(body.get("error_code", 0))
+        code = int(body.get("error_code", NO_ERROR))
         if code != NO_ERROR:
             message = body.get("error_message") or "no reason given by the broker"
             reason = "authentication failed" if code == SaslAuthenticationFailedError.code else _code_name(code)

@@ -10,12 +10,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafkajet.clock import now_ms
 from kafkajet.errors import (
+    NO_ERROR,
     AuthenticationError,
     DeliveryTimeoutError,
+    DuplicateSequenceNumberError,
+    InvalidProducerEpochError,
     KafkaConnectionError,
     KafkaError,
+    MessageTooLargeError,
+    OutOfOrderSequenceNumberError,
     ProducerClosedError,
+    RecordListTooLargeError,
+    UnknownProducerIdError,
     make_error,
 )
 from kafkajet.network import ClientResponse, NetworkClient
@@ -29,12 +37,10 @@ from kafkajet.protocol import ApiKey
 
 log = logging.getLogger("kafkajet.producer.sender")
 
-DUPLICATE_SEQUENCE_NUMBER = 46
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-UNKNOWN_PRODUCER_ID = 59
-INVALID_PRODUCER_EPOCH = 47
-MESSAGE_TOO_LARGE = 10
-RECORD_LIST_TOO_LARGE = 18
+# Produce answers the sender treats by kind rather than by retriability.
+_SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
+_TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
+_SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 
 
@@ -68,7 +74,7 @@ class Sender:
         self.retry_backoff_ms = retry_backoff_ms
         self.allow_auto_create_topics = allow_auto_create_topics
         self.interceptors = interceptors or []
-        self._clock = clock or (lambda: time.monotonic() * 1000.0)
+        self._clock = clock or now_ms
         self._running = True
         self._forced = False
         self._metadata_in_flight = False
@@ -270,7 +276,7 @@ class Sender:
         idem.init_in_progress = False
         now = self._clock()
         body = response.body
-        err = response.error if body is None else make_error(body.get("error_code", 0))
+        err = response.error if body is None else make_error(body.get("error_code", NO_ERROR))
         if err is None and body is not None:
             idem.set_producer_id(body["producer_id"], body["producer_epoch"])
             self.accumulator.reset_sequences()
@@ -316,16 +322,15 @@ class Sender:
             self._handle_partition(b, p, now)
 
     def _handle_partition(self, b: ProducerBatch, p: dict[str, Any], now: float) -> None:
-        code = p.get("error_code", 0)
+        code = p.get("error_code", NO_ERROR)
         idem = self.idempotence
-        if code == 0 or code == DUPLICATE_SEQUENCE_NUMBER:
-            # A duplicate means an earlier attempt of this very batch was appended: that is success.
+        if code in _SUCCESS_CODES:
             self._complete(b, p.get("base_offset", -1), p.get("log_append_time_ms", -1))
             return
         msg = p.get("error_message")
         err = make_error(code, f"{b.topic}-{b.partition}" + (f": {msg}" if msg else ""))
         assert err is not None
-        if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE) and b.count > 1:
+        if code in _TOO_LARGE_CODES and b.count > 1:
             if idem is not None:
                 idem.remove_in_flight(b)
                 idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} split after {err.name}")
@@ -333,12 +338,12 @@ class Sender:
             self.metrics.batch_split()
             log.info("split a batch of %d records for %s-%d into %d after %s", b.count, b.topic, b.partition, n, err.name)
             return
-        if idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH):
+        if idem is not None and code in _SEQUENCE_CODES:
             if idem.bump_requested or not idem.is_next_expected(b):
                 # An earlier batch of this partition is unresolved; this one follows it in order.
                 self._reenqueue(b, err, now)
                 return
-            if code == UNKNOWN_PRODUCER_ID:
+            if code == UnknownProducerIdError.code:
                 # The broker forgot us (retention); nothing of this batch was appended: renumber and retry.
                 idem.request_epoch_bump(f"{err.name} on {b.topic}-{b.partition}")
                 self._reenqueue(b, err, now)
