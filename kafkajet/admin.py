@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kafkajet.addresses import format_address
 from kafkajet.clock import now_ms
-from kafkajet.cluster import Cluster, PartitionInfo
+from kafkajet.cluster import Cluster, Node, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     NO_ERROR,
@@ -68,12 +68,8 @@ class TopicDescription:
     topic_id: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerDescription:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
+# A broker as DescribeCluster and Metadata describe it: the same thing the producer's cluster view holds.
+BrokerDescription = Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +224,7 @@ class Admin:
                        for b in r.get("brokers") or []]
             return ClusterDescription(r.get("cluster_id"), r.get("controller_id", -1), brokers)
         md = self._metadata(deadline, [])
-        brokers = [BrokerDescription(n.node_id, n.host, n.port, n.rack) for n in md.nodes.values()]
+        brokers = list(md.nodes.values())
         return ClusterDescription(md.cluster_id, md.controller_id, brokers)
 
     def _settle(self, results: list[dict[str, Any]], pending: dict[str, Any], *, ok_codes: set[int], what: str,
