@@ -40,6 +40,8 @@ def test_the_error_classes_used_here_are_classified_as_java_does() -> None:
 def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock: RdkafkaMockCluster) -> None:
     topic = "retriable"
     rdmock.create_topic(topic, TOPIC_PARTITIONS, 3)
+    for p in range(TOPIC_PARTITIONS):
+        rdmock.set_leader(topic, p, rdmock.broker_ids[p % 3])  # every broker leads two partitions
     for b in rdmock.broker_ids:  # each broker answers its next four Produce requests with these
         rdmock.broker_push_request_error_rtts(b, PRODUCE, [(e.code, 0) for e in RETRIABLE])
     records = make_records(3_000, keys=60)
