@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from kafkajet import Producer
 from kafkajet.fetch import FetchClient
 from kafkajet.producer.futures import RecordMetadata
+from kafkajet.protocol import ApiKey
 from kafkajet.records.batch import RecordBatch, decode_batches
 from tests.helpers.rdkafka_mock import RdkafkaMockCluster
 from tests.helpers.readback import ReadRecord
 
 TOPIC_PARTITIONS = 6
-PRODUCE = 0  # api keys, as the mock's error injection takes them
-INIT_PRODUCER_ID = 22
+PRODUCE = int(ApiKey.PRODUCE)  # api keys, as the mock's error injection and request tracking take them
+INIT_PRODUCER_ID = int(ApiKey.INIT_PRODUCER_ID)
 
 
 def stored_batches(mock: RdkafkaMockCluster, topic: str, partitions: int) -> dict[int, list[RecordBatch]]:
