@@ -2,7 +2,9 @@
 
 Per KIP-511 a broker that does not support our ApiVersions version answers with a version 0 body carrying
 UNSUPPORTED_VERSION and its own ApiVersions range; the client then retries at the highest common version
-(what Java's NetworkClient does). Tansu instead closes the connection, which surfaces as a connection error.
+(what Java's NetworkClient does). Other brokers answer in shapes of their own (librdkafka's mock: error 35 in
+a body that is neither the version asked nor v0), and Tansu closes the connection, which surfaces as a
+connection error. One rule, in handle_api_versions_response, serves both connection kinds.
 """
 
 from __future__ import annotations
@@ -40,15 +42,23 @@ class ApiVersionsOutcome:
 
 
 def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersionsOutcome:
-    """Interpret an ApiVersions response payload (size prefix removed); KafkaError when the broker is unusable."""
+    """Interpret an ApiVersions response payload (size prefix removed); KafkaError when the broker is unusable.
+
+    Java's rule (ApiVersionsResponse.parse and NetworkClient.handleApiVersionsResponse): decode at the version
+    sent, else as v0; UNSUPPORTED_VERSION, or an answer that does not decode at the version sent, means
+    "retry at the highest ApiVersions version the broker lists, or at v0". librdkafka's mock answers a request
+    above its range with error 35 in a short body that parses as neither the version sent nor v0, so the
+    error code is read on its own first: it is the first int16 of the body at every version.
+    """
     # ApiVersions responses always use header v0 (no tagged fields), so the error code sits right after the
-    # correlation id whatever the body version; reading it first tells us which version to decode with.
+    # correlation id whatever the body version.
     if len(payload) < 6:
         raise ProtocolError(f"ApiVersions response of {len(payload)} bytes is too short")
     error_code = struct.unpack_from(">h", payload, 4)[0]
-    if error_code == UnsupportedVersionError.code and sent_version > 0:
-        _, body = decode_response(ApiKey.API_VERSIONS, 0, payload)
-        ranges = _ranges(body)
+    body, decode_error = _decode_at_sent_or_v0(payload, sent_version)
+    if sent_version > 0 and (error_code == UnsupportedVersionError.code or body is None
+                             or body.version != sent_version):
+        ranges = {} if body is None else _ranges(body.body)
         broker = ranges.get(int(ApiKey.API_VERSIONS))
         retry = 0 if broker is None else min(broker[1], max_api_versions_version())
         if retry >= sent_version:
@@ -56,8 +66,27 @@ def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersio
         return ApiVersionsOutcome(retry_version=retry)
     if error_code != NO_ERROR:
         raise make_error(error_code, "ApiVersions request rejected") or KafkaError("ApiVersions failed")
-    _, body = decode_response(ApiKey.API_VERSIONS, sent_version, payload)
-    return ApiVersionsOutcome(ranges=_ranges(body))
+    if body is None:
+        assert decode_error is not None
+        raise decode_error
+    return ApiVersionsOutcome(ranges=_ranges(body.body))
+
+
+@dataclass(slots=True)
+class _Decoded:
+    version: int
+    body: dict[str, Any]
+
+
+def _decode_at_sent_or_v0(payload: bytes, sent_version: int) -> tuple[_Decoded | None, ProtocolError | None]:
+    """The body at the version sent, else at v0 (a broker's fallback answer), else None and the first error."""
+    first: ProtocolError | None = None
+    for version in dict.fromkeys((sent_version, 0)):
+        try:
+            return _Decoded(version, decode_response(ApiKey.API_VERSIONS, version, payload)[1]), None
+        except ProtocolError as e:
+            first = first or e
+    return None, first
 
 
 def _ranges(body: Mapping[str, Any]) -> VersionRanges:

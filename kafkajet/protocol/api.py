@@ -10,6 +10,7 @@ Header layouts (protocol-guide.md Part 3, from RequestHeader.json / ResponseHead
 
 from __future__ import annotations
 
+import logging
 from enum import IntEnum
 from typing import Any, NamedTuple
 
@@ -18,6 +19,8 @@ from kafkajet.errors import ProtocolError, UnsupportedVersionError
 from kafkajet.protocol._schemas import SCHEMAS
 from kafkajet.protocol.codec import decode_struct, decode_tagged, encode_struct
 from kafkajet.protocol.schema import MessagePlan, message_plan
+
+log = logging.getLogger(__name__)
 
 
 class ApiKey(IntEnum):
@@ -166,7 +169,7 @@ def decode_response(api: int, version: int, payload: bytes | bytearray | memoryv
     correlation_id = r.int32("int32 'correlation_id'")
     if _flexible_response_header(plan):
         decode_tagged(None, r, {})  # no header tags are defined; skip any a newer broker sends
-    return correlation_id, _decode_body(plan, r)
+    return correlation_id, _decode_body(plan, r, strict=False)
 
 
 def decode_request_header(payload: bytes | bytearray | memoryview) -> RequestHeader:
@@ -190,13 +193,19 @@ def decode_request(payload: bytes | bytearray | memoryview) -> tuple[RequestHead
     r.context = plan.context
     if plan.flexible:
         decode_tagged(None, r, {})
-    return header, _decode_body(plan, r)
+    # Requests stay strict: they come from our own encoder or the clients a mock broker referees, where
+    # extra bytes mean a framing bug worth failing on.
+    return header, _decode_body(plan, r, strict=True)
 
 
-def _decode_body(plan: MessagePlan, r: t.Reader) -> dict[str, Any]:
+def _decode_body(plan: MessagePlan, r: t.Reader, *, strict: bool) -> dict[str, Any]:
     body = decode_struct(plan.body, r)
     if r.remaining:
-        raise r.error(f"{r.remaining} unexpected bytes after the body")
+        if strict:
+            raise r.error(f"{r.remaining} unexpected bytes after the body")
+        # Brokers in the field append bytes our schema does not describe (librdkafka's mock sends one after a
+        # Metadata v9 body); Java's and librdkafka's readers stop at the end of the body and ignore the rest.
+        log.debug("%s: ignored %d bytes after the body", r.context, r.remaining)
     return body
 
 

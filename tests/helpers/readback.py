@@ -49,3 +49,38 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout_s: float = 120
         return out
     finally:
         consumer.close()
+
+
+def read_topic_confluent(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[ReadRecord]:
+    """Every record of `topic` read with confluent-kafka (librdkafka), partitions assigned explicitly (no group).
+
+    Reads each partition from its log start to the high watermark asked at the start, so the result is exact:
+    no count to guess, no sleep to wait for duplicates. Call it after the producer has finished.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
+    from confluent_kafka import TopicPartition as CkTopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkajet-readback",
+                         "enable.auto.commit": False, "enable.partition.eof": False, "log_level": 3})
+    deadline = time.monotonic() + timeout_s
+    try:
+        ends: dict[int, int] = {}
+        for p in range(partitions):
+            _, high = consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=max(1.0, timeout_s / 4))
+            ends[p] = high
+        consumer.assign([CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        positions = dict.fromkeys(ends, 0)
+        out: list[ReadRecord] = []
+        while any(positions[p] < ends[p] for p in ends):
+            left = {p: ends[p] - positions[p] for p in ends if positions[p] < ends[p]}
+            assert time.monotonic() < deadline, f"{topic}: records still unread per partition: {left}"
+            for m in consumer.consume(num_messages=10_000, timeout=0.5):
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                p, offset = m.partition(), m.offset()
+                positions[p] = max(positions[p], offset + 1)
+                if offset < ends[p]:
+                    out.append(ReadRecord(p, offset, m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
+        return out
+    finally:
+        consumer.close()
