@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
-from kafkajet.errors import IllegalStateError, ProducerClosedError
+from kafkajet.errors import IllegalStateError, KafkaError, ProducerClosedError
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
@@ -55,7 +55,7 @@ def _after_fork_in_child() -> None:
     # The sender thread and sockets did not survive fork(); using them would hang, so refuse clearly.
     for p in list(_live_producers):
         p._forked_from = p._owner_pid
-        p._closed = True  # send() checks one flag on its fast path; it then explains the fork
+        p._refusing = True  # send() checks one flag on its fast path; it then explains the fork
 
 
 if hasattr(os, "register_at_fork"):
@@ -86,7 +86,10 @@ class Producer:
         self.client_id: str = cfg["client.id"]
         self._owner_pid = os.getpid()
         self._forked_from: int | None = None
-        self._closed = False
+        # The one flag send() checks on its fast path: set by close(), by fork() in the child and by a fatal
+        # error; _raise_refused() then says which.
+        self._refusing = False
+        self._close_called = False
         self._close_lock = threading.Lock()
         self._exit_close_timeout_s = 10.0
 
@@ -181,6 +184,7 @@ class Producer:
             retry_backoff_ms=cfg["retry.backoff.ms"],
             allow_auto_create_topics=cfg["allow.auto.create.topics"],
             interceptors=self._interceptors,
+            on_fatal=self._on_fatal,
         )
 
     # --- send ---------------------------------------------------------------------------------------
@@ -200,8 +204,8 @@ class Producer:
         """
         # The hot path: the common case reads a few attributes and calls out only to append; everything
         # unusual (serializers, headers, big records, metadata waits) branches off to batch_input and the rest.
-        if self._closed:
-            self._raise_closed("send")
+        if self._refusing:
+            self._raise_refused("send")
         if self._interceptors:
             topic, value, key, headers, partition, timestamp_ms = self._on_send(
                 topic, value, key, headers, partition, timestamp_ms)
@@ -209,8 +213,6 @@ class Producer:
         cluster = self._metadata.cluster
         n = cluster.partition_counts.get(topic)
         if n is None:
-            if self._sender.fatal_error is not None:
-                raise self._sender.fatal_error
             if type(topic) is not str or not topic:
                 raise TypeError(f"topic must be a non-empty str, got {topic!r}")
             deadline = now_ms() + self._max_block_ms
@@ -271,8 +273,8 @@ class Producer:
         (`timestamps` is the deprecated name of `timestamps_ms`). Returns a BatchFuture: result() gives every
         RecordMetadata in input order or raises a failure.
         """
-        if self._closed:
-            self._raise_closed("send_batch")
+        if self._refusing:
+            self._raise_refused("send_batch")
         if timestamps is not None:
             timestamps_ms = timestamps_argument(timestamps, timestamps_ms)
         return self._send_batch(topic, values, keys, headers, partitions, timestamps_ms, headers_checked=False)
@@ -337,8 +339,8 @@ class Producer:
         """
         from kafkajet.producer.arrow import rows_of
 
-        if self._closed:
-            self._raise_closed("send_arrow")
+        if self._refusing:
+            self._raise_refused("send_arrow")
         rows = rows_of(data)
         if topic is not None or rows.topics is None:
             if topic is None:
@@ -366,11 +368,20 @@ class Producer:
                 log.exception("interceptor %r on_send raised; record passed on unchanged", icp)
         return record
 
-    def _raise_closed(self, api: str) -> None:
-        # A forked child's producers are marked closed too: the fork is the explanation it needs, not close().
+    def _raise_refused(self, api: str) -> None:
         if self._forked_from is not None:
             self._raise_forked()
+        fatal = self._sender.fatal_error
+        if fatal is not None and not self._close_called:
+            # Java's wording (TransactionManager.failIfNotReadyForSend); the cause says what failed.
+            raise IllegalStateError(
+                "Cannot perform send because at least one previous transactional or idempotent request has failed "
+                f"with errors: {fatal}. The producer can only be closed; create a new Producer.") from fatal
         raise ProducerClosedError(f"{api}() called after close(); create a new Producer")
+
+    def _on_fatal(self, error: KafkaError) -> None:
+        # Called on the sender thread once the producer cannot go on: from here on send() raises at once.
+        self._refusing = True
 
     def _raise_forked(self) -> None:
         raise IllegalStateError(
@@ -395,8 +406,9 @@ class Producer:
     def close(self, timeout: float | None = None) -> None:
         """Close: wait for all records (timeout=None), at most `timeout` seconds, or fail them at once (0)."""
         with self._close_lock:
-            first = not self._closed
-            self._closed = True
+            first = not self._close_called
+            self._close_called = True
+            self._refusing = True
         if self._forked_from is not None:
             return  # the parent owns the thread and sockets
         if first:
@@ -441,7 +453,7 @@ class Producer:
         return self._metrics.snapshot()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._close_called else "failed" if self._sender.fatal_error else "open"
         return f"<Producer {self.client_id} {state} bootstrap={self.config['bootstrap.servers']!r}>"
 
 

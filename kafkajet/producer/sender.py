@@ -61,6 +61,7 @@ class Sender:
         allow_auto_create_topics: bool,
         interceptors: list[Any] | None = None,
         clock: Callable[[], float] | None = None,
+        on_fatal: Callable[[KafkaError], None] | None = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -80,6 +81,7 @@ class Sender:
         self._metadata_in_flight = False
         self._init_pid_retry_at = 0.0
         self.fatal_error: KafkaError | None = None
+        self._on_fatal = on_fatal
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -121,6 +123,9 @@ class Sender:
 
     def run_once(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
+        if self.fatal_error is not None:
+            # A record appended while the error was being raised still gets its outcome (Java's maybeAbortBatches).
+            self.accumulator.abort_undrained(self.fatal_error)
         timeout = self._maybe_update_metadata(now)
         if self.idempotence is not None:
             timeout = min(timeout, self._maybe_init_producer_id(now))
@@ -286,13 +291,19 @@ class Sender:
             log.info("InitProducerId failed, will retry: %s", err)
             self._init_pid_retry_at = now + self.retry_backoff_ms
             return
-        self._fatal(KafkaError(f"could not obtain a producer id for idempotence: {err}"), err)
+        if body is not None:
+            # Records fail with the broker's own error class (as Java's), its message saying what was asked.
+            err = make_error(body["error_code"], "InitProducerId: could not obtain a producer id for idempotence")
+            assert err is not None
+        self._fatal(err)
 
     def _fatal(self, error: KafkaError, cause: KafkaError | None = None) -> None:
         log.error("fatal producer error: %s", error)
         if cause is not None:
             error.__cause__ = cause
         self.fatal_error = error
+        if self._on_fatal is not None:
+            self._on_fatal(error)
         if self.idempotence is not None:
             self.idempotence.fatal_error = error
         self.metadata.fatal(error)

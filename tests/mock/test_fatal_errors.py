@@ -1,0 +1,57 @@
+"""After a fatal error the producer refuses sends at once, naming the cause, and every queued record fails with it.
+
+Java: TransactionManager.failIfNotReadyForSend throws "Cannot perform send because at least one previous
+transactional or idempotent request has failed with errors." from send(), with the fatal error as its cause.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import pyarrow as pa
+import pytest
+
+from kafkajet import Producer
+from kafkajet.errors import ClusterAuthorizationFailedError, IllegalStateError, ProducerClosedError
+from kafkajet.testing import MockCluster
+
+pytestmark = [pytest.mark.mock_cluster(brokers=1, topics={"t": 3}), pytest.mark.timeout(60)]
+
+
+def _caused_by(error: BaseException | None, cls: type[BaseException]) -> bool:
+    while error is not None:
+        if isinstance(error, cls):
+            return True
+        error = error.__cause__
+    return False
+
+
+def test_queued_records_fail_with_the_fatal_error_and_later_sends_raise_at_once(cluster: MockCluster) -> None:
+    cluster.push_request_errors("InitProducerId", ["CLUSTER_AUTHORIZATION_FAILED"])
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=10_000) as p:
+        queued = [p.send("t", value=b"v%d" % i, key=b"k%d" % (i % 5)) for i in range(50)]
+        done, pending = concurrent.futures.wait(queued, timeout=15)
+        assert not pending
+        assert all(_caused_by(f.exception(), ClusterAuthorizationFailedError) for f in done)
+        for call in (lambda: p.send("t", b"later"),
+                     lambda: p.send_batch("t", [b"a", b"b"]),
+                     lambda: p.send_arrow("t", pa.table({"value": [b"a"]}))):
+            started = time.monotonic()
+            with pytest.raises(IllegalStateError, match="Cannot perform send because at least one previous") as e:
+                call()
+            assert time.monotonic() - started < 1.0
+            assert isinstance(e.value.__cause__, Exception)
+            assert _caused_by(e.value, ClusterAuthorizationFailedError)
+        assert "failed" in repr(p)
+    assert cluster.record_count("t") == 0
+
+
+def test_after_close_a_failed_producer_says_it_is_closed(cluster: MockCluster) -> None:
+    cluster.push_request_errors("InitProducerId", ["CLUSTER_AUTHORIZATION_FAILED"])
+    p = Producer(bootstrap_servers=cluster.bootstrap_servers)
+    with pytest.raises(ClusterAuthorizationFailedError):
+        p.send("t", b"x").result(timeout=15)
+    p.close(5)
+    with pytest.raises(ProducerClosedError):
+        p.send("t", b"after close")
