@@ -43,6 +43,7 @@ class RecordAccumulator:
         max_block_ms: float = 60000.0,
         idempotence: IdempotenceManager | None = None,
         clock: Clock | None = None,
+        guarantee_order: bool = False,
     ) -> None:
         self.batch_size = batch_size
         self.compression = compression
@@ -65,6 +66,10 @@ class RecordAccumulator:
         self.on_new_batch: Callable[[], None] | None = None
         # When the oldest queued batch can first expire; lowered whenever an older batch is queued.
         self._expiry_due = float("inf")
+        # max.in.flight.requests.per.connection=1 (Java's guaranteeMessageOrder): a partition with a batch in
+        # flight is muted, so no later batch of it leaves (not even to a new leader) before that one resolves.
+        self.guarantee_order = guarantee_order
+        self._muted: set[TopicPartition] = set()
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -236,7 +241,7 @@ class RecordAccumulator:
         exhausted = self.pool.queued() > 0
         flushing = self._flushes > 0 or self.closed
         for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
-            if not dq:
+            if not dq or tp in self._muted:
                 continue
             leader = cluster.leader_for(tp[0], tp[1])
             if leader is None:
@@ -272,7 +277,7 @@ class RecordAccumulator:
                 for i in range(len(parts)):
                     p = parts[(start + i) % len(parts)]
                     dq = self._queues.get((p.topic, p.partition))
-                    if not dq:
+                    if not dq or (p.topic, p.partition) in self._muted:
                         continue
                     first = dq[0]
                     if first.attempts > 0 and now < first.retry_at_ms:
@@ -298,6 +303,8 @@ class RecordAccumulator:
                         idem.add_in_flight(first)
                     first.full = True
                     first.in_flight = True
+                    if self.guarantee_order:
+                        self._muted.add(first.tp)
                     first.last_attempt_ms = now
                     size += first.size_in_bytes
                     taken.append(first)
@@ -315,6 +322,7 @@ class RecordAccumulator:
 
     def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         """Put a batch back at the head of its deque for a retry, after an exponential, jittered backoff."""
+        self._unmute(batch)
         batch.attempts += 1
         batch.in_flight = False
         batch.last_error = error
@@ -338,6 +346,7 @@ class RecordAccumulator:
         # broker's limit is below batch.size.
         target = min(self.batch_size, BATCH_HEADER_SIZE + (len(batch.buf) - BATCH_HEADER_SIZE) // 2)
         parts = batch.split(target, now)
+        self._unmute(batch)
         with self._lock:
             dq = self._queues.setdefault(batch.tp, deque())
             for part in parts:
@@ -353,8 +362,14 @@ class RecordAccumulator:
             batch.buf = bytearray()
         return len(parts)
 
+    def _unmute(self, batch: ProducerBatch) -> None:
+        # Only the batch that muted its partition (the one in flight) may unmute it.
+        if batch.in_flight and self.guarantee_order:
+            self._muted.discard(batch.tp)
+
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
         if batch.complete(base_offset, log_append_time, error):
+            self._unmute(batch)
             with self._lock:
                 self._incomplete.discard(batch)
             batch.wire = None  # may be a view of the buffer, which goes back to the pool now

@@ -14,6 +14,7 @@ from kafkajet.producer.batch import ProducerBatch
 log = logging.getLogger("kafkajet.producer.idempotence")
 
 MAX_SEQUENCE = 2**31 - 1
+MAX_EPOCH = 2**15 - 1  # the epoch is an int16: past it only a new producer id helps
 TopicPartition = tuple[str, int]
 
 
@@ -48,6 +49,19 @@ class IdempotenceManager:
             log.warning("bumping the producer epoch: %s", reason)
         self.bump_requested = True
         self.bump_reason = reason
+
+    def bump_epoch(self) -> bool:
+        """Apply a requested bump locally, as Java's bumpIdempotentProducerEpoch does for a producer without
+        transactional.id: same id, epoch + 1, sequences from 0. The broker accepts the higher epoch on the next
+        Produce (KIP-360), so no InitProducerId is needed. Returns False when the epoch is exhausted: the id is
+        then dropped and the caller must ask for a new one."""
+        if self.producer_id < 0 or self.producer_epoch >= MAX_EPOCH:
+            log.info("producer id %d epoch %d cannot be bumped: asking for a new producer id",
+                     self.producer_id, self.producer_epoch)
+            self.set_producer_id(-1, -1)
+            return False
+        self.set_producer_id(self.producer_id, self.producer_epoch + 1)
+        return True
 
     def can_bump_now(self) -> bool:
         """An epoch bump renumbers everything, so no batch may still be in flight under the old epoch."""

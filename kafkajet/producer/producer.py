@@ -152,6 +152,7 @@ class Producer:
             pool=self._pool,
             max_block_ms=cfg["max.block.ms"],
             idempotence=self._idempotence,
+            guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1,
         )
 
     def _make_client(self, cfg: ProducerConfig) -> NetworkClient:

@@ -178,8 +178,12 @@ class Sender:
         assert idem is not None
         if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None:
             return float("inf")
-        if idem.bump_requested and not idem.can_bump_now():
-            return float("inf")  # woken by the responses of the batches still in flight
+        if idem.bump_requested:
+            if not idem.can_bump_now():
+                return float("inf")  # woken by the responses of the batches still in flight
+            if idem.bump_epoch():
+                self.accumulator.reset_sequences()
+                return float("inf")
         if now < self._init_pid_retry_at:
             return self._init_pid_retry_at - now
         node = self.client.least_loaded_node(now)
@@ -191,9 +195,9 @@ class Sender:
         body = {
             "transactional_id": None,
             "transaction_timeout_ms": 2147483647,
-            # v3+ (KIP-360): asking with our current id/epoch bumps the epoch instead of a new id.
-            "producer_id": idem.producer_id,
-            "producer_epoch": idem.producer_epoch,
+            # Only ever for a new id (epochs are bumped locally): Java sends no id and no epoch here.
+            "producer_id": -1,
+            "producer_epoch": -1,
         }
         self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, now, context=("init_pid", None))
         idem.init_in_progress = True
