@@ -1,0 +1,173 @@
+"""A scripted stand-in for NetworkClient, so the Sender is driven pass by pass (Java's MockClient + MockTime).
+
+Requests the sender sends are recorded, never written anywhere; a test answers them with `respond()` (the oldest
+unanswered request of that API first, as a broker answers one connection in order) or drops a node with
+`disconnect()`. `poll()` hands back what was answered since the last pass and never waits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkajet.errors import AuthenticationError, KafkaConnectionError, KafkaError
+from kafkajet.network import ClientResponse
+from kafkajet.protocol import ApiKey
+
+
+class FakeClock:
+    """Milliseconds that move only when a test says so."""
+
+    def __init__(self, start_ms: float = 1_000_000.0) -> None:
+        self.now = start_ms
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, ms: float) -> float:
+        self.now += ms
+        return self.now
+
+
+@dataclass
+class SentRequest:
+    node: int
+    api_key: ApiKey
+    body: dict[str, Any]
+    sent_ms: float
+    expect_response: bool
+    context: Any
+    correlation_id: int
+    answered: bool = False
+
+    @property
+    def produce_partitions(self) -> list[tuple[str, int]]:
+        """The (topic, partition) pairs a Produce request carries, in request order."""
+        return [(t["name"], p["index"]) for t in self.body["topic_data"] for p in t["partition_data"]]
+
+
+@dataclass
+class FakeNetworkClient:
+    nodes: dict[int, tuple[str, int]] = field(default_factory=lambda: {0: ("127.0.0.1", 9092)})
+    max_in_flight: int = 5
+    requests: list[SentRequest] = field(default_factory=list)
+    down: set[int] = field(default_factory=set)
+    _ready: list[ClientResponse] = field(default_factory=list)
+    _auth_failures: list[AuthenticationError] = field(default_factory=list)
+    wakeups: int = 0
+    closed: bool = False
+
+    # --- what the Sender calls -------------------------------------------------------------------------
+
+    def set_nodes(self, nodes: dict[int, tuple[str, int]]) -> None:
+        self.nodes = dict(nodes)
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        return sum(1 for r in self.requests if not r.answered and (node_id is None or r.node == node_id))
+
+    def has_in_flight(self) -> bool:
+        return self.in_flight_count() > 0
+
+    def ready(self, node_id: int, now: float) -> bool:
+        return node_id in self.nodes and node_id not in self.down and self.in_flight_count(node_id) < self.max_in_flight
+
+    def connection_delay(self, node_id: int, now: float) -> float:
+        return 0.0 if node_id not in self.down else 50.0
+
+    def last_error(self, node_id: int) -> KafkaError | None:
+        return KafkaConnectionError(f"node {node_id} is down") if node_id in self.down else None
+
+    def least_loaded_node(self, now: float) -> int | None:
+        candidates = [n for n in self.nodes if n not in self.down]
+        return min(candidates, key=self.in_flight_count) if candidates else None
+
+    def send(self, node_id: int, api_key: int, body: dict[str, Any], now: float, *, version: int | None = None,
+             expect_response: bool = True, context: Any = None) -> int:
+        assert self.ready(node_id, now), f"the sender sent to node {node_id}, which is not ready"
+        req = SentRequest(node_id, ApiKey(api_key), body, now, expect_response, context, len(self.requests))
+        self.requests.append(req)
+        if not expect_response:
+            req.answered = True
+            self._ready.append(self._response(req, None, None))
+        return req.correlation_id
+
+    def poll(self, timeout_ms: float, now: float) -> list[ClientResponse]:
+        out, self._ready = self._ready, []
+        return out
+
+    def write_pending(self, now: float) -> None:
+        pass
+
+    def authentication_failures(self) -> list[AuthenticationError]:
+        out, self._auth_failures = self._auth_failures, []
+        return out
+
+    def wakeup(self) -> None:
+        self.wakeups += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    # --- what tests call -------------------------------------------------------------------------------
+
+    def pending(self, api: ApiKey | None = None) -> list[SentRequest]:
+        return [r for r in self.requests if not r.answered and (api is None or r.api_key == api)]
+
+    def respond(self, api: ApiKey, body: dict[str, Any] | None = None, *, error: KafkaError | None = None,
+                node: int | None = None) -> SentRequest:
+        """Answer the oldest unanswered request of `api` (on `node`, if given); poll() returns the answer."""
+        for req in self.requests:
+            if not req.answered and req.api_key == api and (node is None or req.node == node):
+                req.answered = True
+                self._ready.append(self._response(req, body, error))
+                return req
+        raise AssertionError(f"no unanswered {api.name} request" + (f" on node {node}" if node is not None else ""))
+
+    def disconnect(self, node_id: int) -> None:
+        """The connection drops: each unanswered request on it fails once, and the node is down until up()."""
+        self.down.add(node_id)
+        for req in self.requests:
+            if not req.answered and req.node == node_id:
+                req.answered = True
+                self._ready.append(self._response(req, None, KafkaConnectionError(f"node {node_id} disconnected")))
+
+    def up(self, node_id: int) -> None:
+        self.down.discard(node_id)
+
+    @staticmethod
+    def _response(req: SentRequest, body: dict[str, Any] | None, error: KafkaError | None) -> ClientResponse:
+        return ClientResponse(req.node, int(req.api_key), 0, req.correlation_id, body, error, req.context, 1.0)
+
+
+# --- response bodies, as kafkajet.protocol decodes them --------------------------------------------------------
+
+
+def metadata_body(nodes: dict[int, tuple[str, int]], leaders: dict[str, list[int]]) -> dict[str, Any]:
+    """A Metadata answer: `leaders` maps each topic to the leader of partition 0, 1, ..."""
+    return {
+        "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, (h, p) in nodes.items()],
+        "topics": [
+            {"error_code": 0, "name": topic, "is_internal": False, "partitions": [
+                {"error_code": 0, "partition_index": i, "leader_id": leader, "leader_epoch": 0,
+                 "replica_nodes": [leader], "isr_nodes": [leader]}
+                for i, leader in enumerate(partition_leaders)]}
+            for topic, partition_leaders in leaders.items()
+        ],
+    }
+
+
+def produce_body(req: SentRequest, error_code: int = 0, base_offset: int = 0,
+                 errors: dict[tuple[str, int], int] | None = None) -> dict[str, Any]:
+    """A Produce answer to `req`: every partition gets `error_code` unless `errors` names it."""
+    errors = errors or {}
+    responses: dict[str, list[dict[str, Any]]] = {}
+    for topic, partition in req.produce_partitions:
+        responses.setdefault(topic, []).append({
+            "index": partition, "error_code": errors.get((topic, partition), error_code),
+            "base_offset": base_offset, "log_append_time_ms": -1, "log_start_offset": 0,
+        })
+    return {"responses": [{"name": t, "partition_responses": ps} for t, ps in responses.items()]}
+
+
+def init_producer_id_body(producer_id: int = 1000, epoch: int = 0, error_code: int = 0) -> dict[str, Any]:
+    return {"error_code": error_code, "producer_id": producer_id, "producer_epoch": epoch}
