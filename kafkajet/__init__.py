@@ -7,6 +7,7 @@ Everything a user names is importable from here: the clients (Producer, Admin), 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from kafkajet._version import __version__
@@ -23,6 +24,9 @@ from kafkajet.errors import (
     SerializationError,
 )
 from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
+
+# A library's logger stays silent until the application configures logging (not Python's last-resort stderr).
+logging.getLogger("kafkajet").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from kafkajet.admin import Admin, NewTopic

@@ -341,8 +341,17 @@ def _unknown(table: ClientTable, key: str, snake: bool) -> ConfigError:
                        f"(python -m kafkajet config{where} lists them all)")
 
 
-def _collect(table: ClientTable, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Java names and snake_case keywords merged into Java names; unknown or conflicting keys raise."""
+def _collect(table: ClientTable, config: Mapping[str, Any] | str | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Java names and snake_case keywords merged into Java names; unknown or conflicting keys raise.
+
+    Every client takes a bare string as bootstrap.servers (`Producer("host:9092")`), as users try first."""
+    if isinstance(config, str):
+        config = {"bootstrap.servers": config}
+    elif config is not None and not isinstance(config, Mapping):
+        raise TypeError(
+            f"the configuration must be a dict of Kafka settings or a bootstrap.servers string, not "
+            f"{type(config).__name__}: e.g. Producer({{'bootstrap.servers': 'host:9092'}}), "
+            "Producer('host:9092') or Producer(bootstrap_servers='host:9092')")
     by_name, by_snake = table.by_name, table.by_snake
     raw: dict[str, Any] = {}
     for key, value in (config or {}).items():
@@ -381,8 +390,6 @@ def _values(table: ClientTable, raw: Mapping[str, Any]) -> dict[str, Any]:
 def parse_client_config(table: ClientTable, config: Mapping[str, Any] | str | None = None, /,
                         **kwargs: Any) -> ClientConfig:
     """Validate the admin or fetch client's settings; a bare string is bootstrap.servers."""
-    if isinstance(config, str):
-        config = {"bootstrap.servers": config}
     raw = _collect(table, config, kwargs)
     values = _values(table, raw)
     explicit = frozenset(raw)
@@ -390,7 +397,7 @@ def parse_client_config(table: ClientTable, config: Mapping[str, Any] | str | No
     return ClientConfig(values, explicit)
 
 
-def parse_producer_config(config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ProducerConfig:
+def parse_producer_config(config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> ProducerConfig:
     raw = _collect(PRODUCER, config, kwargs)
     values = _values(PRODUCER, raw)
     explicit = frozenset(raw)

@@ -4,6 +4,7 @@ fast path; send_batch() and send_arrow() prepare whole columns here, one pass in
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,10 +76,30 @@ def check_headers(headers: Any) -> list[tuple[str, bytes | None]]:
     return out
 
 
+MAX_TIMESTAMP = 2**63 - 1  # a record timestamp is an int64 on the wire
+
+
 def invalid_timestamp(timestamp: int, record: int | None = None) -> ValueError:
     # Java's ProducerRecord refuses negative timestamps in its constructor, with this message.
     where = "" if record is None else f" (record {record})"
     return ValueError(f"Invalid timestamp: {timestamp}{where}. Timestamp should always be non-negative or None.")
+
+
+def check_timestamp(timestamp: object, record: int | None = None) -> int:
+    """A caller's timestamp as int milliseconds (Java's long), checked before anything is queued.
+
+    Integral types (numpy's too) are taken; a float is refused rather than rounded, because
+    `time.time() * 1000` is the usual mistake and silently truncating it would hide which clock was meant.
+    """
+    where = "" if record is None else f" (record {record})"
+    if isinstance(timestamp, bool) or not isinstance(timestamp, numbers.Integral):
+        raise TypeError(
+            f"timestamp_ms must be an int of milliseconds since the epoch, or None, not {type(timestamp).__name__} "
+            f"{timestamp!r}{where}: pass int(time.time() * 1000) or time.time_ns() // 1_000_000")
+    t = int(timestamp)
+    if not 0 <= t <= MAX_TIMESTAMP:
+        raise invalid_timestamp(t, record)
+    return t
 
 
 class SizeLimits:
@@ -254,11 +275,10 @@ def _headers(headers: Sequence[Any] | None, checked: bool) -> list[Headers] | No
 
 
 def _timestamps(timestamps: Sequence[int | None] | None, now_ts: int, n: int) -> list[int]:
-    """Each record's timestamp: now for none given; ValueError for a negative one."""
+    """Each record's timestamp: now for none given; TypeError/ValueError for one that is not an int64 >= 0."""
     if timestamps is None:
         return [now_ts] * n
     ts = [now_ts if t is None else t for t in timestamps]
-    if n and min(ts) < 0:
-        i = next(i for i, t in enumerate(ts) if t < 0)
-        raise invalid_timestamp(ts[i], i)
+    if n and (set(map(type, ts)) != {int} or min(ts) < 0 or max(ts) > MAX_TIMESTAMP):
+        return [check_timestamp(t, i) for i, t in enumerate(ts)]
     return ts

@@ -53,6 +53,9 @@ class BatchView(Protocol):
     def wait_done(self, timeout: float | None) -> bool: ...
 
 
+_MATERIALISE_LOCK = threading.Lock()  # two threads waiting on one future at once must build one condition
+
+
 class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     """A concurrent.futures.Future for one record; works with wait(), as_completed() and asyncio.wrap_future()."""
 
@@ -62,6 +65,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     _callbacks: list[Callable[[Any], object]] | None = None
     _cond: threading.Condition | None = None
     _wait_list: list[Any] | None = None
+    _notified = False  # batch_completed() has told this future's waiters (only tracked once _cond exists)
 
     def __init__(self, batch: BatchView, index: int, timestamp: int, key_size: int, value_size: int) -> None:
         self._batch = batch
@@ -90,20 +94,27 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     @property  # type: ignore[override]
     def _state(self) -> str:  # type: ignore[override]
-        return _FINISHED if self.done() else _PENDING
+        if self._cond is None:
+            return _FINISHED if self.done() else _PENDING
+        # Once waited on, the state flips only under the condition, when the waiters are told: wait() counts
+        # the pending futures while holding every condition, and a flip in between would be counted twice.
+        return _FINISHED if self._notified else _PENDING
 
     @property  # type: ignore[override]
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         if self._cond is None:
-            self._cond = threading.Condition()
-            self._listen(None)
+            with _MATERIALISE_LOCK:
+                if self._cond is None:
+                    self._cond = threading.Condition()
+                    if not self._listen(None):
+                        self._notified = True  # already complete: nobody will call batch_completed()
         return self._cond
 
     @property  # type: ignore[override]
     def _waiters(self) -> list[Any]:  # type: ignore[override]
         if self._wait_list is None:
+            self._condition  # noqa: B018  (listening starts with the condition)
             self._wait_list = []
-            self._listen(None)
         return self._wait_list
 
     # --- public Future API ---------------------------------------------------------------------
@@ -174,6 +185,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         if self._cond is not None:
             failed = self.locate()[0].error is not None
             with self._cond:
+                self._notified = True
                 waiters = self._wait_list or []
                 for waiter in waiters:
                     if not failed:
@@ -203,8 +215,9 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 Segment = tuple[BatchView, int, Sequence[int]]
 
 
-class BatchFuture:
-    """The outcome of Producer.send_batch(), awaited together.
+class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+    """The outcome of Producer.send_batch(), awaited together; a concurrent.futures.Future, so wait(),
+    as_completed(), add_done_callback() and asyncio.wrap_future() work on it.
 
     result() returns every record's RecordMetadata in input order, or raises the first failure (with the
     index of the record in its message); errors() lists every failed record for callers that want them all.
@@ -224,6 +237,59 @@ class BatchFuture:
         self._key_sizes = key_sizes  # -1 for a null key; None: every key null
         self._value_sizes = value_sizes  # -1 for a null value
         self._futures = futures  # per-record futures, when the records went through send()
+        super().__init__()
+        self._scan = 0  # segments before this one are known complete
+        self._arm()
+
+    # --- the Future machinery: one record watched at a time --------------------------------------------
+
+    def _first_pending(self) -> tuple[BatchView, int] | None:
+        """A record whose outcome is not known yet, or None when all are."""
+        segments = self._segments
+        while self._scan < len(segments):
+            batch, first, idx = segments[self._scan]
+            if not batch.completed:
+                return batch, first
+            if batch.is_split:
+                for place in self._located(batch, first, len(idx)):
+                    if not place[0].completed:
+                        return place
+            self._scan += 1
+        return None
+
+    def _arm(self, _: object = None) -> None:
+        """Listen on one pending record; when it completes (on the sender thread) look for the next. A watch
+        per call, not per record, keeps send_batch() cheap; when none is pending the Future completes."""
+        while True:
+            pending = self._first_pending()
+            if pending is None:
+                self._finish()
+                return
+            if RecordFuture(pending[0], pending[1], 0, 0, 0)._listen(self._arm):
+                return
+
+    def _finish(self) -> None:
+        failed = self._first_error()
+        if failed is None:
+            concurrent.futures.Future.set_result(self, None)  # result() builds the list itself, on demand
+        else:
+            concurrent.futures.Future.set_exception(self, failed)
+
+    def _first_error(self) -> BaseException | None:
+        errors = self.errors(0)
+        return errors[0][1] if errors else None
+
+    def cancel(self) -> bool:
+        return False  # records handed to the producer cannot be recalled, as in Java
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self.wait(timeout)
+        return self._first_error()
+
+    def set_result(self, result: object) -> None:
+        raise RuntimeError("a send_batch() future is completed by the producer, not by callers")
+
+    set_exception = set_result  # type: ignore[assignment]
 
     @classmethod
     def of(cls, futures: Sequence[RecordFuture]) -> BatchFuture:
@@ -319,6 +385,20 @@ class CombinedBatchFuture(BatchFuture):
     def __init__(self, n: int, parts: Sequence[tuple[BatchFuture, Sequence[int]]]) -> None:
         self._n = n
         self._parts = parts  # each part, and where its records were in the caller's input
+        concurrent.futures.Future.__init__(self)
+        self._left = len(parts)
+        self._left_lock = threading.Lock()
+        if not parts:
+            self._finish()
+        for part, _ in parts:
+            part.add_done_callback(self._part_done)
+
+    def _part_done(self, _: object) -> None:
+        with self._left_lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._finish()
 
     def done(self) -> bool:
         return all(part.done() for part, _ in self._parts)

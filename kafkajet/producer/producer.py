@@ -18,12 +18,13 @@ from kafkajet.errors import IllegalStateError, KafkaError, ProducerClosedError
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
+    MAX_TIMESTAMP,
     BatchInput,
     PreparedBatch,
     SizeLimits,
     check_headers,
     check_lengths,
-    invalid_timestamp,
+    check_timestamp,
     serialize,
     timestamps_argument,
 )
@@ -65,7 +66,7 @@ if hasattr(os, "register_at_fork"):
 def _close_at_exit() -> None:
     for p in list(_live_producers):
         try:
-            p.close(timeout=p._exit_close_timeout_s)
+            p._close_at_exit()
         except Exception:
             log.exception("closing a producer at interpreter exit")
 
@@ -80,7 +81,7 @@ class Producer:
     ...     p.send("events", value=b"v", key=b"k").result(timeout=30)
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+    def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
         self.config: ProducerConfig = cfg
         self.client_id: str = cfg["client.id"]
@@ -250,8 +251,8 @@ class Producer:
             raise invalid_partition(topic, partition, n)
         if timestamp_ms is None:
             timestamp_ms = wall_ms()
-        elif timestamp_ms < 0:
-            raise invalid_timestamp(timestamp_ms)
+        elif type(timestamp_ms) is not int or not 0 <= timestamp_ms <= MAX_TIMESTAMP:
+            timestamp_ms = check_timestamp(timestamp_ms)
         fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
         if wake:
             self._wakeup()
@@ -396,6 +397,11 @@ class Producer:
         """Send every buffered record now and wait until each has an outcome (KafkaTimeoutError on timeout)."""
         if self._forked_from is not None:
             self._raise_forked()
+        if threading.current_thread() is self._thread:
+            # Callbacks run on the sender thread, which is what flush() would wait for (Java refuses it too).
+            raise IllegalStateError(
+                "flush() invocation inside a callback is not permitted because it may lead to deadlock. "
+                "Call flush() from another thread, or keep the futures and wait on them there.")
         deadline = None if timeout is None else time.monotonic() + timeout
         self._accumulator.begin_flush()
         try:
@@ -432,6 +438,22 @@ class Producer:
                 except Exception:
                     log.exception("interceptor %r close raised", icp)
             _live_producers.discard(self)
+
+    def _close_at_exit(self) -> None:
+        """The interpreter is exiting and close() was never called: wait a bounded time, as close() would, and
+        say how many records that did not save rather than lose them silently."""
+        if self._close_called or self._forked_from is not None:
+            return
+        pending = self._accumulator.incomplete_batches()
+        self.close(timeout=self._exit_close_timeout_s)
+        lost = [b for b in pending if b.error is not None and not b.is_split]
+        if lost:
+            b = lost[-1]
+            cause = b.last_error or self._sender.cause_for(b) or b.error
+            log.error("producer %s: %d record(s) not delivered: the interpreter exited without close() while "
+                      "they were still pending after %.0f s (last cause: %s). Call flush() or close() before "
+                      "exiting, and check the futures.", self.client_id, sum(x.count for x in lost),
+                      self._exit_close_timeout_s, cause)
 
     def __enter__(self) -> Producer:
         return self

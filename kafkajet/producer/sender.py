@@ -229,7 +229,7 @@ class Sender:
                 break
             for node, batches in drained.items():
                 self._send_produce_request(node, batches, now)
-        expired = self.accumulator.expire(now, self._cause_for)
+        expired = self.accumulator.expire(now, self.cause_for)
         for batch in expired:
             if self.idempotence is not None and batch.has_sequence:
                 # A numbered batch that never made it leaves a gap the broker would reject later ones for.
@@ -237,7 +237,8 @@ class Sender:
             self._on_failed(batch)
         return min(timeout, self.accumulator.next_expiry_ms(now))
 
-    def _cause_for(self, batch: ProducerBatch) -> KafkaError | None:
+    def cause_for(self, batch: ProducerBatch) -> KafkaError | None:
+        """Why a batch is still waiting: no leader known, or its leader's connection error."""
         leader = self.metadata.cluster.leader_for(batch.topic, batch.partition)
         if leader is None:
             return self.metadata.last_error or KafkaError(
