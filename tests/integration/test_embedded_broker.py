@@ -8,6 +8,7 @@ import pytest
 
 from kafkajet.testing import BrokerStartError, EmbeddedBroker
 from kafkajet.testing.embedded_broker import _answers_api_versions
+from tests.helpers.waiting import read_line
 
 
 def _port_open(port: int) -> bool:
@@ -40,7 +41,7 @@ def test_cli_broker_runs_until_terminated() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "broker"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        line = read_line(proc.stdout, 60, "the broker's 'listening on' line")
         assert "listening on 127.0.0.1:" in line, line
         port = int(line.split("127.0.0.1:")[1].split()[0])
         assert _answers_api_versions(port, 5.0)
@@ -63,7 +64,7 @@ def test_cli_broker_listens_on_the_port_asked_for() -> None:
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        line = read_line(proc.stdout, 60, "the broker's 'listening on' line")
         assert f"listening on 127.0.0.1:{port} " in line, line
         assert _answers_api_versions(port, 5.0)
         proc.terminate()

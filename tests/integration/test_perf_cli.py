@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import pty
 import re
+import select
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ import pytest
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
+from tests.helpers.waiting import read_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,7 +204,7 @@ def test_failed_records_are_counted_and_fail_the_exit_code(tmp_path: Path) -> No
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         try:
-            first = proc.stdout.readline()  # the first window line: records are being acknowledged
+            first = read_line(proc.stdout, 60, "the perf tool's first window line")  # records are being acknowledged
             assert WINDOW_RE.match(first.strip()), first
         finally:
             broker.stop()  # everything not yet acknowledged must now fail, and be counted
@@ -227,7 +230,11 @@ def test_progress_bar_on_a_terminal_and_plain_lines_on_a_pipe(broker: EmbeddedBr
             cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, text=True)
         os.close(slave)
         chunks = []
+        deadline = time.monotonic() + 60
         while True:
+            assert time.monotonic() < deadline, "the perf tool kept its terminal open for 60 s"
+            if not select.select([master], [], [], 1.0)[0]:
+                continue
             try:
                 data = os.read(master, 4096)
             except OSError:  # EIO: the child closed the terminal

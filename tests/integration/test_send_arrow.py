@@ -38,6 +38,11 @@ def test_every_column_reaches_kafka_in_input_order(broker: EmbeddedBroker, topic
         result = p.send_arrow(None, table)
         mds = result.result(timeout=60)
     assert len(mds) == n and result.errors() == []
+    # Input order: within each partition, rows are stored in the order they stood in the table.
+    last_offset: dict[tuple[str, int], int] = {}
+    for i, md in enumerate(mds):
+        assert md.offset > last_offset.get((md.topic, md.partition), -1), f"row {i} stored before an earlier row"
+        last_offset[(md.topic, md.partition)] = md.offset
     read = {(t, r.partition, r.offset): r for t in (topic_name, other)
             for r in read_topic(broker.bootstrap_servers, t, sum(1 for x in topics if x == t))}
     for i, md in enumerate(mds):

@@ -24,13 +24,11 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "kafka-python": kafka_records.DefaultRecordBatchBuilder,
     "aiokafka-py": aiokafka_records._DefaultRecordBatchBuilderPy,
 }
-try:
-    from aiokafka.record import _crecords
+# The aiokafka wheel ships its Cython extension; a missing one must fail here, not drop these cases silently.
+from aiokafka.record import _crecords  # noqa: E402
 
-    READERS["aiokafka-cython"] = _crecords.DefaultRecordBatch
-    BUILDERS["aiokafka-cython"] = _crecords.DefaultRecordBatchBuilder
-except ImportError:  # pragma: no cover - the wheel ships the extension; a source build may not
-    pass
+READERS["aiokafka-cython"] = _crecords.DefaultRecordBatch
+BUILDERS["aiokafka-cython"] = _crecords.DefaultRecordBatchBuilder
 
 CODECS = list(Compression)
 

@@ -19,6 +19,7 @@ from kafka import TopicPartition as KpTopicPartition
 
 from kafkajet.protocol import RequestHeader
 from kafkajet.testing import MockCluster
+from tests.helpers.waiting import wait_for
 
 TOPIC = "interop"
 PARTITIONS = 6
@@ -54,13 +55,6 @@ def sent_content(sent: list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]
     return Counter((k, v, tuple(h)) for k, v, h in sent)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s"
-        time.sleep(0.02)
-
-
 def stored(cluster: MockCluster, topic: str = TOPIC) -> list[Rec]:
     return [Rec(p, r.offset, r.key, r.value, tuple(r.headers))
             for p in range(cluster.topics()[topic]) for r in cluster.records(topic, p)]
@@ -90,12 +84,14 @@ def produce_confluent(bootstrap: str, records: list[Any], config: dict[str, Any]
             delivered += 1
 
     p = CkProducer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3, **(config or {})})
+    deadline = time.monotonic() + 60
     for key, value, headers in records:
         while True:
             try:
                 p.produce(topic, key=key, value=value, headers=ck_headers(headers), on_delivery=on_delivery)
                 break
             except BufferError:
+                assert time.monotonic() < deadline, "confluent-kafka's queue stayed full for 60 s"
                 p.poll(0.05)
         p.poll(0)
     assert p.flush(60) == 0, "confluent-kafka did not deliver everything within 60 s"

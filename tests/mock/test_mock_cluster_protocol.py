@@ -459,8 +459,11 @@ def test_rtt_delays_one_broker_without_blocking_the_others(cluster: MockCluster)
     slow.receive()
     slow_done = time.monotonic() - start
     assert slow_done >= 0.39
-    assert fast_done < slow_done
-    # Answers on one connection keep their order even when the rtt changes in between.
+    # Asked after the slow request went out, the fast broker answers well inside the slow one's 400 ms: a
+    # cluster that delayed every broker, or answered one request at a time, could not.
+    assert fast_done < 0.2
+    # Answers on one connection keep their order even when the rtt changes in between (receive() checks
+    # each answer's correlation id against the oldest request).
     slow.send(ApiKey.METADATA, 9, {"topics": None})
     cluster.set_rtt(1, 0)
     slow.send(ApiKey.API_VERSIONS, 3, {})
@@ -480,11 +483,14 @@ def test_broker_down_refuses_connections_until_up(cluster: MockCluster) -> None:
 
 
 def test_request_history(cluster: MockCluster, leader0: RawClient) -> None:
+    before = time.monotonic()
     produce(leader0, batch())
+    after = time.monotonic()
     produce_requests = cluster.requests("Produce")
     assert [(r.api, r.version, r.broker_id, r.client_id) for r in produce_requests] == [
         ("PRODUCE", PRODUCE_V, cluster.leader("t", 0), "raw-test")]
-    assert produce_requests[0].time <= time.monotonic()
+    assert before <= produce_requests[0].time <= after
+    assert produce_requests[0].correlation_id == leader0.correlation_id
 
 
 def test_stop_closes_everything_even_when_the_body_raised() -> None:

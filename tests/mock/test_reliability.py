@@ -28,6 +28,7 @@ from kafkajet.producer.producer import Producer
 from kafkajet.protocol import RequestHeader
 from kafkajet.testing import MockCluster
 from kafkajet.testing.mock import after_append
+from tests.helpers.waiting import wait_for
 
 TOPIC = "reliability"
 PARTITIONS = 6
@@ -95,6 +96,7 @@ class Sent:
 @dataclass
 class Progress:
     counts: list[int] = field(default_factory=lambda: [0] * THREADS)
+    refused: list[int] = field(default_factory=lambda: [0] * THREADS)  # send() calls that raised, per thread
 
     @property
     def sent(self) -> int:
@@ -134,6 +136,7 @@ def send_from_threads(producer: Producer, scenario: str, progress: Progress, n: 
                 out.append(Sent(t, value, producer.send(TOPIC, value=value, key=key, headers=headers)))
             except Exception as e:
                 out.append(Sent(t, value, e))
+                progress.refused[t] += 1
             progress.counts[t] = i + 1
 
     threads = [threading.Thread(target=run, args=(t,), name=f"sender-{t}") for t in range(THREADS)]
@@ -341,12 +344,15 @@ def test_broker_down_longer_than_delivery_timeout(cluster: MockCluster) -> None:
         cluster.broker_down(down)
         cluster.remove_control(dying)
         before = cluster.record_count(TOPIC)
-        # Down for longer than delivery.timeout.ms: what was sent to it early must expire.
-        time.sleep(4.0)
+        # Down until what was sent to it has expired (past delivery.timeout.ms) while the healthy brokers went
+        # on taking records: both are conditions with a deadline, not a length of time.
+        wait_for(lambda: producer.metrics()["record-error-total"] > 0, 30, "a record for the down broker to expire")
+        cluster.wait_until(lambda: cluster.record_count(TOPIC) - before > 1000, timeout=30,
+                           what="healthy partitions to take 1,000 records while one broker is down")
         healthy_acked_while_down.append(cluster.record_count(TOPIC) - before)
         cluster.broker_up(down)
 
-    acc = run_scenario(cluster, "broker down 4 s > delivery 2.5 s", driver=driver, rate=8_000,
+    acc = run_scenario(cluster, "broker down past delivery 2.5 s", driver=driver, rate=8_000,
                        config={"delivery_timeout_ms": 2500, "request_timeout_ms": 1000})
     assert healthy_acked_while_down[0] > 1000, "healthy partitions stalled while one broker was down"
     assert acc.row.failed, "nothing expired although the broker was down past delivery.timeout.ms"
@@ -438,7 +444,8 @@ def test_buffer_full_while_cluster_down(cluster: MockCluster) -> None:
         progress.wait_sent(1000)
         for b in cluster.broker_ids:
             cluster.broker_down(b)
-        time.sleep(2.0)  # the buffer fills and send() starts failing after max.block.ms
+        # Down until the buffer has filled and send() has refused records after max.block.ms.
+        wait_for(lambda: sum(progress.refused) > 0, 30, "send() to refuse a record after max.block.ms")
         for b in cluster.broker_ids:
             cluster.broker_up(b)
 

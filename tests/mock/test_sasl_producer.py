@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,13 +80,16 @@ def test_wrong_password_raises_from_send_at_once(cluster: MockCluster) -> None:
         assert elapsed < PROMPT_S, f"took {elapsed:.1f} s: an authentication failure must not wait out max.block.ms"
         assert "SCRAM-SHA-256 authentication failed on node -" in str(info.value)
         # No reconnect loop hammering a broker: at least reconnect.backoff.max.ms (1 s) between its attempts.
-        time.sleep(2.5)  # observing the absence of a retry storm needs some time to pass
+        # Three attempts on one broker give two gaps to measure; fewer would make the check below vacuous.
+        cluster.wait_until(lambda: max(Counter(a.broker_id for a in cluster.sasl_authentications()).values(),
+                                       default=0) >= 3, timeout=15, what="three authentication attempts")
     auths = cluster.sasl_authentications()
     assert auths and all(not a.ok for a in auths)
     for broker in {a.broker_id for a in auths}:
         times = [a.time for a in auths if a.broker_id == broker]
         gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
         assert all(g > 0.9 for g in gaps), f"broker {broker} attempts {gaps} s apart"
+    assert max(len([a for a in auths if a.broker_id == b]) for b in {a.broker_id for a in auths}) >= 3
 
 
 def test_admin_wrong_password_fails_fast(cluster: MockCluster) -> None:

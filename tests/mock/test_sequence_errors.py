@@ -41,3 +41,6 @@ def test_unknown_producer_id_is_retried_under_a_new_epoch() -> None:
         cluster.push_request_errors("Produce", ["UNKNOWN_PRODUCER_ID"])
         p.send("t", b"retried").result(timeout=30)
         assert [r.value for r in cluster.records("t", 0)] == [b"first", b"retried"]
+        first, retried = cluster.batches("t", 0)
+        assert retried.producer_id == first.producer_id
+        assert retried.producer_epoch == first.producer_epoch + 1 and retried.base_sequence == 0
