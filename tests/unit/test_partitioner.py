@@ -146,3 +146,20 @@ def test_a_batch_plan_places_records_as_one_by_one_sends_would() -> None:
     assert all(block[r] != block[r - 10] for r in range(10, 100, 10))
     with pytest.raises(InvalidPartitionError, match=r"Invalid partition 9 for record 1 of topic 't'.*\[0...6\)"):
         planner.plan("t", [None, None], [b"a", b"b"], [0, 9], 6, list(range(6)), keyless=True)
+
+
+def test_send_path_take_stays_for_batch_size_bytes_then_moves_to_another_partition() -> None:
+    # take() is what send() calls for every keyless record; planted "never switch" must fail here.
+    sp = StickyPartitioner(batch_size=1000, rng=random.Random(3))
+    available = lambda _topic: [0, 1, 2, 3]  # noqa: E731
+    seen = [sp.take("t", 100, available, 4) for _ in range(30)]
+    assert seen[:10] == [seen[0]] * 10  # 10 x 100 bytes fill the first partition's batch.size
+    assert seen[10] != seen[0]  # the record after batch.size bytes goes elsewhere (never the same one)
+    assert seen[10:20] == [seen[10]] * 10 and seen[20] != seen[10]
+
+
+def test_send_path_take_spreads_over_available_partitions_only() -> None:
+    sp = StickyPartitioner(batch_size=10, rng=random.Random(11))
+    counts = Counter(sp.take("t", 10, lambda _topic: [0, 2, 4], 6) for _ in range(6000))
+    assert set(counts) == {0, 2, 4}
+    assert all(1700 < c < 2300 for c in counts.values()), counts
