@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck reliability bench broker clean
+.PHONY: demo test lint typecheck reliability bench broker clean mutate
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ typecheck: $(STAMP)
 reliability: $(STAMP)
 	$(PY) -m pytest -q -m reliability -s
 
+# Mutation testing of the producer's core (not part of `make test`): `make mutate MODULE=idempotence`.
+mutate: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[mutate]'
+	$(PY) tools/mutate.py $(MODULE)
+
 bench: $(STAMP)
 	$(PY) benchmarks/encode.py
 
@@ -34,4 +39,4 @@ broker: $(STAMP)
 	$(PY) -m kafkajet broker
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

@@ -72,3 +72,125 @@ def test_no_bump_while_a_batch_of_the_old_epoch_is_in_flight() -> None:
     assert not idem.can_bump_now()
     idem.remove_in_flight(b)  # type: ignore[arg-type]
     assert idem.can_bump_now()
+
+
+def _sent(idem: IdempotenceManager, tp: tuple[str, int], count: int) -> FakeBatch:
+    b = FakeBatch(tp, count, producer_epoch=idem.producer_epoch)
+    b.base_sequence = idem.assign(b)  # type: ignore[arg-type]
+    idem.add_in_flight(b)  # type: ignore[arg-type]
+    return b
+
+
+def test_a_new_manager_has_no_producer_id_and_asks_for_one() -> None:
+    idem = IdempotenceManager()
+    assert (idem.producer_id, idem.producer_epoch, idem.has_producer_id) == (-1, -1, False)
+    assert not idem.bump_requested and not idem.init_in_progress and idem.fatal_error is None
+    # Without an id there is nothing to bump: the caller must send InitProducerId.
+    assert not idem.bump_epoch()
+
+
+def test_producer_id_zero_is_a_real_id_that_can_be_bumped() -> None:
+    # Kafka hands out producer id 0 (the first id of a fresh cluster); only -1 means "none".
+    idem = IdempotenceManager()
+    idem.set_producer_id(0, 0)
+    assert idem.has_producer_id
+    idem.request_epoch_bump("expired batch")
+    assert idem.bump_epoch() and (idem.producer_id, idem.producer_epoch) == (0, 1)
+
+
+def test_a_bump_request_remembers_the_latest_reason_until_a_new_id_arrives() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    idem.request_epoch_bump("first")
+    idem.request_epoch_bump("second")
+    assert idem.bump_requested and idem.bump_reason == "second"
+    idem.set_producer_id(8, 0)
+    assert not idem.bump_requested and idem.has_producer_id
+
+
+def test_a_new_id_or_epoch_restarts_sequences_and_forgets_acks() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    b = _sent(idem, ("t", 0), 4)
+    idem.remove_in_flight(b)  # type: ignore[arg-type]
+    idem.acknowledged(b)  # type: ignore[arg-type]
+    idem.set_producer_id(7, 1)
+    assert idem.next_sequence(("t", 0)) == 0
+    assert idem.is_next_expected(FakeBatch(("t", 0), 1, base_sequence=0))  # type: ignore[arg-type]
+
+
+def test_in_flight_batches_are_kept_oldest_sequence_first_even_when_a_retry_re_enters() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    tp = ("t", 0)
+    first, second, third = _sent(idem, tp, 2), _sent(idem, tp, 3), _sent(idem, tp, 1)
+    assert (first.base_sequence, second.base_sequence, third.base_sequence) == (0, 2, 5)
+    assert idem.in_flight_count(tp) == 3 and idem.first_in_flight_sequence(tp) == 0
+    assert idem.is_first_in_flight(first) and not idem.is_first_in_flight(second)  # type: ignore[arg-type]
+    # The first batch fails and is retried: it leaves and re-enters behind younger batches.
+    idem.remove_in_flight(first)  # type: ignore[arg-type]
+    assert idem.first_in_flight_sequence(tp) == 2 and idem.is_first_in_flight(second)  # type: ignore[arg-type]
+    idem.add_in_flight(first)  # type: ignore[arg-type]
+    assert [b.base_sequence for b in idem._in_flight[tp]] == [0, 2, 5]
+    assert idem.is_first_in_flight(first) and idem.first_in_flight_sequence(tp) == 0  # type: ignore[arg-type]
+    # Removing a batch twice, or one never added, changes nothing.
+    idem.remove_in_flight(FakeBatch(tp, 1, base_sequence=99))  # type: ignore[arg-type]
+    idem.remove_in_flight(FakeBatch(("other", 0), 1, base_sequence=0))  # type: ignore[arg-type]
+    assert idem.in_flight_count(tp) == 3 and idem.in_flight_count(("other", 0)) == 0
+    assert idem.first_in_flight_sequence(("other", 0)) is None
+    assert not idem.is_first_in_flight(FakeBatch(("other", 0), 1))  # type: ignore[arg-type]
+
+
+def test_in_flight_queues_are_per_partition() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    a, b = _sent(idem, ("t", 0), 2), _sent(idem, ("t", 1), 2)
+    assert idem.is_first_in_flight(a) and idem.is_first_in_flight(b)  # type: ignore[arg-type]
+    assert idem.in_flight_count(("t", 0)) == 1 and idem.in_flight_count(("t", 1)) == 1
+
+
+def test_only_the_batch_after_the_last_acknowledged_sequence_is_next() -> None:
+    # Java's lastAckedSequence rule: a sequence error on any other batch means an earlier one is unresolved.
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 3)
+    tp = ("t", 0)
+    first, second, third = _sent(idem, tp, 2), _sent(idem, tp, 3), _sent(idem, tp, 1)
+    assert idem.is_next_expected(first) and not idem.is_next_expected(second)  # type: ignore[arg-type]
+    idem.acknowledged(first)  # type: ignore[arg-type]
+    assert idem.is_next_expected(second) and not idem.is_next_expected(third)  # type: ignore[arg-type]
+    assert not idem.is_next_expected(first)  # type: ignore[arg-type]
+    idem.acknowledged(second)  # type: ignore[arg-type]
+    assert idem.is_next_expected(third)  # type: ignore[arg-type]
+    # Another partition has acknowledged nothing.
+    assert idem.is_next_expected(FakeBatch(("t", 1), 1, base_sequence=0))  # type: ignore[arg-type]
+    assert not idem.is_next_expected(FakeBatch(("t", 1), 1, base_sequence=1))  # type: ignore[arg-type]
+
+
+def test_an_acknowledgement_from_an_old_epoch_or_of_an_unsequenced_batch_is_ignored() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 3)
+    tp = ("t", 0)
+    idem.acknowledged(FakeBatch(tp, 5, base_sequence=0, producer_epoch=2))  # type: ignore[arg-type]
+    idem.acknowledged(FakeBatch(tp, 5, base_sequence=-1, producer_epoch=3))  # type: ignore[arg-type]
+    assert idem.is_next_expected(FakeBatch(tp, 1, base_sequence=0))  # type: ignore[arg-type]
+
+
+def test_changes_of_identity_are_logged_for_the_operator(caplog) -> None:  # type: ignore[no-untyped-def]
+    idem = IdempotenceManager()
+    with caplog.at_level("INFO", logger="kafkajet.producer.idempotence"):
+        idem.set_producer_id(7, 0)
+        idem.set_producer_id(7, 0)  # unchanged: no second line
+        idem.request_epoch_bump("batch expired")
+        idem.request_epoch_bump("batch expired again")  # already requested: no second warning
+        idem.set_producer_id(idem.producer_id, MAX_EPOCH)
+        idem.request_epoch_bump("x")
+        idem.bump_epoch()
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert lines == [
+        ("INFO", "producer id 7 epoch 0 (was -1/-1)"),
+        ("WARNING", "bumping the producer epoch: batch expired"),
+        ("INFO", f"producer id 7 epoch {MAX_EPOCH} (was 7/0)"),
+        ("WARNING", "bumping the producer epoch: x"),
+        ("INFO", f"producer id 7 epoch {MAX_EPOCH} cannot be bumped: asking for a new producer id"),
+        ("INFO", f"producer id -1 epoch -1 (was 7/{MAX_EPOCH})"),
+    ]
