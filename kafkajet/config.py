@@ -165,10 +165,12 @@ def _token_provider(key: str, v: Any) -> Any:
                       "or 'module:function' naming one")
 
 
-def _transactional_id(key: str, v: Any) -> None:
-    if v is not None:
-        raise ConfigError(f"{key}: transactions are not supported yet; remove transactional.id")
-    return None
+def _transactional_id(key: str, v: Any) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{key}: expected a non-empty string naming this producer's transactions, got {v!r}")
+    return v
 
 
 def _optional_int(lo: int, hi: int) -> Callable[[str, Any], Any]:
@@ -262,11 +264,18 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
     K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
     K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
     K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
-    K("transactional.id", "str", None, "not supported yet", _transactional_id),
+    K("transactional.id", "str", None, "enables transactions (init_transactions, begin/commit/abort); implies "
+      "idempotence. Producers with the same id fence each other", _transactional_id),
+    K("transaction.timeout.ms", "int", 60000, "how long the coordinator lets a transaction stay open before it "
+      "aborts it", _int_range(1, INT_MAX)),
 )
 # The admin and fetch clients take the common keys only: they send single requests, not batches.
 ADMIN_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG
-FETCH_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG
+FETCH_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
+    K("isolation.level", "enum", "read_uncommitted", "read_committed: only committed transactions' records, up to "
+      "the last stable offset (aborted ones dropped); read_uncommitted: everything up to the high watermark",
+      _choice("read_uncommitted", "read_committed")),
+)
 
 
 def _snake(name: str) -> str:
@@ -296,8 +305,8 @@ FETCH = ClientTable("fetch", FETCH_CONFIG, "fetch")
 TABLES: dict[str, ClientTable] = {t.client: t for t in (PRODUCER, ADMIN, FETCH)}
 
 # Every key of every client: secrets are hidden in any config's repr.
-BY_NAME: dict[str, ConfigKey] = PRODUCER.by_name
-BY_SNAKE: dict[str, str] = PRODUCER.by_snake
+BY_NAME: dict[str, ConfigKey] = {**FETCH.by_name, **ADMIN.by_name, **PRODUCER.by_name}
+BY_SNAKE: dict[str, str] = {**FETCH.by_snake, **ADMIN.by_snake, **PRODUCER.by_snake}
 
 
 class ClientConfig(Mapping[str, Any]):
@@ -496,6 +505,13 @@ def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
         conflicts.append(
             f"max.in.flight.requests.per.connection={values['max.in.flight.requests.per.connection']} "
             "(idempotence allows at most 5)")
+    if values["transactional.id"] is not None:
+        # Java: transactions are built on idempotence; a setting that rules it out is a mistake, not a hint.
+        if "enable.idempotence" in explicit and not values["enable.idempotence"]:
+            raise ConfigError("transactional.id needs enable.idempotence=true: remove enable.idempotence=false "
+                              "or transactional.id")
+        if conflicts:
+            raise ConfigError("transactional.id (which implies idempotence) conflicts with " + "; ".join(conflicts))
     if values["enable.idempotence"] and conflicts:
         if "enable.idempotence" in explicit:
             raise ConfigError("enable.idempotence=true conflicts with " + "; ".join(conflicts))

@@ -20,9 +20,11 @@ from kafkajet.errors import (
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
 from kafkajet.records import Record, decode_batches
+from kafkajet.records.isolation import committed_batches
 from kafkajet.security.connection import connection_security
 
-FETCH_VERSION = 5  # v5 answers log_start_offset; the field names are those of the definition we ship
+FETCH_VERSION = 5  # v5 answers log_start_offset (and, since v4, the LSO and aborted transactions)
+READ_COMMITTED = 1
 
 
 class FetchClient:
@@ -38,6 +40,7 @@ class FetchClient:
         self.servers: list[tuple[str, int]] = self.config["bootstrap.servers"]
         self.timeout_s: float = self.config["request.timeout.ms"] / 1000
         self.client_id: str = self.config["client.id"]
+        self.isolation_level = READ_COMMITTED if self.config["isolation.level"] == "read_committed" else 0
         self._conns: dict[int, BlockingConnection] = {}
         self._leaders: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
@@ -84,7 +87,7 @@ class FetchClient:
     def _fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:
         resp = self._conn(topic, partition).request(ApiKey.FETCH, {
             "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
-            "isolation_level": 0,
+            "isolation_level": self.isolation_level,
             "topics": [{"name": topic, "fetch_partitions": [
                 {"partition_index": partition, "fetch_offset": offset, "log_start_offset": -1,
                  "max_bytes": max_bytes}]}],
@@ -96,11 +99,19 @@ class FetchClient:
         return p  # type: ignore[no-any-return]
 
     def offsets(self, topic: str, partition: int) -> tuple[int, int]:
-        """(log start offset, high watermark). The high watermark, not ListOffsets "latest": Tansu answers
-        the latter with the last batch's base offset + 1."""
+        """(log start offset, end): the end is the high watermark, or at read_committed the last stable offset
+        (nothing at or past an open transaction's first record is readable yet). From Fetch, not ListOffsets
+        "latest": Tansu answers the latter with the last batch's base offset + 1."""
         # max_wait 0 makes Tansu answer with no partitions at all; with data present it answers at once.
         p = self._fetch(topic, partition, 0, 1, 100)
-        return max(0, p.get("log_start_offset", 0)), p["high_watermark"]
+        return max(0, p.get("log_start_offset", 0)), self._end_of(p)
+
+    def _end_of(self, p: dict[str, Any]) -> int:
+        end: int = p["high_watermark"]
+        lso = p.get("last_stable_offset", -1)
+        if self.isolation_level == READ_COMMITTED and 0 <= lso < end:
+            end = lso
+        return end
 
     def fetch_range(self, topic: str, partition: int, start: int, end: int, *,
                     max_bytes: int = 8 << 20) -> Iterator[Record]:
@@ -111,7 +122,14 @@ class FetchClient:
             p = self._fetch(topic, partition, offset, max_bytes, 500)
             batches = decode_batches(p["record_set"] or b"", allow_partial_tail=True)
             progressed = False
+            readable = (set(map(id, committed_batches(batches, p.get("aborted_transactions"))))
+                        if self.isolation_level == READ_COMMITTED else None)
             for batch in batches:
+                if readable is not None and id(batch) not in readable:
+                    # An aborted transaction's batch or a marker: its offsets are passed over, never yielded.
+                    offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
+                    progressed = True
+                    continue
                 for rec in batch.records:
                     if rec.offset >= offset and not batch.is_control:
                         if rec.offset >= end:
@@ -124,8 +142,10 @@ class FetchClient:
                     offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
             if progressed:
                 deadline = time.monotonic() + self.timeout_s
-            elif p["high_watermark"] <= offset or time.monotonic() > deadline:
-                if offset < end and p["high_watermark"] < end:
+            elif self._end_of(p) <= offset or time.monotonic() > deadline:
+                if offset < end and self._end_of(p) < end:
                     raise KafkaTimeoutError(
-                        f"{topic}-{partition}: offsets up to {end} requested, the log ends at {p['high_watermark']}")
+                        f"{topic}-{partition}: offsets up to {end} requested, the log ends at {self._end_of(p)}"
+                        + (" (the last stable offset: a transaction is still open)"
+                           if self.isolation_level == READ_COMMITTED else ""))
                 return

@@ -83,6 +83,10 @@ class ProducerClosedError(KafkaError):
     """The producer was closed before the operation could complete."""
 
 
+class TransactionAbortedError(KafkaError):
+    """The record's transaction was aborted before the record was sent (Java's TransactionAbortedException)."""
+
+
 class IllegalStateError(KafkaError):
     """The operation is not allowed in the producer's current state (e.g. after a fatal error)."""
 

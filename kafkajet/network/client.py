@@ -164,6 +164,11 @@ class NetworkClient(ConnectionSetup):
                     f"{node.describe()} is no longer in the cluster metadata"), failure=False)
                 del self._nodes[node.node_id]
 
+    def add_node(self, node_id: int, host: str, port: int) -> None:
+        """Know one broker before metadata names it (a coordinator found by FindCoordinator)."""
+        if node_id >= 0 and node_id not in self._nodes:
+            self._nodes[node_id] = BrokerConnection(node_id, host, port, bootstrap=False)
+
     def nodes(self) -> dict[int, tuple[str, int]]:
         return {n.node_id: (n.host, n.port) for n in self._nodes.values()}
 

@@ -52,6 +52,9 @@ class RecordAccumulator:
         self.max_block_ms = max_block_ms
         self.pool = pool
         self.idempotence = idempotence
+        # Transactions: a partition's batches go only once the coordinator added it to the transaction.
+        self.send_allowed: Callable[[tuple[str, int]], bool] | None = None
+        self.transactional = False
         self._clock = clock or now_ms
         # Java's RecordAccumulator: ExponentialBackoff(retryBackoffMs, 2, retryBackoffMaxMs, 0.2), attempts - 1.
         self._retry_backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.2)
@@ -286,6 +289,8 @@ class RecordAccumulator:
                         # Remember where we stopped so the next request starts with the starved partition.
                         self._drain_index[node] = (start + i) % len(parts)
                         break
+                    if self.send_allowed is not None and not self.send_allowed(first.tp):
+                        continue
                     if idem is not None:
                         if not idem.has_producer_id:
                             continue
@@ -317,7 +322,7 @@ class RecordAccumulator:
         pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
         for batches in out.values():
             for b in batches:
-                b.seal(self.compression, pid, epoch, b.base_sequence)
+                b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional)
         return out
 
     def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,8 @@ from kafkajet.producer.partitioner import (
     resolve_partitioner,
 )
 from kafkajet.producer.sender import Sender
+from kafkajet.producer.transactions import State as TxnState
+from kafkajet.producer.transactions import TransactionalResult, TransactionManager
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
 from kafkajet.serialization import resolve_serializer
@@ -121,7 +123,17 @@ class Producer:
         )
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
         self._idempotence = IdempotenceManager() if cfg["enable.idempotence"] else None
+        self._txn: TransactionManager | None = None
+        if cfg["transactional.id"] is not None:
+            assert self._idempotence is not None  # the config check makes transactional.id imply idempotence
+            self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"],
+                                           self._idempotence, cfg["retry.backoff.ms"])
+            self._txn.on_state = self._on_transaction_state
+            self._refusing = True  # until begin_transaction(): send() explains why
         self._accumulator = self._make_accumulator(cfg)
+        if self._txn is not None:
+            self._accumulator.send_allowed = self._txn.is_send_allowed
+            self._accumulator.transactional = True
         self._client = self._make_client(cfg)
         self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
@@ -187,6 +199,7 @@ class Producer:
             allow_auto_create_topics=cfg["allow.auto.create.topics"],
             interceptors=self._interceptors,
             on_fatal=self._on_fatal,
+            transactions=self._txn,
         )
 
     # --- send ---------------------------------------------------------------------------------------
@@ -253,6 +266,8 @@ class Producer:
             timestamp_ms = wall_ms()
         elif type(timestamp_ms) is not int or not 0 <= timestamp_ms <= MAX_TIMESTAMP:
             timestamp_ms = check_timestamp(timestamp_ms)
+        if self._txn is not None:
+            self._txn.maybe_add_partition((topic, partition))
         fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
         if wake:
             self._wakeup()
@@ -323,6 +338,9 @@ class Producer:
         segments: list[Segment] = []
         wake = False
         ts, ks, vals, hs, columns = batch.timestamps, batch.keys, batch.values, batch.headers, batch.columns
+        if self._txn is not None:
+            for partition in by_partition:
+                self._txn.maybe_add_partition((topic, partition))
         for partition, indices in by_partition.items():
             wake |= self._accumulator.append_many(topic, partition, indices, ts, ks, vals, hs,  # type: ignore[arg-type]
                                                   deadline, segments, columns)
@@ -373,6 +391,8 @@ class Producer:
     def _raise_refused(self, api: str) -> None:
         if self._forked_from is not None:
             self._raise_forked()
+        if self._txn is not None and not self._close_called:
+            raise self._txn.send_refusal()
         fatal = self._sender.fatal_error
         if fatal is not None and not self._close_called:
             # Java's wording (TransactionManager.failIfNotReadyForSend); the cause says what failed.
@@ -380,6 +400,72 @@ class Producer:
                 "Cannot perform send because at least one previous transactional or idempotent request has failed "
                 f"with errors: {fatal}. The producer can only be closed; create a new Producer.") from fatal
         raise ProducerClosedError(f"{api}() called after close(); create a new Producer")
+
+    # --- transactions ---------------------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register transactional.id with its coordinator: fences older producers with the same id and aborts
+        what they left open. Call once, before the first begin_transaction(). Waits at most `timeout` seconds
+        (default max.block.ms); after a KafkaTimeoutError, calling it again resumes the same request."""
+        self._transaction_step("init_transactions", lambda txn: txn.initialize(), timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: from here send() is allowed, and everything sent is committed or aborted together."""
+        self._require_transactions("begin_transaction").begin()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce): they become the
+        group's committed offsets only if the transaction commits. `offsets` maps TopicPartition (or a
+        (topic, partition) tuple) to the next offset to read, or to (offset, metadata); `group` is the group id,
+        or a consumer's group metadata (an object or mapping with group_id, generation_id, member_id,
+        group_instance_id) so the coordinator can fence zombie consumers."""
+        self._require_transactions("send_offsets_to_transaction")
+        group_id, member = _group_of(group)
+        normalized: dict[tuple[str, int], tuple[int, str | None]] = {}
+        for tp, value in offsets.items():
+            topic, partition = tp
+            offset, metadata = value if isinstance(value, tuple) else (value, None)
+            if type(offset) is not int or offset < 0:
+                raise ValueError(f"send_offsets_to_transaction: offset for {topic}-{partition} must be an int >= 0, "
+                                 f"got {offset!r}")
+            normalized[(topic, int(partition))] = (offset, metadata)
+        self._transaction_step("send_offsets_to_transaction",
+                               lambda t: t.send_offsets(normalized, group_id, member), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything of the transaction, then commit it. Raises if any record of the transaction failed
+        (then call abort_transaction()); after a KafkaTimeoutError, calling it again resumes the same commit."""
+        self._transaction_step("commit_transaction", lambda txn: txn.begin_commit(), timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not yet sent fail with TransactionAbortedError, and nothing of the
+        transaction becomes visible to read_committed readers."""
+        self._transaction_step("abort_transaction", lambda txn: txn.begin_abort(), timeout)
+
+    def _require_transactions(self, api: str) -> TransactionManager:
+        if self._forked_from is not None:
+            self._raise_forked()
+        if self._close_called:
+            raise ProducerClosedError(f"{api}() called after close(); create a new Producer")
+        if self._txn is None:
+            raise IllegalStateError(f"{api}(): this Producer has no transactional.id; set transactional.id to use "
+                                    "transactions")
+        return self._txn
+
+    def _transaction_step(self, api: str, start: Callable[[TransactionManager], TransactionalResult],
+                          timeout: float | None) -> None:
+        txn = self._require_transactions(api)
+        if threading.current_thread() is self._thread:
+            raise IllegalStateError("transactional calls inside a callback are not permitted: the callback runs on "
+                                    "the sender thread the call would wait for")
+        result = start(txn)
+        self._wakeup()
+        result.wait(self._max_block_ms / 1000.0 if timeout is None else timeout)
+
+    def _on_transaction_state(self, state: TxnState) -> None:
+        # send() checks one flag: open only inside a transaction.
+        self._refusing = state is not TxnState.IN_TRANSACTION or self._close_called
 
     def _on_fatal(self, error: KafkaError) -> None:
         # Called on the sender thread once the producer cannot go on: from here on send() raises at once.
@@ -478,6 +564,21 @@ class Producer:
     def __repr__(self) -> str:
         state = "closed" if self._close_called else "failed" if self._sender.fatal_error else "open"
         return f"<Producer {self.client_id} {state} bootstrap={self.config['bootstrap.servers']!r}>"
+
+
+def _group_of(group: Any) -> tuple[str, dict[str, Any]]:
+    """The group id and member fields from a group id or a consumer's group metadata (confluent-kafka's
+    ConsumerGroupMetadata, kafka-python's, or a mapping)."""
+    if isinstance(group, str):
+        if not group:
+            raise ValueError("send_offsets_to_transaction: the group id must not be empty")
+        return group, {}
+    fields = ("group_id", "generation_id", "member_id", "group_instance_id")
+    found = {f: (group.get(f) if isinstance(group, Mapping) else getattr(group, f, None)) for f in fields}
+    if not isinstance(found["group_id"], str) or not found["group_id"]:
+        raise TypeError(f"send_offsets_to_transaction: group must be a group id (str) or a consumer's group metadata "
+                        f"with a group_id, got {group!r}")
+    return found["group_id"], {k: v for k, v in found.items() if k != "group_id" and v is not None}
 
 
 __all__ = ["Producer"]

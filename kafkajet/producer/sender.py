@@ -22,7 +22,9 @@ from kafkajet.errors import (
     MessageTooLargeError,
     OutOfOrderSequenceNumberError,
     ProducerClosedError,
+    ProducerFencedError,
     RecordListTooLargeError,
+    TransactionAbortedError,
     UnknownProducerIdError,
     make_error,
 )
@@ -33,6 +35,7 @@ from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Metadata, cluster_from_response
 from kafkajet.producer.metrics import ProducerMetrics
+from kafkajet.producer.transactions import CLIENT_MAX_VERSIONS, State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
 
 log = logging.getLogger("kafkajet.producer.sender")
@@ -41,6 +44,7 @@ log = logging.getLogger("kafkajet.producer.sender")
 _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
 _SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
+_FENCED_CODES = (ProducerFencedError.code, InvalidProducerEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 
 
@@ -62,6 +66,7 @@ class Sender:
         interceptors: list[Any] | None = None,
         clock: Callable[[], float] | None = None,
         on_fatal: Callable[[KafkaError], None] | None = None,
+        transactions: TransactionManager | None = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -82,6 +87,12 @@ class Sender:
         self._init_pid_retry_at = 0.0
         self.fatal_error: KafkaError | None = None
         self._on_fatal = on_fatal
+        self.transactions = transactions
+        self._transactional_id = transactions.transactional_id if transactions is not None else None
+        self._txn_flushing = False  # the accumulator flush this thread began for a committing transaction
+        if transactions is not None:
+            transactions.on_fatal = self._fatal
+            transactions.on_epoch = accumulator.reset_sequences
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -100,6 +111,16 @@ class Sender:
     def run(self) -> None:
         log.debug("sender thread started")
         while self._running:
+            self._run_once_safely()
+        txn = self.transactions
+        if txn is not None and not self._forced and txn.state in (State.IN_TRANSACTION, State.ABORTABLE_ERROR):
+            # Java's Sender: an open transaction is aborted on close, so nothing of it ever becomes visible.
+            log.info("aborting the open transaction of %s because the producer is closing", txn.transactional_id)
+            try:
+                txn.begin_abort()
+            except KafkaError as e:
+                log.warning("could not abort the open transaction on close: %s", e)
+        while not self._forced and txn is not None and txn.is_completing and self.fatal_error is None:
             self._run_once_safely()
         # Graceful close: keep going until every record has an outcome (bounded by delivery.timeout.ms).
         while not self._forced and (self.accumulator.has_incomplete() or self.client.has_in_flight()):
@@ -127,9 +148,15 @@ class Sender:
             # A record appended while the error was being raised still gets its outcome (Java's maybeAbortBatches).
             self.accumulator.abort_undrained(self.fatal_error)
         timeout = self._maybe_update_metadata(now)
-        if self.idempotence is not None:
-            timeout = min(timeout, self._maybe_init_producer_id(now))
-        timeout = min(timeout, self._send_produce_data(now))
+        if self.transactions is not None:
+            wait, produce = self._maybe_send_transactional(now)
+            timeout = min(timeout, wait)
+            if produce:
+                timeout = min(timeout, self._send_produce_data(now))
+        else:
+            if self.idempotence is not None:
+                timeout = min(timeout, self._maybe_init_producer_id(now))
+            timeout = min(timeout, self._send_produce_data(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
         for error in self.client.authentication_failures():
@@ -172,6 +199,52 @@ class Sender:
         self.client.send(node, ApiKey.METADATA, body, now, context=("metadata", None))
         self._metadata_in_flight = True
         return float("inf")
+
+    def _maybe_send_transactional(self, now: float) -> tuple[float, bool]:
+        """Java's maybeSendAndPollTransactionalRequest: coordinator requests go before produce data, one at a
+        time. Returns how long to wait and whether produce data may be sent in this pass."""
+        txn = self.transactions
+        assert txn is not None
+        if txn.is_completing:
+            if not self._txn_flushing:
+                # A commit sends everything queued at once: no batch waits out linger.ms.
+                self.accumulator.begin_flush()
+                self._txn_flushing = True
+        elif self._txn_flushing:
+            self.accumulator.end_flush()
+            self._txn_flushing = False
+        if txn.in_flight is not None:
+            return float("inf"), False  # its answer wakes the poll
+        if txn.has_abortable_error or txn.state is State.ABORTING:
+            error = txn.last_error or TransactionAbortedError("Failing batch since transaction was aborted")
+            if self.accumulator.abort_undrained(error if txn.has_abortable_error else
+                                                TransactionAbortedError("Failing batch since transaction was aborted")):
+                log.info("failed the batches of %s not yet sent: the transaction is aborting", txn.transactional_id)
+        req, wait = txn.next_request(self.accumulator.has_incomplete(), now)
+        if req is None:
+            return wait, True
+        if req.api == ApiKey.FIND_COORDINATOR:
+            node = self.client.least_loaded_node(now)
+        else:
+            node = txn.coordinator_node(req)
+        if node is None or not self.client.ready(node, now):
+            lost = node is not None and self.client.last_error(node) is not None
+            txn.request_not_sent(req, now, forget_coordinator=lost)
+            delay = self.client.connection_delay(node, now) if node is not None else self.retry_backoff_ms
+            return max(1.0, min(delay, self.retry_backoff_ms)), True
+        version = self.client.api_version(node, req.api)
+        version = min(version, CLIENT_MAX_VERSIONS.get(req.api, version))
+        log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)
+        self.client.send(node, req.api, req.build(), now, version=version, context=("txn", req))
+        return float("inf"), False
+
+    def _handle_txn(self, response: ClientResponse, req: TxnRequest) -> None:
+        txn = self.transactions
+        assert txn is not None
+        txn.handle_response(req, response.body, response.error, self._clock())
+        if req.api == ApiKey.FIND_COORDINATOR and response.body is not None:
+            for node_id, (host, port) in txn.coordinator_addresses.items():
+                self.client.add_node(node_id, host, port)
 
     def _maybe_init_producer_id(self, now: float) -> float:
         idem = self.idempotence
@@ -250,7 +323,7 @@ class Sender:
         for b in batches:
             by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.wire})
         body = {
-            "transactional_id": None,
+            "transactional_id": self._transactional_id,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
@@ -270,6 +343,8 @@ class Sender:
             self._handle_metadata(response)
         elif kind == "init_pid":
             self._handle_init_pid(response)
+        elif kind == "txn":
+            self._handle_txn(response, payload)
 
     def _handle_metadata(self, response: ClientResponse) -> None:
         now = self._clock()
@@ -354,6 +429,10 @@ class Sender:
             self.metrics.batch_split()
             log.info("split a batch of %d records for %s-%d into %d after %s", b.count, b.topic, b.partition, n, err.name)
             return
+        if self.transactions is not None and code in _FENCED_CODES:
+            # Java: a transactional producer whose epoch is refused has been fenced by a newer instance.
+            self._fail(b, err)
+            return
         if idem is not None and code in _SEQUENCE_CODES:
             if idem.bump_requested or not idem.is_next_expected(b):
                 # An earlier batch of this partition is unresolved; this one follows it in order.
@@ -400,6 +479,8 @@ class Sender:
 
     def _on_failed(self, b: ProducerBatch) -> None:
         self.metrics.records_failed(b.count)
+        if self.transactions is not None and b.error is not None:
+            self.transactions.on_batch_failed(b.error)
         if self.interceptors:
             self._tell_interceptors(b, [None] * b.count)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, TopicPartition
+
+from kafkajet.protocol import ApiKey, decode_response, encode_request
+from kafkajet.records import RecordBatch, decode_batches
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,21 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout_s: float = 120
         consumer.close()
 
 
-def read_topic_confluent(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[ReadRecord]:
+def read_topic_confluent(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0, *,
+                         isolation_level: str = "read_uncommitted") -> list[ReadRecord]:
     """Every record of `topic` read with confluent-kafka (librdkafka), partitions assigned explicitly (no group).
 
     Reads each partition from its log start to the high watermark asked at the start, so the result is exact:
-    no count to guess, no sleep to wait for duplicates. Call it after the producer has finished.
+    no count to guess, no sleep to wait for duplicates. Call it after the producer has finished. At
+    read_committed the consumer's position (which moves past markers and aborted records it hides) is what
+    shows a partition was read to its end.
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
     from confluent_kafka import TopicPartition as CkTopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkajet-readback",
-                         "enable.auto.commit": False, "enable.partition.eof": False, "log_level": 3})
+                         "enable.auto.commit": False, "enable.partition.eof": False, "log_level": 3,
+                         "isolation.level": isolation_level})
     deadline = time.monotonic() + timeout_s
     try:
         ends: dict[int, int] = {}
@@ -81,6 +90,48 @@ def read_topic_confluent(bootstrap: str, topic: str, partitions: int, timeout_s:
                 positions[p] = max(positions[p], offset + 1)
                 if offset < ends[p]:
                     out.append(ReadRecord(p, offset, m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1]))
+            for tp in consumer.position([CkTopicPartition(topic, p) for p in ends]):
+                if tp.offset >= 0:
+                    positions[tp.partition] = max(positions[tp.partition], tp.offset)
         return out
     finally:
         consumer.close()
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        assert chunk, "broker closed the connection"
+        data += chunk
+    return bytes(data)
+
+
+def stored_batches(bootstrap: str, topic: str, partition: int) -> list[RecordBatch]:
+    """Every stored batch of a partition, control batches and headers intact, through a plain socket and the
+    codec: what the broker wrote, with no client logic in between."""
+    host, port = bootstrap.rsplit(":", 1)
+    by_offset: dict[int, RecordBatch] = {}
+    offset = 0
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        for correlation_id in range(1, 10_000):
+            # Field names as in the FetchRequest/Response v4 definitions (Kafka renamed them later).
+            body = {
+                "replica_id": -1, "max_wait": 100, "min_bytes": 1, "max_bytes": 16 * 1024 * 1024,
+                "isolation_level": 0,
+                "topics": [{"name": topic, "fetch_partitions": [{
+                    "partition_index": partition, "fetch_offset": offset, "max_bytes": 16 * 1024 * 1024}]}],
+            }
+            s.sendall(encode_request(ApiKey.FETCH, 4, correlation_id, "test", body))
+            (size,) = struct.unpack(">i", recv_exact(s, 4))
+            _, resp = decode_response(ApiKey.FETCH, 4, recv_exact(s, size))
+            (p,) = resp["responses"][0]["partition_responses"]
+            assert p["error_code"] == 0
+            records = p["record_set"] or b""
+            batches = decode_batches(records, allow_partial_tail=True)
+            for b in batches:
+                by_offset[b.base_offset] = b
+                offset = max(offset, b.base_offset + b.last_offset_delta + 1)
+            if not batches or offset >= p["high_watermark"]:
+                break
+    return [by_offset[k] for k in sorted(by_offset)]

@@ -2,52 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import struct
-
 from kafkajet import Producer
 from kafkajet.admin import Admin
-from kafkajet.protocol import ApiKey, decode_response, encode_request
-from kafkajet.records import RecordBatch, decode_batches
 from kafkajet.testing import EmbeddedBroker
-
-
-def recv_exact(s: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        assert chunk, "broker closed the connection"
-        data += chunk
-    return bytes(data)
-
-
-def fetch_batches(bootstrap: str, topic: str, partition: int) -> list[RecordBatch]:
-    """Every stored batch of a partition, headers intact, through a plain socket and the codec."""
-    host, port = bootstrap.rsplit(":", 1)
-    by_offset: dict[int, RecordBatch] = {}
-    offset = 0
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        for correlation_id in range(1, 10_000):
-            # Field names as in the FetchRequest/Response v4 definitions (Kafka renamed them later).
-            body = {
-                "replica_id": -1, "max_wait": 100, "min_bytes": 1, "max_bytes": 16 * 1024 * 1024,
-                "isolation_level": 0,
-                "topics": [{"name": topic, "fetch_partitions": [{
-                    "partition_index": partition, "fetch_offset": offset, "max_bytes": 16 * 1024 * 1024}]}],
-            }
-            s.sendall(encode_request(ApiKey.FETCH, 4, correlation_id, "test", body))
-            (size,) = struct.unpack(">i", recv_exact(s, 4))
-            _, resp = decode_response(ApiKey.FETCH, 4, recv_exact(s, size))
-            (p,) = resp["responses"][0]["partition_responses"]
-            assert p["error_code"] == 0
-            records = p["record_set"] or b""
-            batches = decode_batches(records, allow_partial_tail=True)
-            for b in batches:
-                by_offset[b.base_offset] = b
-                offset = max(offset, b.base_offset + b.last_offset_delta + 1)
-            if not batches or offset >= p["high_watermark"]:
-                break
-    return [by_offset[k] for k in sorted(by_offset)]
+from tests.helpers.readback import stored_batches
 
 
 def test_idempotent_sequences_are_contiguous_per_partition(broker: EmbeddedBroker, topic_name: str) -> None:
@@ -59,7 +17,7 @@ def test_idempotent_sequences_are_contiguous_per_partition(broker: EmbeddedBroke
     assert all(f.exception() is None for f in futs)
     producer_ids = set()
     for partition in range(3):
-        batches = fetch_batches(broker.bootstrap_servers, topic_name, partition)
+        batches = stored_batches(broker.bootstrap_servers, topic_name, partition)
         assert len(batches) > 1, "batch.size=1024 must give several batches per partition"
         expected_seq = 0
         for b in batches:

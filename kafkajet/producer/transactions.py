@@ -1,0 +1,638 @@
+"""The transactional half of Java's TransactionManager: the transaction's state machine, the queue of
+coordinator requests the sender sends before any produce data, and the rules for each answer.
+
+User threads call the public methods (initialize, begin, maybe_add_partition, send_offsets, begin_commit,
+begin_abort); the sender thread calls next_request / handle_response / on_batch_failed. One lock guards the
+state between them. The manager does no I/O and reads no clock: the sender passes `now`.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkajet.errors import (
+    NO_ERROR,
+    BrokerError,
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    IllegalStateError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTxnStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+    OperationNotAttemptedError,
+    ProducerFencedError,
+    RequestTimedOutError,
+    TransactionAbortedError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+    make_error,
+)
+from kafkajet.producer.idempotence import IdempotenceManager
+from kafkajet.protocol import ApiKey
+
+log = logging.getLogger("kafkajet.producer.transactions")
+
+TopicPartition = tuple[str, int]
+
+TXN_COORDINATOR = 1  # FindCoordinator key_type
+GROUP_COORDINATOR = 0
+_KEY_TYPE = {"txn": TXN_COORDINATOR, "group": GROUP_COORDINATOR}
+
+# Answers that mean "ask again": the coordinator moved or is not ready, or another step of this
+# transactional id is still completing.
+_COORDINATOR_MOVED = (NotCoordinatorError.code, CoordinatorNotAvailableError.code)
+_RETRY = (CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
+# The producer has been replaced by a newer instance with the same transactional.id: it can only be closed.
+_FENCED = (ProducerFencedError.code, InvalidProducerEpochError.code)
+# The broker lost our producer id: the transaction can be aborted, and the epoch is bumped after the abort.
+_LOST_ID = (UnknownProducerIdError.code, InvalidProducerIdMappingError.code)
+
+
+# AddPartitionsToTxn v4+ is the brokers' batched verification form (KIP-890, cluster permission); clients
+# send v3 and below, as Java's AddPartitionsToTxnRequest.Builder.forClient does.
+CLIENT_MAX_VERSIONS: dict[ApiKey, int] = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
+
+
+class State(enum.Enum):
+    UNINITIALIZED = "UNINITIALIZED"
+    INITIALIZING = "INITIALIZING"
+    READY = "READY"
+    IN_TRANSACTION = "IN_TRANSACTION"
+    COMMITTING = "COMMITTING_TRANSACTION"
+    ABORTING = "ABORTING_TRANSACTION"
+    ABORTABLE_ERROR = "ABORTABLE_ERROR"
+    FATAL_ERROR = "FATAL_ERROR"
+
+
+# Java's TransactionManager.State.isTransitionValid, as a table: where each state may go next.
+_TRANSITIONS: dict[State, frozenset[State]] = {
+    State.UNINITIALIZED: frozenset({State.INITIALIZING}),
+    State.INITIALIZING: frozenset({State.READY}),
+    State.READY: frozenset({State.IN_TRANSACTION, State.INITIALIZING}),
+    State.IN_TRANSACTION: frozenset({State.COMMITTING, State.ABORTING, State.ABORTABLE_ERROR}),
+    State.COMMITTING: frozenset({State.READY, State.ABORTABLE_ERROR}),
+    State.ABORTING: frozenset({State.READY, State.INITIALIZING}),
+    State.ABORTABLE_ERROR: frozenset({State.ABORTING, State.ABORTABLE_ERROR}),
+    State.FATAL_ERROR: frozenset(),
+}
+
+
+class TransactionalResult:
+    """What a user thread waits on for one transactional step (Java's TransactionalRequestResult)."""
+
+    def __init__(self, operation: str) -> None:
+        self.operation = operation
+        self._done = threading.Event()
+        self.error: KafkaError | None = None
+
+    def done(self, error: KafkaError | None = None) -> None:
+        if not self._done.is_set():
+            self.error = error
+            self._done.set()
+
+    @property
+    def is_done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout_s: float) -> None:
+        if not self._done.wait(timeout_s):
+            raise KafkaTimeoutError(
+                f"Timeout expired after {timeout_s * 1000:.0f} ms while awaiting {self.operation}; calling it "
+                "again resumes waiting for the same request")
+        if self.error is not None:
+            raise self.error
+
+
+@dataclass
+class TxnRequest:
+    """One coordinator request waiting to be sent, and what its answer completes."""
+
+    api: ApiKey
+    build: Callable[[], dict[str, Any]]
+    coordinator: str | None  # "txn" or "group" (FindCoordinator goes to any broker)
+    key: str
+    result: TransactionalResult | None = None
+    retry_at: float = 0.0
+    attempts: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def priority(self) -> int:
+        # Java's order: coordinator look-ups, then InitProducerId, AddPartitions, AddOffsets, TxnOffsetCommit, EndTxn.
+        return _PRIORITY[self.api]
+
+
+_PRIORITY = {ApiKey.FIND_COORDINATOR: 0, ApiKey.INIT_PRODUCER_ID: 1, ApiKey.ADD_PARTITIONS_TO_TXN: 2,
+             ApiKey.ADD_OFFSETS_TO_TXN: 3, ApiKey.TXN_OFFSET_COMMIT: 4, ApiKey.END_TXN: 5}
+
+
+class TransactionManager:
+    def __init__(self, transactional_id: str, transaction_timeout_ms: int, idempotence: IdempotenceManager,
+                 retry_backoff_ms: float) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.idempotence = idempotence
+        self.retry_backoff_ms = retry_backoff_ms
+        self.state = State.UNINITIALIZED
+        self.last_error: KafkaError | None = None
+        self._lock = threading.RLock()
+        self._pending: list[TxnRequest] = []
+        self.in_flight: TxnRequest | None = None
+        self.coordinators: dict[tuple[str, str], int] = {}
+        self.coordinator_addresses: dict[int, tuple[str, int]] = {}
+        self._next_add_at = 0.0  # after a retriable AddPartitionsToTxn answer
+        self._in_txn: set[TopicPartition] = set()  # added at the coordinator: batches may go
+        self._new: set[TopicPartition] = set()  # sent to, not yet added
+        self._adding: set[TopicPartition] = set()  # in the AddPartitionsToTxn request in flight
+        self._results: dict[str, TransactionalResult] = {}  # the step in progress per operation, for retries
+        self.transaction_started = False  # something was sent or offsets added: EndTxn is needed
+        self.on_state: Callable[[State], None] | None = None
+        self.on_fatal: Callable[[KafkaError], None] | None = None
+        self.on_epoch: Callable[[], None] | None = None  # the producer id or epoch changed: renumber batches
+
+    # --- user API ---------------------------------------------------------------------------------
+
+    def initialize(self) -> TransactionalResult:
+        with self._lock:
+            resumed = self._resume("init_transactions", State.INITIALIZING)
+            if resumed is not None:
+                return resumed
+            self._fail_if_fatal()
+            if self.state is not State.UNINITIALIZED:
+                raise IllegalStateError(
+                    f"init_transactions() called in state {self.state.value}: call it once, before the first "
+                    "transaction")
+            self._transition(State.INITIALIZING)
+            result = self._results["init_transactions"] = TransactionalResult("InitProducerId")
+            self._enqueue_init_producer_id(result, bump=False)
+            return result
+
+    def begin(self) -> None:
+        with self._lock:
+            self._fail_if_fatal()
+            if self.state is State.UNINITIALIZED:
+                raise IllegalStateError("begin_transaction() before init_transactions(): call init_transactions() "
+                                        "once after creating the Producer")
+            if self.state is not State.READY:
+                raise IllegalStateError(
+                    f"begin_transaction() called in state {self.state.value}: "
+                    + ("a transaction is already in progress" if self.state is State.IN_TRANSACTION
+                       else "the previous transaction must be committed or aborted first"))
+            self._transition(State.IN_TRANSACTION)
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """send() calls this for every record: a partition new to the transaction is added before its batches go."""
+        if tp in self._in_txn or tp in self._new:
+            return
+        with self._lock:
+            if self.state is not State.IN_TRANSACTION:
+                raise self.send_refusal()
+            if tp not in self._in_txn and tp not in self._adding:
+                self._new.add(tp)
+                self.transaction_started = True
+
+    def is_send_allowed(self, tp: TopicPartition) -> bool:
+        return tp in self._in_txn
+
+    def send_offsets(self, offsets: Mapping[TopicPartition, tuple[int, str | None]], group_id: str,
+                     member: Mapping[str, Any] | None = None) -> TransactionalResult:
+        with self._lock:
+            self._fail_if_error()
+            if self.state is not State.IN_TRANSACTION:
+                raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: call "
+                                        "begin_transaction() first")
+            self.transaction_started = True
+            result = TransactionalResult("AddOffsetsToTxn")
+            pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+            req = TxnRequest(ApiKey.ADD_OFFSETS_TO_TXN, lambda: {
+                "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
+                "group_id": group_id}, "txn", self.transactional_id, result,
+                extra={"offsets": dict(offsets), "group_id": group_id, "member": dict(member or {})})
+            self._pending.append(req)
+            return result
+
+    def begin_commit(self) -> TransactionalResult:
+        with self._lock:
+            resumed = self._resume("commit_transaction", State.COMMITTING)
+            if resumed is not None:
+                return resumed
+            self._fail_if_error()
+            if self.state is not State.IN_TRANSACTION:
+                raise IllegalStateError(
+                    f"commit_transaction() called in state {self.state.value}: there is no transaction to commit"
+                    " (call begin_transaction() first)")
+            self._transition(State.COMMITTING)
+            return self._begin_completing(True, "commit_transaction")
+
+    def begin_abort(self) -> TransactionalResult:
+        with self._lock:
+            resumed = self._resume("abort_transaction", State.ABORTING)
+            if resumed is not None:
+                return resumed
+            self._fail_if_fatal()
+            if self.state not in (State.IN_TRANSACTION, State.ABORTABLE_ERROR):
+                raise IllegalStateError(
+                    f"abort_transaction() called in state {self.state.value}: there is no transaction to abort")
+            self._transition(State.ABORTING)
+            self._new.clear()  # nothing more will be sent in this transaction
+            return self._begin_completing(False, "abort_transaction")
+
+    def send_refusal(self) -> KafkaError:
+        """Why send() is refused right now, in Java's words where Java has them."""
+        if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR):
+            err = IllegalStateError(
+                "Cannot perform send because at least one previous transactional or idempotent request has failed "
+                f"with errors: {self.last_error}. "
+                + ("Call abort_transaction() and begin a new transaction." if self.state is State.ABORTABLE_ERROR
+                   else "The producer can only be closed; create a new Producer."))
+            err.__cause__ = self.last_error
+            return err
+        if self.state is State.UNINITIALIZED:
+            return IllegalStateError("Cannot send before init_transactions(): a Producer with transactional.id "
+                                     "must call init_transactions() once, then begin_transaction()")
+        return IllegalStateError(f"Cannot call send in state {self.state.value}: call begin_transaction() "
+                                 "first; a transactional Producer sends only inside a transaction")
+
+    @property
+    def is_completing(self) -> bool:
+        return self.state in (State.COMMITTING, State.ABORTING)
+
+    @property
+    def has_abortable_error(self) -> bool:
+        return self.state is State.ABORTABLE_ERROR
+
+    # --- sender API -------------------------------------------------------------------------------
+
+    def next_request(self, has_incomplete_batches: bool, now: float) -> tuple[TxnRequest | None, float]:
+        """The request to send now, or None and how long until one may be ready (ms)."""
+        with self._lock:
+            if self.in_flight is not None or self.state is State.FATAL_ERROR:
+                return None, float("inf")
+            wait = float("inf")
+            if self._new and self.state in (State.IN_TRANSACTION, State.COMMITTING):
+                if now >= self._next_add_at:
+                    self._enqueue_add_partitions()
+                else:
+                    wait = self._next_add_at - now
+            if not self._pending:
+                return None, wait
+            self._pending.sort(key=lambda r: (r.priority, r.retry_at))
+            req = self._pending[0]
+            if req.api == ApiKey.END_TXN and has_incomplete_batches:
+                return None, float("inf")  # woken by the batches' completion
+            if now < req.retry_at:
+                return None, req.retry_at - now
+            if req.coordinator is not None and (req.coordinator, req.key) not in self.coordinators:
+                self._lookup_coordinator(req.coordinator, req.key)
+                return self.next_request(has_incomplete_batches, now)
+            self._pending.pop(0)
+            req.attempts += 1
+            self.in_flight = req
+            return req, 0.0
+
+    def coordinator_node(self, req: TxnRequest) -> int | None:
+        if req.coordinator is None:
+            return None
+        return self.coordinators.get((req.coordinator, req.key))
+
+    def request_not_sent(self, req: TxnRequest, now: float, forget_coordinator: bool) -> None:
+        """The sender could not send `req` (no connection yet): it waits for its turn again."""
+        with self._lock:
+            self.in_flight = None
+            if forget_coordinator and req.coordinator is not None:
+                self.coordinators.pop((req.coordinator, req.key), None)
+            self._retry(req, now)
+
+    def handle_response(self, req: TxnRequest, body: dict[str, Any] | None, error: KafkaError | None,
+                        now: float) -> None:
+        with self._lock:
+            self.in_flight = None
+            if body is None:
+                # No answer (connection lost, timeout): the coordinator may have moved; look it up again.
+                log.info("%s for %s got no answer, retrying: %s", req.api.name, self.transactional_id, error)
+                if req.coordinator is not None:
+                    self.coordinators.pop((req.coordinator, req.key), None)
+                self._retry(req, now)
+                return
+            handler = _HANDLERS[req.api]
+            handler(self, req, body, now)
+
+    def on_batch_failed(self, error: KafkaError) -> None:
+        """A batch of the transaction failed: the transaction cannot commit (abortable), or, fenced, nothing can."""
+        with self._lock:
+            if isinstance(error, TransactionAbortedError):
+                return
+            if getattr(error, "code", None) in _FENCED:
+                self._fatal(ProducerFencedError(
+                    "There is a newer producer with the same transactional.id which fences the current one"))
+                return
+            if self.state in (State.IN_TRANSACTION, State.COMMITTING, State.ABORTABLE_ERROR):
+                self._abortable(error)
+
+    def fatal(self, error: KafkaError) -> None:
+        with self._lock:
+            self._fatal(error)
+
+    # --- internals --------------------------------------------------------------------------------
+
+    def _resume(self, operation: str, state: State) -> TransactionalResult | None:
+        """A step that timed out for its caller is still under way: calling again waits for the same one."""
+        result = self._results.get(operation)
+        if result is not None and self.state is state and not result.is_done:
+            return result
+        return None
+
+    def _fail_if_fatal(self) -> None:
+        if self.state is State.FATAL_ERROR:
+            assert self.last_error is not None
+            raise self.last_error
+
+    def _fail_if_error(self) -> None:
+        self._fail_if_fatal()
+        if self.state is State.ABORTABLE_ERROR:
+            err = KafkaError("Cannot execute transactional method because we are in an error state: "
+                             f"{self.last_error}. Call abort_transaction().")
+            err.__cause__ = self.last_error
+            raise err
+
+    def _transition(self, target: State) -> None:
+        if target not in _TRANSITIONS[self.state]:
+            raise IllegalStateError(f"TransactionalId {self.transactional_id}: invalid transition attempted from "
+                                    f"state {self.state.value} to state {target.value}")
+        log.debug("TransactionalId %s: %s -> %s", self.transactional_id, self.state.value, target.value)
+        self.state = target
+        if self.on_state is not None:
+            self.on_state(target)
+
+    def _begin_completing(self, commit: bool, operation: str) -> TransactionalResult:
+        result = self._results[operation] = TransactionalResult("EndTxn(commit)" if commit else "EndTxn(abort)")
+        if not self.transaction_started:
+            # Nothing reached the coordinator: nothing to end (Java skips the EndTxn too).
+            self._complete_transaction(result)
+            return result
+        pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+        self._pending.append(TxnRequest(ApiKey.END_TXN, lambda: {
+            "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
+            "committed": commit}, "txn", self.transactional_id, result, extra={"commit": commit}))
+        return result
+
+    def _complete_transaction(self, result: TransactionalResult) -> None:
+        self._in_txn.clear()
+        self._new.clear()
+        self._adding.clear()
+        self.transaction_started = False
+        if self.idempotence.bump_requested:
+            # A batch of the aborted transaction failed and left a sequence gap: ask the coordinator for the
+            # next epoch of the same producer id (KIP-360) before the next transaction.
+            self._transition(State.INITIALIZING)
+            self._enqueue_init_producer_id(result, bump=True)
+            return
+        self.last_error = None
+        self._transition(State.READY)
+        result.done()
+
+    def _enqueue_init_producer_id(self, result: TransactionalResult, bump: bool) -> None:
+        idem = self.idempotence
+
+        def build() -> dict[str, Any]:
+            return {"transactional_id": self.transactional_id, "transaction_timeout_ms": self.transaction_timeout_ms,
+                    "producer_id": idem.producer_id if bump else -1,
+                    "producer_epoch": idem.producer_epoch if bump else -1}
+
+        self._pending.append(TxnRequest(ApiKey.INIT_PRODUCER_ID, build, "txn", self.transactional_id, result))
+
+    def _enqueue_add_partitions(self) -> None:
+        parts = sorted(self._new)
+        self._adding.update(parts)
+        self._new.clear()
+        pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in parts:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+        self._pending.append(TxnRequest(ApiKey.ADD_PARTITIONS_TO_TXN, lambda: {
+            "v3_and_below_transactional_id": self.transactional_id, "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": topics,
+            "transactions": [{"transactional_id": self.transactional_id, "producer_id": pid,
+                              "producer_epoch": epoch, "verify_only": False, "topics": topics}],
+        }, "txn", self.transactional_id, extra={"partitions": parts}))
+
+    def _lookup_coordinator(self, kind: str, key: str) -> None:
+        if any(r.api == ApiKey.FIND_COORDINATOR and r.key == key and r.extra["kind"] == kind for r in self._pending):
+            return
+        self._pending.append(TxnRequest(ApiKey.FIND_COORDINATOR, lambda: {"key": key, "key_type": _KEY_TYPE[kind]},
+                                        None, key, extra={"kind": kind}))
+
+    def _retry(self, req: TxnRequest, now: float) -> None:
+        req.retry_at = now + self.retry_backoff_ms
+        self._pending.append(req)
+
+    def _coordinator_moved(self, req: TxnRequest, now: float) -> None:
+        assert req.coordinator is not None
+        self.coordinators.pop((req.coordinator, req.key), None)
+        self._retry(req, now)
+
+    def _abortable(self, error: KafkaError) -> None:
+        if self.state is State.FATAL_ERROR:
+            return
+        log.warning("TransactionalId %s: transaction must be aborted: %s", self.transactional_id, error)
+        self.last_error = error
+        if self.state is State.ABORTING:
+            return  # already aborting: the abort goes on
+        commit = self._results.get("commit_transaction")
+        # A commit under way cannot succeed any more: its caller learns why, then aborts.
+        self._pending = [r for r in self._pending if r.api != ApiKey.END_TXN]
+        self._transition(State.ABORTABLE_ERROR)
+        if commit is not None and not commit.is_done:
+            failed = KafkaError(f"commit_transaction() failed: {error}. Call abort_transaction().")
+            failed.__cause__ = error
+            commit.done(failed)
+
+    def _fatal(self, error: KafkaError) -> None:
+        if self.state is State.FATAL_ERROR:
+            return
+        log.error("TransactionalId %s: fatal error: %s", self.transactional_id, error)
+        self.last_error = error
+        self.state = State.FATAL_ERROR
+        if self.on_state is not None:
+            self.on_state(State.FATAL_ERROR)
+        pending, self._pending = self._pending, []
+        for r in pending:
+            if r.result is not None:
+                r.result.done(error)
+        for result in self._results.values():
+            result.done(error)
+        if self.on_fatal is not None:
+            self.on_fatal(error)
+
+    def _error_of(self, req: TxnRequest, code: int) -> BrokerError:
+        err = make_error(code, f"{req.api.name} for transactional.id {self.transactional_id!r}")
+        assert err is not None
+        return err
+
+    def _common(self, req: TxnRequest, code: int, now: float) -> bool:
+        """The answers every coordinator request treats alike; True when handled."""
+        if code in _COORDINATOR_MOVED:
+            self._coordinator_moved(req, now)
+            return True
+        if code in _RETRY:
+            self._retry(req, now)
+            return True
+        if code in _FENCED:
+            self._fatal(ProducerFencedError(
+                f"There is a newer producer with the same transactional.id {self.transactional_id!r} which fences "
+                "the current one: this producer can only be closed"))
+            return True
+        return False
+
+    # --- one handler per API ------------------------------------------------------------------------
+
+    def _on_find_coordinator(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        code = body.get("error_code", NO_ERROR)
+        if code == NO_ERROR:
+            self.coordinators[(req.extra["kind"], req.key)] = body["node_id"]
+            self.coordinator_addresses[body["node_id"]] = (body["host"], body["port"])
+            return
+        err = self._error_of(req, code)
+        if err.retriable:
+            self._retry(req, now)
+        elif req.extra["kind"] == "group":
+            self._abortable(err)
+        else:
+            self._fatal(err)
+
+    def _on_init_producer_id(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        code = body.get("error_code", NO_ERROR)
+        assert req.result is not None
+        if code == NO_ERROR:
+            self.idempotence.set_producer_id(body["producer_id"], body["producer_epoch"])
+            if self.on_epoch is not None:
+                self.on_epoch()
+            self.last_error = None
+            self._transition(State.READY)
+            req.result.done()
+            return
+        if self._common(req, code, now):
+            return
+        self._fatal(self._error_of(req, code))
+
+    def _on_add_partitions(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        parts: list[TopicPartition] = req.extra["partitions"]
+        top = body.get("error_code", NO_ERROR)
+        codes: dict[TopicPartition, int] = {}
+        topic_results = body.get("results_by_topic_v3_and_below") or [
+            t for r in body.get("results_by_transaction", ()) for t in r.get("topic_results", ())]
+        for t in topic_results:
+            for p in t.get("results_by_partition", ()):
+                codes[(t["name"], p["partition_index"])] = p["partition_error_code"]
+        if top != NO_ERROR:
+            codes = dict.fromkeys(parts, top)
+        failed = {tp: c for tp, c in codes.items() if c not in (NO_ERROR, OperationNotAttemptedError.code)}
+        self._adding.difference_update(parts)
+        self._in_txn.update(tp for tp in parts if codes.get(tp) == NO_ERROR)
+        if not failed:
+            # Partitions the coordinator did not attempt (or did not mention) are asked for again.
+            self._new.update(tp for tp in parts if codes.get(tp) != NO_ERROR)
+            return
+        code = next(iter(failed.values()))
+        if code in _COORDINATOR_MOVED or code in _RETRY or code == UnknownTopicOrPartitionError.code:
+            if code in _COORDINATOR_MOVED:
+                self.coordinators.pop(("txn", self.transactional_id), None)
+            # Everything not yet added is asked for again after the backoff.
+            self._new.update(tp for tp in parts if codes.get(tp) != NO_ERROR)
+            self._next_add_at = now + self.retry_backoff_ms
+            return
+        if code in _FENCED:
+            self._common(req, code, now)
+            return
+        err = self._error_of(req, code)
+        if code in _LOST_ID:
+            self.idempotence.request_epoch_bump(f"{err.name} on AddPartitionsToTxn")
+            self._abortable(err)
+        elif code in (InvalidTxnStateError.code, TransactionalIdAuthorizationFailedError.code):
+            self._fatal(err)
+        else:
+            self._abortable(err)
+
+    def _on_add_offsets(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        code = body.get("error_code", NO_ERROR)
+        if code == NO_ERROR:
+            group_id = req.extra["group_id"]
+            offsets: dict[TopicPartition, tuple[int, str | None]] = req.extra["offsets"]
+            member = req.extra["member"]
+            pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (topic, partition), (offset, metadata) in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append({
+                    "partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
+                    "committed_metadata": metadata})
+            self._pending.append(TxnRequest(ApiKey.TXN_OFFSET_COMMIT, lambda: {
+                "transactional_id": self.transactional_id, "group_id": group_id, "producer_id": pid,
+                "producer_epoch": epoch, "generation_id": member.get("generation_id", -1),
+                "member_id": member.get("member_id", ""), "group_instance_id": member.get("group_instance_id"),
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            }, "group", group_id, req.result))
+            return
+        if self._common(req, code, now):
+            return
+        err = self._error_of(req, code)
+        assert req.result is not None
+        req.result.done(err)
+        self._abortable(err)
+
+    def _on_txn_offset_commit(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        codes = [p["error_code"] for t in body.get("topics", ()) for p in t.get("partitions", ())]
+        bad = [c for c in codes if c != NO_ERROR]
+        assert req.result is not None
+        if not bad:
+            req.result.done()
+            return
+        code = bad[0]
+        if code in _COORDINATOR_MOVED or code in _RETRY or code in (UnknownTopicOrPartitionError.code,
+                                                                   RequestTimedOutError.code):
+            if code in _COORDINATOR_MOVED:
+                self.coordinators.pop(("group", req.key), None)
+            self._retry(req, now)
+            return
+        if self._common(req, code, now):
+            return
+        err = self._error_of(req, code)
+        req.result.done(err)
+        self._abortable(err)
+
+    def _on_end_txn(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
+        code = body.get("error_code", NO_ERROR)
+        assert req.result is not None
+        if code == NO_ERROR:
+            self._complete_transaction(req.result)
+            return
+        if self._common(req, code, now):
+            return
+        err = self._error_of(req, code)
+        if code in _LOST_ID and not req.extra["commit"]:
+            # The coordinator forgot us (the transaction timed out and was aborted): the abort is done.
+            self.idempotence.request_epoch_bump(f"{err.name} on EndTxn")
+            self._complete_transaction(req.result)
+            return
+        self._fatal(err)
+
+
+_HANDLERS: dict[ApiKey, Callable[[TransactionManager, TxnRequest, dict[str, Any], float], None]] = {
+    ApiKey.FIND_COORDINATOR: TransactionManager._on_find_coordinator,
+    ApiKey.INIT_PRODUCER_ID: TransactionManager._on_init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: TransactionManager._on_add_partitions,
+    ApiKey.ADD_OFFSETS_TO_TXN: TransactionManager._on_add_offsets,
+    ApiKey.TXN_OFFSET_COMMIT: TransactionManager._on_txn_offset_commit,
+    ApiKey.END_TXN: TransactionManager._on_end_txn,
+}
+
