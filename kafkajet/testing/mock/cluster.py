@@ -52,10 +52,14 @@ from kafkajet.testing.mock.faults import (
 from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, SaslAuthRecord
 from kafkajet.testing.mock.server import MockServer, RequestRecord
 from kafkajet.testing.mock.state import NO_LEADER, BrokerState, ClusterState, MockConfig
+from kafkajet.testing.mock.txn_handlers import expire_transactions
 
 log = logging.getLogger("kafkajet.testing.mock")
 
 __all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER", "SaslAuthRecord"]
+
+
+_KEY_TYPES = {"group": 0, "txn": 1}
 
 
 class MockCluster:
@@ -294,6 +298,51 @@ class MockCluster:
     def high_watermark(self, topic: str, partition: int) -> int:
         with self._state.lock:
             return self._state.require_partition(topic, partition).log.log_end_offset
+
+    # --- transactions and group offsets -------------------------------------------------------------
+
+    def last_stable_offset(self, topic: str, partition: int) -> int:
+        """The first offset of the oldest open transaction on the partition, else the high watermark."""
+        with self._state.lock:
+            p = self._state.require_partition(topic, partition)
+            return p.txns.last_stable_offset(p.log.log_end_offset)
+
+    def transaction_state(self, transactional_id: str) -> str | None:
+        """The coordinator's state name for a transactional id (Empty, Ongoing, CompleteCommit, ...), None if
+        the id is unknown. Timed-out transactions are aborted first, as the coordinator's timer would."""
+        with self._state.lock:
+            expire_transactions(self._state)
+            meta = self._state.txn.transactions.get(transactional_id)
+            return None if meta is None else meta.state.value
+
+    def transaction_history(self, transactional_id: str) -> list[str]:
+        """Every state the transactional id passed through, oldest first."""
+        with self._state.lock:
+            meta = self._state.txn.transactions.get(transactional_id)
+            return [] if meta is None else [s.value for s in meta.history]
+
+    def producer_identity(self, transactional_id: str) -> tuple[int, int]:
+        """(producer id, epoch) the coordinator holds for a transactional id."""
+        with self._state.lock:
+            meta = self._state.txn.transactions[transactional_id]
+            return meta.producer_id, meta.producer_epoch
+
+    def coordinator(self, kind: str, key: str) -> int:
+        """The broker coordinating a transactional id (kind "txn") or a group ("group")."""
+        with self._state.lock:
+            return self._state.txn.coordinators.for_key(_KEY_TYPES[kind], key)
+
+    def set_coordinator(self, kind: str, key: str, broker_id: int) -> None:
+        """Move a coordinator: requests to the old one are answered NOT_COORDINATOR from now on."""
+        with self._state.lock:
+            if broker_id not in self._state.brokers:
+                raise ValueError(f"no broker {broker_id}; brokers are {sorted(self._state.brokers)}")
+            self._state.txn.coordinators.moved[(_KEY_TYPES[kind], key)] = broker_id
+
+    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets (plain OffsetCommit, or TxnOffsetCommit of committed transactions)."""
+        with self._state.lock:
+            return {tp: offset for tp, (offset, _) in self._state.txn.committed.get(group, {}).items()}
 
     def record_count(self, topic: str) -> int:
         with self._state.lock:

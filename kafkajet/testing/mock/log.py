@@ -49,15 +49,19 @@ class PartitionLog:
         self.log_end_offset = stored.last_offset + 1
         return base
 
-    def read(self, offset: int, max_bytes: int, *, at_least_one: bool) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, at_least_one: bool, end: int | None = None) -> bytes:
         """Whole batches from the one holding `offset`, up to max_bytes (KIP-74: the first batch even if larger
-        when at_least_one, so a big batch can never stall a consumer)."""
-        if offset >= self.log_end_offset or not self._batches:
+        when at_least_one, so a big batch can never stall a consumer), and only batches starting before `end`
+        (the last stable offset, for read_committed)."""
+        end = self.log_end_offset if end is None else end
+        if offset >= end or not self._batches:
             return b""
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         parts: list[bytes] = []
         size = 0
         for stored in self._batches[i:]:
+            if stored.base_offset >= end:
+                break
             n = len(stored.data)
             if size + n > max_bytes and (parts or not at_least_one):
                 break

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kafkajet.testing.mock.log import PartitionLog
 from kafkajet.testing.mock.sasl import Credentials, SaslAuthRecord
 from kafkajet.testing.mock.sequences import SequenceChecker
+from kafkajet.testing.mock.transactions import PartitionTxns, TransactionCoordinator
 
 # Kafka's rule for topic names (Topic.validate): at most 249 of these characters, not "." or "..".
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -60,6 +61,7 @@ class PartitionState:
     sequences: SequenceChecker
     leader_epoch: int = 0
     log: PartitionLog = field(default_factory=PartitionLog)
+    txns: PartitionTxns = field(default_factory=PartitionTxns)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class ClusterState:
         # SASL exchanges finished or refused, oldest first; bounded, as a client may retry bad credentials forever.
         self.sasl_log: deque[SaslAuthRecord] = deque(maxlen=10_000)
         self._next_producer_id = 1000
+        self.txn = TransactionCoordinator(broker_ids)
         self._topics_created = 0
 
     @property
