@@ -149,14 +149,18 @@ def test_confluent_wrong_password_fails(cluster: MockCluster, mechanism: str) ->
     errors: list[Any] = []
     p = CkProducer({"bootstrap.servers": cluster.bootstrap_servers, "error_cb": errors.append,
                     **ck_sasl(mechanism, "wrong-password")})
-    p.produce(TOPIC, value=b"never")
+    reports: list[Any] = []
+    p.produce(TOPIC, value=b"never", on_delivery=lambda err, msg: reports.append(err))
     poll_until(p, lambda: errors, 10, "an error callback")
     auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
     assert auth, errors
     assert "invalid credentials" in auth[0].str() and mechanism in auth[0].str()
     assert "wrong-password" not in auth[0].str()
-    assert len(p) == 1, "the record should still be queued, never delivered"
+    assert reports == [], "the record should still be queued, not delivered"
     p.purge()
+    poll_until(p, lambda: reports, 10, "the purged record's delivery report")
+    # Purged from the queue: it was never sent, so never delivered.
+    assert [e.code() for e in reports] == [KafkaError._PURGE_QUEUE]
     assert values(cluster) == []
 
 
