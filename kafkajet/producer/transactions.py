@@ -155,7 +155,8 @@ class TransactionManager:
         self._new: set[TopicPartition] = set()  # sent to, not yet added
         self._adding: set[TopicPartition] = set()  # in the AddPartitionsToTxn request in flight
         self._results: dict[str, TransactionalResult] = {}  # the step in progress per operation, for retries
-        self.transaction_started = False  # something was sent or offsets added: EndTxn is needed
+        # The coordinator added a partition or a group: the transaction exists there and needs an EndTxn.
+        self.transaction_started = False
         self.on_state: Callable[[State], None] | None = None
         self.on_fatal: Callable[[KafkaError], None] | None = None
         self.on_epoch: Callable[[], None] | None = None  # the producer id or epoch changed: renumber batches
@@ -199,7 +200,6 @@ class TransactionManager:
                 raise self.send_refusal()
             if tp not in self._in_txn and tp not in self._adding:
                 self._new.add(tp)
-                self.transaction_started = True
 
     def is_send_allowed(self, tp: TopicPartition) -> bool:
         return tp in self._in_txn
@@ -211,7 +211,6 @@ class TransactionManager:
             if self.state is not State.IN_TRANSACTION:
                 raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: call "
                                         "begin_transaction() first")
-            self.transaction_started = True
             result = TransactionalResult("AddOffsetsToTxn")
             pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
             req = TxnRequest(ApiKey.ADD_OFFSETS_TO_TXN, lambda: {
@@ -289,9 +288,15 @@ class TransactionManager:
             self._pending.sort(key=lambda r: (r.priority, r.retry_at))
             req = self._pending[0]
             if req.api == ApiKey.END_TXN and has_incomplete_batches:
-                return None, float("inf")  # woken by the batches' completion
+                return None, wait  # woken by the batches' completion (or the AddPartitionsToTxn retry)
+            if req.api == ApiKey.END_TXN and not self.transaction_started:
+                # The coordinator never heard of this transaction (Java's nextRequest does the same).
+                self._pending.pop(0)
+                assert req.result is not None
+                self._complete_transaction(req.result)
+                return None, 0.0
             if now < req.retry_at:
-                return None, req.retry_at - now
+                return None, min(wait, req.retry_at - now)
             if req.coordinator is not None and (req.coordinator, req.key) not in self.coordinators:
                 self._lookup_coordinator(req.coordinator, req.key)
                 return self.next_request(has_incomplete_batches, now)
@@ -376,10 +381,8 @@ class TransactionManager:
 
     def _begin_completing(self, commit: bool, operation: str) -> TransactionalResult:
         result = self._results[operation] = TransactionalResult("EndTxn(commit)" if commit else "EndTxn(abort)")
-        if not self.transaction_started:
-            # Nothing reached the coordinator: nothing to end (Java skips the EndTxn too).
-            self._complete_transaction(result)
-            return result
+        # Always through the sender, even when the coordinator never heard of the transaction: the sender
+        # first fails what an abort leaves unsent and waits for what is in flight (see next_request).
         pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
         self._pending.append(TxnRequest(ApiKey.END_TXN, lambda: {
             "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
@@ -539,7 +542,10 @@ class TransactionManager:
             codes = dict.fromkeys(parts, top)
         failed = {tp: c for tp, c in codes.items() if c not in (NO_ERROR, OperationNotAttemptedError.code)}
         self._adding.difference_update(parts)
-        self._in_txn.update(tp for tp in parts if codes.get(tp) == NO_ERROR)
+        added = [tp for tp in parts if codes.get(tp) == NO_ERROR]
+        self._in_txn.update(added)
+        if added:
+            self.transaction_started = True
         if not failed:
             # Partitions the coordinator did not attempt (or did not mention) are asked for again.
             self._new.update(tp for tp in parts if codes.get(tp) != NO_ERROR)
@@ -567,6 +573,7 @@ class TransactionManager:
     def _on_add_offsets(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
         code = body.get("error_code", NO_ERROR)
         if code == NO_ERROR:
+            self.transaction_started = True
             group_id = req.extra["group_id"]
             offsets: dict[TopicPartition, tuple[int, str | None]] = req.extra["offsets"]
             member = req.extra["member"]
