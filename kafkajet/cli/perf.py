@@ -314,10 +314,26 @@ def producer_properties(args: argparse.Namespace) -> dict[str, str]:
     for key in ("key.serializer", "value.serializer"):
         props.pop(key, None)
     props.setdefault("client.id", DEFAULT_CLIENT_ID)
+    txn = transactions_of(args)
+    if txn is not None:
+        props["transactional.id"] = txn[0]
     return props
 
 
 # --- command line ---------------------------------------------------------------------------------------
+
+
+# Kafka's ProducerPerformance: either option turns transactions on; the other takes these defaults.
+DEFAULT_TRANSACTION_DURATION_MS = 3000
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
+
+
+def transactions_of(args: argparse.Namespace) -> tuple[str, int] | None:
+    """(transactional.id, duration ms) when the run produces in transactions."""
+    if args.transactional_id is None and args.transaction_duration_ms is None:
+        return None
+    return (args.transactional_id or DEFAULT_TRANSACTIONAL_ID,
+            args.transaction_duration_ms or DEFAULT_TRANSACTION_DURATION_MS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -353,9 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print a window line this often (default 5000, as the Java tool)")
     p.add_argument("--warmup-records", type=int, default=0, metavar="WARMUP-RECORDS",
                    help="records treated as warmup: an extra steady-state summary line leaves them out")
-    p.add_argument("--transactional-id", metavar="TRANSACTIONAL-ID", help="not supported (transactions)")
+    p.add_argument("--transactional-id", metavar="TRANSACTIONAL-ID",
+                   help="produce in transactions with this transactional.id (each lasting "
+                        f"--transaction-duration-ms, default {DEFAULT_TRANSACTION_DURATION_MS})")
     p.add_argument("--transaction-duration-ms", type=int, metavar="TRANSACTION-DURATION",
-                   help="not supported (transactions)")
+                   help="commit a transaction after this many ms; alone, it enables transactions with the "
+                        f"transactional.id {DEFAULT_TRANSACTIONAL_ID!r}")
     return p
 
 
@@ -373,9 +392,8 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--reporting-interval must be a positive number of milliseconds")
     if args.throughput == 0:
         raise UsageError("--throughput 0 would never send a record; give records/sec, or -1 for no limit")
-    if args.transactional_id is not None or args.transaction_duration_ms is not None:
-        raise UsageError("--transactional-id and --transaction-duration-ms are not supported: kafkajet does not "
-                         "support transactions yet; run without them to measure the idempotent producer")
+    if args.transaction_duration_ms is not None and args.transaction_duration_ms <= 0:
+        raise UsageError("--transaction-duration-ms should be greater than zero")
 
 
 # --- the run --------------------------------------------------------------------------------------------
@@ -415,6 +433,10 @@ class PerfRun:
         self.interrupted = False
         self._finished = threading.Event()
         self._lock = threading.Lock()  # the sender thread counts segments; the caller, rarely, a late record
+        txn = transactions_of(args)
+        self.transaction_s = None if txn is None else txn[1] / 1000.0
+        self.in_transaction = False
+        self.transactions_committed = 0
 
     # Called on the producer's sender thread when the batch of a segment completes (or at once, on the
     # caller's thread, if it already had).
@@ -463,10 +485,19 @@ class PerfRun:
         seg = _Segment(steady)
         seg_batch: object = None
         i = 0
+        transaction_s = self.transaction_s
+        txn_start = 0.0
         try:
+            if transaction_s is not None:
+                self.producer.init_transactions()
             for chunk in chunks:
                 for value in chunk:
                     start = clock()
+                    if transaction_s is not None and not self.in_transaction:
+                        # As Kafka's tool: a transaction opens with its first record and commits once its
+                        # duration has passed, timed by the records' send times.
+                        self.producer.begin_transaction()
+                        self.in_transaction, txn_start = True, start
                     if i == warmup and warmup:
                         # Java's switch: from here on records count towards the steady-state summary too.
                         self.steady = Stats(self.num_records - warmup, self.out, steady_state=True,
@@ -483,6 +514,8 @@ class PerfRun:
                         with self._lock:
                             self._account(seg, clock())
                     i += 1
+                    if transaction_s is not None and start - txn_start >= transaction_s:
+                        self._commit()
                     if throttled and throttler.should_throttle(i, start):
                         throttler.throttle()
         except KeyboardInterrupt:
@@ -496,6 +529,11 @@ class PerfRun:
                 self.first_error = e
         finally:
             self.sent = i
+
+    def _commit(self) -> None:
+        self.producer.commit_transaction()
+        self.in_transaction = False
+        self.transactions_committed += 1
 
     def progress_loop(self) -> None:
         while not self._finished.wait(0.25):
@@ -519,6 +557,8 @@ class PerfRun:
                     self.out.error(f"interrupted after {self.sent:,} records; waiting up to 10 s for those "
                                    "in flight (Ctrl-C again to quit at once)")
                     self.producer.close(10)
+                elif self.in_transaction:
+                    self._commit()  # flushes first, as commit does
                 else:
                     self.producer.flush()
             except KeyboardInterrupt:

@@ -161,8 +161,7 @@ def test_unknown_producer_setting_names_the_nearest_key() -> None:
     (["--record-size", "0"], "--record-size should be greater than zero"),
     (["--record-size", "10", "--warmup-records", "10"], "--warmup-records must be strictly fewer"),
     (["--record-size", "10", "--throughput", "0"], "--throughput 0 would never send"),
-    (["--record-size", "10", "--transactional-id", "tx"], "kafkajet does not support transactions yet"),
-    (["--record-size", "10", "--transaction-duration-ms", "100"], "kafkajet does not support transactions yet"),
+    (["--record-size", "10", "--transaction-duration-ms", "0"], "--transaction-duration-ms should be greater"),
     (["--record-size", "10", "--producer-props", "acks"], "Invalid property: 'acks' (expected NAME=VALUE"),
     (["--payload-file", "/nonexistent/payloads.txt"], "--payload-file /nonexistent/payloads.txt: No such file"),
 ])
@@ -171,6 +170,25 @@ def test_bad_options_give_a_clear_error(args: Sequence[str], message: str) -> No
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
     assert "usage: python -m kafkajet perf" in r.stderr
+
+
+def test_transactions_commit_every_duration_as_in_kafkas_tool(broker: EmbeddedBroker, topic_name: str) -> None:
+    from kafkajet.records import CONTROL_COMMIT, control_record_type
+    from tests.helpers.readback import stored_batches
+
+    make_topic(broker, topic_name, partitions=1)
+    r = perf("--topic", topic_name, "--num-records", "3000", "--record-size", "50", "--throughput", "2000",
+             "--transactional-id", f"perf-{topic_name}", "--transaction-duration-ms", "300",
+             "--bootstrap-server", broker.bootstrap_servers)
+    assert r.returncode == 0, r.stderr
+    assert int(totals(r.stdout)[0][1]) == 3000
+    batches = stored_batches(broker.bootstrap_servers, topic_name, 0)
+    markers = [control_record_type(b.records[0].key) for b in batches if b.is_control]
+    # About 1.5 s of sending in 300 ms transactions: several commits, the last one for the tail.
+    assert len(markers) >= 3 and set(markers) == {CONTROL_COMMIT}
+    assert batches[-1].is_control, "the records after the last full duration are committed too"
+    assert sum(b.records_count for b in batches if not b.is_control) == 3000
+    assert all(b.is_transactional for b in batches)
 
 
 def test_warmup_records_get_a_steady_state_summary(broker: EmbeddedBroker, topic_name: str) -> None:
