@@ -7,52 +7,19 @@ leadership is checked as a real broker checks it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from kafkajet.errors import CorruptRecordError, error_for_code, error_for_name
-from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, RequestHeader
+from kafkajet.errors import CorruptRecordError, error_for_code
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.records import decode_batches
+from kafkajet.testing.mock.requests import Answer, Body, Handler, Request, code
 from kafkajet.testing.mock.sasl import SASL_APIS
 from kafkajet.testing.mock.sequences import last_sequence
 from kafkajet.testing.mock.state import NO_LEADER, ClusterState, PartitionState
 
 log = logging.getLogger("kafkajet.testing.mock")
 
-Body = dict[str, Any]
-
 _MAGIC_AT = 16
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
-
-
-def code(name: str) -> int:
-    return error_for_name(name).code
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    header: RequestHeader
-    body: Body
-    broker_id: int
-
-    @property
-    def version(self) -> int:
-        return self.header.api_version
-
-
-@dataclass(slots=True)
-class Answer:
-    """body None means no response at all (acks=0). wait_ms > 0 asks the server to hold the answer back
-    (a Fetch with nothing to return yet) and call the handler again when data arrives or the wait is over.
-    close: close the connection once the answer is written (a failed SASL authentication)."""
-
-    body: Body | None
-    wait_ms: int = 0
-    close: bool = False
-
-
-Handler = Callable[[ClusterState, Request], Answer]
 
 
 # --- Produce -------------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from kafkajet.errors import ProtocolError, UnsupportedVersionError
 from kafkajet.protocol import ApiKey, RequestHeader, decode_request, encode_response
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, Faults, parse_error_action
-from kafkajet.testing.mock.handlers import HANDLERS, Answer, Request, api_versions_body, error_response
+from kafkajet.testing.mock.handlers import HANDLERS, api_versions_body, error_response
+from kafkajet.testing.mock.requests import Answer, Request
 from kafkajet.testing.mock.sasl import SASL_APIS, SaslSession
 from kafkajet.testing.mock.state import ClusterState
 
