@@ -11,6 +11,17 @@ import logging
 from kafkajet.errors import CorruptRecordError, error_for_code
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.records import decode_batches
+from kafkajet.testing.mock.coordinator_handlers import (
+    coordinator_error_response,
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+    handle_find_coordinator,
+    handle_offset_commit,
+    handle_offset_fetch,
+    handle_transactional_init_producer_id,
+    handle_txn_offset_commit,
+)
 from kafkajet.testing.mock.requests import Answer, Body, Handler, Request, code
 from kafkajet.testing.mock.sasl import SASL_APIS
 from kafkajet.testing.mock.sequences import last_sequence
@@ -20,6 +31,7 @@ log = logging.getLogger("kafkajet.testing.mock")
 
 _MAGIC_AT = 16
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
+_READ_COMMITTED = 1
 
 
 # --- Produce -------------------------------------------------------------------------------------------
@@ -86,8 +98,15 @@ def _produce_partition(state: ClusterState, req: Request, topic: str, index: int
         # Kafka's ProduceRequest.validateRecords: from v3 on, exactly one batch per partition.
         return _produce_error("INVALID_RECORD", f"{len(batches)} batches in one partition's data")
     batch = batches[0]
-    if batch.is_transactional or batch.is_control:
-        return _produce_error("INVALID_TXN_STATE", "the mock cluster does not support transactions")
+    if batch.is_control:
+        # Kafka's LogValidator: only the coordinator's marker writes may append control batches.
+        return _produce_error("INVALID_RECORD", "clients may not produce control batches")
+    if batch.is_transactional:
+        txn_error = state.transactions.check_produce(req.body.get("transactional_id"), batch.producer_id,
+                                                     batch.producer_epoch, (topic, index), state.now_ms())
+        if txn_error is not None:
+            return _produce_error(txn_error, f"transactional batch of producer {batch.producer_id} epoch "
+                                             f"{batch.producer_epoch} on {topic}-{index}")
     first_seq = batch.base_sequence
     last_seq = last_sequence(first_seq, batch.last_offset_delta)
     verdict = p.sequences.check(batch.producer_id, batch.producer_epoch, first_seq, last_seq)
@@ -101,6 +120,8 @@ def _produce_partition(state: ClusterState, req: Request, topic: str, index: int
     if verdict.error is not None:
         return _produce_error(verdict.error, verdict.message)
     base = p.log.append(records, batch.last_offset_delta, batch.max_timestamp, p.leader_epoch)
+    if batch.is_transactional:
+        p.txns.on_append(batch.producer_id, base)
     p.sequences.record(batch.producer_id, batch.producer_epoch, first_seq, last_seq, base,
                        base + batch.last_offset_delta)
     return _produce_ok(p, base)
@@ -133,6 +154,7 @@ def _leader_error(state: ClusterState, req: Request, topic: str, index: int,
 
 def handle_fetch(state: ClusterState, req: Request) -> Answer:
     body = req.body
+    committed = body.get("isolation_level", 0) == _READ_COMMITTED
     remaining = body.get("max_bytes", 0x7FFFFFFF)
     total = 0
     any_error = False
@@ -149,14 +171,23 @@ def handle_fetch(state: ClusterState, req: Request) -> Answer:
             if p is not None and error is None:
                 plog = p.log
                 offset = fp["fetch_offset"]
+                lso = p.last_stable_offset
                 if not plog.log_start_offset <= offset <= plog.log_end_offset:
                     error = "OFFSET_OUT_OF_RANGE"
                 else:
-                    data = plog.read(offset, min(fp["max_bytes"], remaining), at_least_one=total == 0)
+                    # read_committed sees up to the last stable offset only, with the aborted transactions in
+                    # what it got (the consumer drops their records); read_uncommitted gets null for them.
+                    data, end = plog.read_until(offset, min(fp["max_bytes"], remaining), at_least_one=total == 0,
+                                                upper=lso if committed else None)
                     total += len(data)
                     remaining -= len(data)
-                    result.update(high_watermark=plog.log_end_offset, last_stable_offset=plog.log_end_offset,
-                                  log_start_offset=plog.log_start_offset, record_set=data)
+                    aborted = None
+                    if committed:
+                        aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                   for a in p.txns.aborted_between(offset, end)] if data else []
+                    result.update(high_watermark=plog.log_end_offset, last_stable_offset=lso,
+                                  log_start_offset=plog.log_start_offset, record_set=data,
+                                  aborted_transactions=aborted)
             if error is not None:
                 any_error = True
                 result["error_code"] = code(error)
@@ -169,6 +200,7 @@ def handle_fetch(state: ClusterState, req: Request) -> Answer:
 
 
 def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
+    committed = req.body.get("isolation_level", 0) == _READ_COMMITTED
     topics = []
     for topic in req.body.get("topics") or []:
         name = topic["name"]
@@ -179,7 +211,7 @@ def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
             result: Body = {"partition_index": index, "error_code": 0, "old_style_offsets": [], "timestamp": -1,
                             "offset": -1, "leader_epoch": -1}
             if p is not None and error is None:
-                found = _lookup_offset(p, lp["timestamp"])
+                found = _lookup_offset(p, lp["timestamp"], committed)
                 result["leader_epoch"] = p.leader_epoch
                 if found is not None:
                     result["offset"], result["timestamp"] = found
@@ -191,10 +223,11 @@ def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
     return Answer({"throttle_time_ms": 0, "topics": topics})
 
 
-def _lookup_offset(p: PartitionState, timestamp: int) -> tuple[int, int] | None:
+def _lookup_offset(p: PartitionState, timestamp: int, committed: bool) -> tuple[int, int] | None:
     plog = p.log
     if timestamp == _LATEST:
-        return plog.log_end_offset, -1
+        # The end a read_committed consumer can reach is the last stable offset.
+        return (p.last_stable_offset if committed else plog.log_end_offset), -1
     if timestamp in (_EARLIEST, _EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == _MAX_TIMESTAMP:
@@ -322,8 +355,7 @@ def handle_delete_topics(state: ClusterState, req: Request) -> Answer:
 
 def handle_init_producer_id(state: ClusterState, req: Request) -> Answer:
     if req.body.get("transactional_id") is not None:
-        return Answer({"throttle_time_ms": 0, "error_code": code("TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-                       "producer_id": -1, "producer_epoch": -1})
+        return handle_transactional_init_producer_id(state, req)
     # Kafka hands an idempotent (non-transactional) producer a fresh id every time, whatever id and epoch
     # a v3+ request names; epochs of idempotent producers are bumped by the client itself.
     return Answer({"throttle_time_ms": 0, "error_code": 0, "producer_id": state.next_producer_id(),
@@ -350,6 +382,13 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
 }
 
 
@@ -410,4 +449,7 @@ def error_response(state: ClusterState, req: Request, error: str) -> Body:
     if api == ApiKey.DESCRIBE_CLUSTER:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": error, "cluster_id": state.cluster_id,
                 "controller_id": -1, "brokers": []}
+    coordinator = coordinator_error_response(req, error)
+    if coordinator is not None:
+        return coordinator
     raise ValueError(f"no error response shape for api key {api}")
