@@ -374,6 +374,7 @@ class MockCluster:
             return {tp: om.offset for tp, om in self._state.group_offsets.committed(group).items()}
 
     def record_count(self, topic: str) -> int:
+        """Offsets used over all partitions: transaction markers take one each, like records."""
         with self._state.lock:
             t = self._state.topics.get(topic)
             return 0 if t is None else sum(p.log.log_end_offset for p in t.partitions)
