@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpTopicPartition
 
 from kafkajet.records import CONTROL_ABORT, CONTROL_COMMIT, control_record_type
@@ -239,6 +239,35 @@ def test_a_consumer_waiting_at_the_last_stable_offset_gets_the_records_when_they
     assert got == [b"w%d" % i for i in range(10)]
     # The held Fetch was answered when the commit marker moved the last stable offset, not at its 5 s deadline.
     assert time.monotonic() - committed_at < 4.0
+
+
+def test_kafka_python_transactional_producer_too(cluster: MockCluster) -> None:
+    """A second, independent transactional producer implementation (kafka-python's) against the same mock."""
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="txn-kafka-python")
+    committed: PerPartition = defaultdict(list)
+    try:
+        producer.init_transactions()
+        for round_, commit in enumerate((True, False, True)):
+            producer.begin_transaction()
+            for i in range(60):
+                topic, partition = TOPICS[i % 2], (i // 2) % PARTITIONS
+                value = f"kp{round_}-{i}".encode()
+                producer.send(topic, value=value, partition=partition)
+                if commit:
+                    committed[(topic, partition)].append(value)
+            producer.send_offsets_to_transaction(
+                {KpTopicPartition(IN, 3): OffsetAndMetadata(100 + round_, "", -1)}, "txn-kafka-python-group")
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.flush()
+                producer.abort_transaction()
+    finally:
+        producer.close()
+    assert cluster.transaction_state("txn-kafka-python") == "CompleteCommit"
+    assert cluster.committed_offsets("txn-kafka-python-group") == {(IN, 3): 102}
+    assert as_dict(read_confluent(cluster, "read_committed")) == as_dict(committed)
+    assert as_dict(read_kafka_python(cluster, "read_committed")) == as_dict(committed)
 
 
 # --- fencing -------------------------------------------------------------------------------------------
