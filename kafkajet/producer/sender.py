@@ -216,10 +216,14 @@ class Sender:
         if txn.in_flight is not None:
             return float("inf"), False  # its answer wakes the poll
         if txn.has_abortable_error or txn.state is State.ABORTING:
-            error = txn.last_error or TransactionAbortedError("Failing batch since transaction was aborted")
-            if self.accumulator.abort_undrained(error if txn.has_abortable_error else
-                                                TransactionAbortedError("Failing batch since transaction was aborted")):
+            # A batch waiting for a retry already has its sequence numbers: failing it leaves a gap the broker
+            # would refuse the next transaction's batches for, so the epoch is bumped after the abort (KIP-360).
+            gap = any(b.has_sequence and not b.in_flight for b in self.accumulator.incomplete_batches())
+            aborted = TransactionAbortedError("Failing batch since transaction was aborted")
+            if self.accumulator.abort_undrained(txn.last_error or aborted if txn.has_abortable_error else aborted):
                 log.info("failed the batches of %s not yet sent: the transaction is aborting", txn.transactional_id)
+                if gap and self.idempotence is not None:
+                    self.idempotence.request_epoch_bump("batches with sequence numbers were aborted")
         req, wait = txn.next_request(self.accumulator.has_incomplete(), now)
         if req is None:
             return wait, True

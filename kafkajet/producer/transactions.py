@@ -155,6 +155,7 @@ class TransactionManager:
         self._new: set[TopicPartition] = set()  # sent to, not yet added
         self._adding: set[TopicPartition] = set()  # in the AddPartitionsToTxn request in flight
         self._results: dict[str, TransactionalResult] = {}  # the step in progress per operation, for retries
+        self._open: list[TransactionalResult] = []
         # The coordinator added a partition or a group: the transaction exists there and needs an EndTxn.
         self.transaction_started = False
         self.on_state: Callable[[State], None] | None = None
@@ -174,7 +175,7 @@ class TransactionManager:
                     f"init_transactions() called in state {self.state.value}: call it once, before the first "
                     "transaction")
             self._transition(State.INITIALIZING)
-            result = self._results["init_transactions"] = TransactionalResult("InitProducerId")
+            result = self._results["init_transactions"] = self._new_result("InitProducerId")
             self._enqueue_init_producer_id(result, bump=False)
             return result
 
@@ -211,7 +212,7 @@ class TransactionManager:
             if self.state is not State.IN_TRANSACTION:
                 raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: call "
                                         "begin_transaction() first")
-            result = TransactionalResult("AddOffsetsToTxn")
+            result = self._new_result("AddOffsetsToTxn")
             pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
             req = TxnRequest(ApiKey.ADD_OFFSETS_TO_TXN, lambda: {
                 "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
@@ -350,6 +351,13 @@ class TransactionManager:
 
     # --- internals --------------------------------------------------------------------------------
 
+    def _new_result(self, operation: str) -> TransactionalResult:
+        # Every result not yet done is kept, so a fatal error ends them all, wherever their request is.
+        self._open = [r for r in self._open if not r.is_done]
+        result = TransactionalResult(operation)
+        self._open.append(result)
+        return result
+
     def _resume(self, operation: str, state: State) -> TransactionalResult | None:
         """A step that timed out for its caller is still under way: calling again waits for the same one."""
         result = self._results.get(operation)
@@ -380,7 +388,7 @@ class TransactionManager:
             self.on_state(target)
 
     def _begin_completing(self, commit: bool, operation: str) -> TransactionalResult:
-        result = self._results[operation] = TransactionalResult("EndTxn(commit)" if commit else "EndTxn(abort)")
+        result = self._results[operation] = self._new_result("EndTxn(commit)" if commit else "EndTxn(abort)")
         # Always through the sender, even when the coordinator never heard of the transaction: the sender
         # first fails what an abort leaves unsent and waits for what is in flight (see next_request).
         pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
@@ -473,7 +481,7 @@ class TransactionManager:
         for r in pending:
             if r.result is not None:
                 r.result.done(error)
-        for result in self._results.values():
+        for result in [*self._results.values(), *self._open]:
             result.done(error)
         if self.on_fatal is not None:
             self.on_fatal(error)

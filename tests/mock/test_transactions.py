@@ -129,11 +129,11 @@ def test_coordinator_errors_are_retried_through_to_the_commit(cluster: MockClust
         p.init_transactions()
         p.begin_transaction()
         p.send("orders", b"once", partition=2)
-        p.send_offsets_to_transaction({TopicPartition("in", 0): 5}, "etl-retry")
+        p.send_offsets_to_transaction({TopicPartition("payments", 0): 5}, "etl-retry")
         p.commit_transaction()
     assert cluster.pending_faults(api) == 0
     assert committed_values(cluster, "orders") == [b"once"]
-    assert cluster.committed_offsets("etl-retry") == {("in", 0): 5}
+    assert cluster.committed_offsets("etl-retry") == {("payments", 0): 5}
 
 
 def test_the_coordinator_moving_mid_transaction_is_followed(cluster: MockCluster) -> None:
@@ -211,10 +211,10 @@ def test_misuse_gets_a_clear_error(cluster: MockCluster) -> None:
             p.send("orders", b"x")
         p.init_transactions()
         with pytest.raises(IllegalStateError, match="begin_transaction"):
-            p.send_offsets_to_transaction({("in", 0): 1}, "g")
+            p.send_offsets_to_transaction({("payments", 0): 1}, "g")
         p.begin_transaction()
         with pytest.raises(ValueError, match="offset"):
-            p.send_offsets_to_transaction({("in", 0): -1}, "g")
+            p.send_offsets_to_transaction({("payments", 0): -1}, "g")
         with pytest.raises(TypeError, match="group"):
-            p.send_offsets_to_transaction({("in", 0): 1}, 42)
+            p.send_offsets_to_transaction({("payments", 0): 1}, 42)
         p.abort_transaction()

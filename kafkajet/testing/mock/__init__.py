@@ -1,4 +1,5 @@
-"""The MockCluster (cluster.py) and its parts: storage, sequence checks, faults, server, handlers."""
+"""The MockCluster (cluster.py) and its parts: storage, sequence checks, faults, server, handlers, and the
+transaction (transactions.py) and group (groups.py) coordinators with their handlers (coordinator_handlers.py)."""
 
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, ControlFn, after_append
 from kafkajet.testing.mock.sequences import BATCHES_RETAINED, SequenceChecker, Verdict

@@ -10,8 +10,21 @@
 It speaks the real wire protocol (kafkajet.protocol) and stores real record batches, so independent clients
 (kafka-python, confluent-kafka) produce into it and read back from it. It is not replicated and forgets
 everything on stop(). Served: ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
-InitProducerId (idempotent producers, not transactions), DescribeCluster. Faults are described in
-kafkajet.testing.mock.faults.
+InitProducerId, DescribeCluster, and the coordinator APIs: FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch. Faults are described in kafkajet.testing.mock.faults; they
+apply to every API (push_request_errors("EndTxn", ["CONCURRENT_TRANSACTIONS"]) and the like).
+
+Transactions (kafkajet.testing.mock.transactions) as a Kafka broker runs them: a transaction coordinator per
+transactional id (placed by hashing the id over the brokers that are up, or moved with set_coordinator(); other
+brokers answer NOT_COORDINATOR), epochs that fence older producers, COMMIT/ABORT control batches written to every
+partition of a transaction, timeouts that abort (and fence) a transaction left open, the last stable offset, and
+read_committed Fetch/ListOffsets. A group coordinator (kafkajet.testing.mock.groups) keeps committed offsets,
+transactional ones staged until their transaction commits. Groups have no members: JoinGroup is not served.
+
+    cluster.transaction_state("txn-1")            # "Ongoing", "CompleteCommit", ...
+    cluster.committed_offsets("group")            # {("t", 0): 42}
+    cluster.last_stable_offset("t", 0)
+    [b for b in cluster.batches("t", 0) if b.is_control]   # the markers
 
 SASL (SASL_PLAINTEXT; kafkajet.testing.mock.sasl):
 
@@ -51,15 +64,18 @@ from kafkajet.testing.mock.faults import (
 )
 from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, SaslAuthRecord
 from kafkajet.testing.mock.server import MockServer, RequestRecord
-from kafkajet.testing.mock.state import NO_LEADER, BrokerState, ClusterState, MockConfig
-from kafkajet.testing.mock.txn_handlers import expire_transactions
+from kafkajet.testing.mock.state import (
+    GROUP_COORDINATOR,
+    NO_LEADER,
+    TXN_COORDINATOR,
+    BrokerState,
+    ClusterState,
+    MockConfig,
+)
 
 log = logging.getLogger("kafkajet.testing.mock")
 
 __all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER", "SaslAuthRecord"]
-
-
-_KEY_TYPES = {"group": 0, "txn": 1}
 
 
 class MockCluster:
@@ -283,15 +299,17 @@ class MockCluster:
     # --- what the cluster holds -----------------------------------------------------------------------
 
     def records(self, topic: str, partition: int) -> list[Record]:
-        """Every record of a partition with its offset, decoded from the stored batches."""
+        """Every data record of a partition with its offset (aborted ones too; not the transaction markers,
+        which batches() shows), decoded from the stored batches."""
         with self._state.lock:
             plog = self._state.require_partition(topic, partition).log
             stored = plog.stored()
         # Decoded outside the lock: the server keeps answering meanwhile.
-        return [r for b in decode_batches(b"".join(s.data for s in stored)) for r in b.records]
+        return [r for b in decode_batches(b"".join(s.data for s in stored)) if not b.is_control for r in b.records]
 
     def batches(self, topic: str, partition: int) -> list[RecordBatch]:
-        """The stored batches, decoded: producer id, epoch, base sequence, offsets, records."""
+        """The stored batches, decoded: producer id, epoch, base sequence, offsets, records, attributes
+        (is_transactional; is_control for the COMMIT/ABORT markers, see kafkajet.records.control_record_type)."""
         with self._state.lock:
             return self._state.require_partition(topic, partition).log.decoded()
 
@@ -299,52 +317,64 @@ class MockCluster:
         with self._state.lock:
             return self._state.require_partition(topic, partition).log.log_end_offset
 
-    # --- transactions and group offsets -------------------------------------------------------------
-
     def last_stable_offset(self, topic: str, partition: int) -> int:
-        """The first offset of the oldest open transaction on the partition, else the high watermark."""
+        """The first offset of the oldest transaction still open on the partition, else the high watermark."""
+        with self._state.lock:
+            return self._state.require_partition(topic, partition).last_stable_offset
+
+    def aborted_transactions(self, topic: str, partition: int) -> list[tuple[int, int, int]]:
+        """(producer id, first offset, abort marker offset) of each transaction aborted on the partition."""
         with self._state.lock:
             p = self._state.require_partition(topic, partition)
-            return p.txns.last_stable_offset(p.log.log_end_offset)
+            return [(a.producer_id, a.first_offset, a.last_offset) for a in p.txns.aborted]
+
+    # --- coordinators ---------------------------------------------------------------------------------
 
     def transaction_state(self, transactional_id: str) -> str | None:
-        """The coordinator's state name for a transactional id (Empty, Ongoing, CompleteCommit, ...), None if
-        the id is unknown. Timed-out transactions are aborted first, as the coordinator's timer would."""
+        """The coordinator's state of the id ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
+        "CompleteCommit", "CompleteAbort"), None if no InitProducerId named it."""
         with self._state.lock:
-            expire_transactions(self._state)
-            meta = self._state.txn.transactions.get(transactional_id)
+            meta = self._state.transactions.transactions.get(transactional_id)
             return None if meta is None else meta.state.value
 
     def transaction_history(self, transactional_id: str) -> list[str]:
-        """Every state the transactional id passed through, oldest first."""
+        """Every state the id went through, oldest first (empty if unknown)."""
         with self._state.lock:
-            meta = self._state.txn.transactions.get(transactional_id)
+            meta = self._state.transactions.transactions.get(transactional_id)
             return [] if meta is None else [s.value for s in meta.history]
 
-    def producer_identity(self, transactional_id: str) -> tuple[int, int]:
-        """(producer id, epoch) the coordinator holds for a transactional id."""
+    def transaction_producer(self, transactional_id: str) -> tuple[int, int] | None:
+        """(producer id, epoch) the coordinator holds for the id."""
         with self._state.lock:
-            meta = self._state.txn.transactions[transactional_id]
-            return meta.producer_id, meta.producer_epoch
+            meta = self._state.transactions.transactions.get(transactional_id)
+            return None if meta is None else (meta.producer_id, meta.producer_epoch)
+
+    def transaction_partitions(self, transactional_id: str) -> set[tuple[str, int]]:
+        """The partitions in the id's current transaction."""
+        with self._state.lock:
+            meta = self._state.transactions.transactions.get(transactional_id)
+            return set() if meta is None else set(meta.partitions)
 
     def coordinator(self, kind: str, key: str) -> int:
-        """The broker coordinating a transactional id (kind "txn") or a group ("group")."""
+        """The broker coordinating `key`: kind "txn" (a transactional id) or "group"."""
         with self._state.lock:
-            return self._state.txn.coordinators.for_key(_KEY_TYPES[kind], key)
+            return self._state.coordinator(_coordinator_type(kind), key)
 
     def set_coordinator(self, kind: str, key: str, broker_id: int) -> None:
-        """Move a coordinator: requests to the old one are answered NOT_COORDINATOR from now on."""
+        """Move the coordinator of a transactional id (kind "txn") or group ("group"): from the next request
+        on the old one answers NOT_COORDINATOR and FindCoordinator names the new one. Its state moves along
+        (Kafka's new coordinator loads it from the log)."""
+        self._broker(broker_id)
         with self._state.lock:
-            if broker_id not in self._state.brokers:
-                raise ValueError(f"no broker {broker_id}; brokers are {sorted(self._state.brokers)}")
-            self._state.txn.coordinators.moved[(_KEY_TYPES[kind], key)] = broker_id
+            self._state.set_coordinator(_coordinator_type(kind), key, broker_id)
 
     def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        """The group's committed offsets (plain OffsetCommit, or TxnOffsetCommit of committed transactions)."""
+        """The group's committed offsets; offsets of transactions still open are not among them."""
         with self._state.lock:
-            return {tp: offset for tp, (offset, _) in self._state.txn.committed.get(group, {}).items()}
+            return {tp: om.offset for tp, om in self._state.group_offsets.committed(group).items()}
 
     def record_count(self, topic: str) -> int:
+        """Offsets used over all partitions: transaction markers take one each, like records."""
         with self._state.lock:
             t = self._state.topics.get(topic)
             return 0 if t is None else sum(p.log.log_end_offset for p in t.partitions)
@@ -392,3 +422,10 @@ class MockCluster:
 
     def __repr__(self) -> str:
         return f"MockCluster({self.bootstrap_servers or 'not started'})"
+
+
+def _coordinator_type(kind: str) -> int:
+    types = {"group": GROUP_COORDINATOR, "txn": TXN_COORDINATOR, "transaction": TXN_COORDINATOR}
+    if kind not in types:
+        raise ValueError(f"coordinator kind {kind!r}: use 'txn' or 'group'")
+    return types[kind]

@@ -7,54 +7,31 @@ leadership is checked as a real broker checks it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from kafkajet.errors import CorruptRecordError, error_for_code, error_for_name
-from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, RequestHeader
+from kafkajet.errors import CorruptRecordError, error_for_code
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.records import decode_batches
-from kafkajet.testing.mock import txn_handlers as txn
+from kafkajet.testing.mock.coordinator_handlers import (
+    coordinator_error_response,
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+    handle_find_coordinator,
+    handle_offset_commit,
+    handle_offset_fetch,
+    handle_transactional_init_producer_id,
+    handle_txn_offset_commit,
+)
+from kafkajet.testing.mock.requests import Answer, Body, Handler, Request, code
 from kafkajet.testing.mock.sasl import SASL_APIS
 from kafkajet.testing.mock.sequences import last_sequence
 from kafkajet.testing.mock.state import NO_LEADER, ClusterState, PartitionState
-from kafkajet.testing.mock.transactions import TxnState
 
 log = logging.getLogger("kafkajet.testing.mock")
 
-Body = dict[str, Any]
-
 _MAGIC_AT = 16
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
-
-
-def code(name: str) -> int:
-    return error_for_name(name).code
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    header: RequestHeader
-    body: Body
-    broker_id: int
-
-    @property
-    def version(self) -> int:
-        return self.header.api_version
-
-
-@dataclass(slots=True)
-class Answer:
-    """body None means no response at all (acks=0). wait_ms > 0 asks the server to hold the answer back
-    (a Fetch with nothing to return yet) and call the handler again when data arrives or the wait is over.
-    close: close the connection once the answer is written (a failed SASL authentication)."""
-
-    body: Body | None
-    wait_ms: int = 0
-    close: bool = False
-
-
-Handler = Callable[[ClusterState, Request], Answer]
+_READ_COMMITTED = 1
 
 
 # --- Produce -------------------------------------------------------------------------------------------
@@ -122,17 +99,14 @@ def _produce_partition(state: ClusterState, req: Request, topic: str, index: int
         return _produce_error("INVALID_RECORD", f"{len(batches)} batches in one partition's data")
     batch = batches[0]
     if batch.is_control:
-        return _produce_error("INVALID_RECORD", "clients may not write control batches")
+        # Kafka's LogValidator: only the coordinator's marker writes may append control batches.
+        return _produce_error("INVALID_RECORD", "clients may not produce control batches")
     if batch.is_transactional:
-        txn.expire_transactions(state)
-        meta = state.txn.by_producer.get(batch.producer_id)
-        if meta is not None and batch.producer_epoch < meta.producer_epoch:
-            return _produce_error(state.config.stale_epoch_error,
-                                  f"producer {batch.producer_id} epoch {batch.producer_epoch} was fenced")
-        if meta is None or meta.state is not TxnState.ONGOING or (topic, index) not in meta.partitions:
-            # Kafka verifies the partition is in the producer's open transaction (KIP-890 part 1).
-            return _produce_error("INVALID_TXN_STATE", f"{topic}-{index} is not in an open transaction of "
-                                                       f"producer {batch.producer_id}")
+        txn_error = state.transactions.check_produce(req.body.get("transactional_id"), batch.producer_id,
+                                                     batch.producer_epoch, (topic, index), state.now_ms())
+        if txn_error is not None:
+            return _produce_error(txn_error, f"transactional batch of producer {batch.producer_id} epoch "
+                                             f"{batch.producer_epoch} on {topic}-{index}")
     first_seq = batch.base_sequence
     last_seq = last_sequence(first_seq, batch.last_offset_delta)
     verdict = p.sequences.check(batch.producer_id, batch.producer_epoch, first_seq, last_seq)
@@ -147,7 +121,7 @@ def _produce_partition(state: ClusterState, req: Request, topic: str, index: int
         return _produce_error(verdict.error, verdict.message)
     base = p.log.append(records, batch.last_offset_delta, batch.max_timestamp, p.leader_epoch)
     if batch.is_transactional:
-        p.txns.ongoing.setdefault(batch.producer_id, base)
+        p.txns.on_append(batch.producer_id, base)
     p.sequences.record(batch.producer_id, batch.producer_epoch, first_seq, last_seq, base,
                        base + batch.last_offset_delta)
     return _produce_ok(p, base)
@@ -180,9 +154,7 @@ def _leader_error(state: ClusterState, req: Request, topic: str, index: int,
 
 def handle_fetch(state: ClusterState, req: Request) -> Answer:
     body = req.body
-    read_committed = body.get("isolation_level", 0) == 1
-    if read_committed:
-        txn.expire_transactions(state)
+    committed = body.get("isolation_level", 0) == _READ_COMMITTED
     remaining = body.get("max_bytes", 0x7FFFFFFF)
     total = 0
     any_error = False
@@ -199,19 +171,23 @@ def handle_fetch(state: ClusterState, req: Request) -> Answer:
             if p is not None and error is None:
                 plog = p.log
                 offset = fp["fetch_offset"]
-                lso = p.txns.last_stable_offset(plog.log_end_offset)
-                # read_committed reads only up to the last stable offset, with the aborted ranges to drop.
-                end = lso if read_committed else plog.log_end_offset
+                lso = p.last_stable_offset
                 if not plog.log_start_offset <= offset <= plog.log_end_offset:
                     error = "OFFSET_OUT_OF_RANGE"
                 else:
-                    data = plog.read(offset, min(fp["max_bytes"], remaining), at_least_one=total == 0, end=end)
+                    # read_committed sees up to the last stable offset only, with the aborted transactions in
+                    # what it got (the consumer drops their records); read_uncommitted gets null for them.
+                    data, end = plog.read_until(offset, min(fp["max_bytes"], remaining), at_least_one=total == 0,
+                                                upper=lso if committed else None)
                     total += len(data)
                     remaining -= len(data)
+                    aborted = None
+                    if committed:
+                        aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                   for a in p.txns.aborted_between(offset, end)] if data else []
                     result.update(high_watermark=plog.log_end_offset, last_stable_offset=lso,
                                   log_start_offset=plog.log_start_offset, record_set=data,
-                                  aborted_transactions=p.txns.aborted_between(offset, end) if read_committed
-                                  else None)
+                                  aborted_transactions=aborted)
             if error is not None:
                 any_error = True
                 result["error_code"] = code(error)
@@ -224,6 +200,7 @@ def handle_fetch(state: ClusterState, req: Request) -> Answer:
 
 
 def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
+    committed = req.body.get("isolation_level", 0) == _READ_COMMITTED
     topics = []
     for topic in req.body.get("topics") or []:
         name = topic["name"]
@@ -234,9 +211,7 @@ def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
             result: Body = {"partition_index": index, "error_code": 0, "old_style_offsets": [], "timestamp": -1,
                             "offset": -1, "leader_epoch": -1}
             if p is not None and error is None:
-                found = _lookup_offset(p, lp["timestamp"])
-                if lp["timestamp"] == _LATEST and req.body.get("isolation_level", 0) == 1:
-                    found = (p.txns.last_stable_offset(p.log.log_end_offset), -1)
+                found = _lookup_offset(p, lp["timestamp"], committed)
                 result["leader_epoch"] = p.leader_epoch
                 if found is not None:
                     result["offset"], result["timestamp"] = found
@@ -248,10 +223,11 @@ def handle_list_offsets(state: ClusterState, req: Request) -> Answer:
     return Answer({"throttle_time_ms": 0, "topics": topics})
 
 
-def _lookup_offset(p: PartitionState, timestamp: int) -> tuple[int, int] | None:
+def _lookup_offset(p: PartitionState, timestamp: int, committed: bool) -> tuple[int, int] | None:
     plog = p.log
     if timestamp == _LATEST:
-        return plog.log_end_offset, -1
+        # The end a read_committed consumer can reach is the last stable offset.
+        return (p.last_stable_offset if committed else plog.log_end_offset), -1
     if timestamp in (_EARLIEST, _EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == _MAX_TIMESTAMP:
@@ -379,7 +355,7 @@ def handle_delete_topics(state: ClusterState, req: Request) -> Answer:
 
 def handle_init_producer_id(state: ClusterState, req: Request) -> Answer:
     if req.body.get("transactional_id") is not None:
-        return Answer(txn.init_transactional_producer_id(state, req.broker_id, req.version, req.body))
+        return handle_transactional_init_producer_id(state, req)
     # Kafka hands an idempotent (non-transactional) producer a fresh id every time, whatever id and epoch
     # a v3+ request names; epochs of idempotent producers are bumped by the client itself.
     return Answer({"throttle_time_ms": 0, "error_code": 0, "producer_id": state.next_producer_id(),
@@ -396,34 +372,6 @@ def handle_api_versions(state: ClusterState, req: Request) -> Answer:
     return Answer(api_versions_body(sasl=bool(state.config.sasl_mechanisms)))
 
 
-def handle_find_coordinator(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.find_coordinator(state, req.broker_id, req.body))
-
-
-def handle_add_partitions_to_txn(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.add_partitions(state, req.broker_id, req.body))
-
-
-def handle_add_offsets_to_txn(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.add_offsets(state, req.broker_id, req.body))
-
-
-def handle_txn_offset_commit(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.txn_offset_commit(state, req.broker_id, req.body))
-
-
-def handle_end_txn(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.end_txn(state, req.broker_id, req.body))
-
-
-def handle_offset_commit(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.offset_commit(state, req.broker_id, req.body))
-
-
-def handle_offset_fetch(state: ClusterState, req: Request) -> Answer:
-    return Answer(txn.offset_fetch(state, req.broker_id, req.version, req.body))
-
-
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
@@ -437,21 +385,18 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
-    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
     ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
 }
-# AddPartitionsToTxn v4+ is the brokers' own batched form (KIP-890); clients use v3 and below.
-_ADVERTISED_MAX = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
 
 
 def advertised(sasl: bool = False) -> dict[ApiKey, tuple[int, int]]:
     """Exactly what can be served: the APIs with a handler, at every version the codec reads and writes, and
     with `sasl` the SASL APIs (the server answers those itself: they act on the connection)."""
     apis = sorted([*HANDLERS, *(SASL_APIS if sasl else ())])
-    return {api: (SUPPORTED_VERSIONS[api][0], min(SUPPORTED_VERSIONS[api][1], _ADVERTISED_MAX.get(api, 99)))
-            for api in apis if api in SUPPORTED_VERSIONS}
+    return {api: SUPPORTED_VERSIONS[api] for api in apis if api in SUPPORTED_VERSIONS}
 
 
 # --- Forced errors -------------------------------------------------------------------------------------
@@ -504,7 +449,7 @@ def error_response(state: ClusterState, req: Request, error: str) -> Body:
     if api == ApiKey.DESCRIBE_CLUSTER:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": error, "cluster_id": state.cluster_id,
                 "controller_id": -1, "brokers": []}
-    coordinator = txn.error_body(api, body, req.version, c)
+    coordinator = coordinator_error_response(req, error)
     if coordinator is not None:
         return coordinator
     raise ValueError(f"no error response shape for api key {api}")

@@ -49,25 +49,30 @@ class PartitionLog:
         self.log_end_offset = stored.last_offset + 1
         return base
 
-    def read(self, offset: int, max_bytes: int, *, at_least_one: bool, end: int | None = None) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, at_least_one: bool) -> bytes:
         """Whole batches from the one holding `offset`, up to max_bytes (KIP-74: the first batch even if larger
-        when at_least_one, so a big batch can never stall a consumer), and only batches starting before `end`
-        (the last stable offset, for read_committed)."""
-        end = self.log_end_offset if end is None else end
-        if offset >= end or not self._batches:
-            return b""
+        when at_least_one, so a big batch can never stall a consumer)."""
+        return self.read_until(offset, max_bytes, at_least_one=at_least_one)[0]
+
+    def read_until(self, offset: int, max_bytes: int, *, at_least_one: bool,
+                   upper: int | None = None) -> tuple[bytes, int]:
+        """read(), stopping before the batch at offset `upper` (a read_committed Fetch stops at the last stable
+        offset, which is always a batch boundary); also returns the offset after the data returned."""
+        upper = self.log_end_offset if upper is None else min(upper, self.log_end_offset)
+        if offset >= upper or not self._batches:
+            return b"", offset
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         parts: list[bytes] = []
         size = 0
+        end = offset
         for stored in self._batches[i:]:
-            if stored.base_offset >= end:
-                break
             n = len(stored.data)
-            if size + n > max_bytes and (parts or not at_least_one):
+            if stored.base_offset >= upper or (size + n > max_bytes and (parts or not at_least_one)):
                 break
             parts.append(stored.data)
             size += n
-        return b"".join(parts)
+            end = stored.last_offset + 1
+        return b"".join(parts), end
 
     def stored(self) -> list[StoredBatch]:
         return list(self._batches)

@@ -90,7 +90,8 @@ class SequenceChecker:
                 return Verdict("OUT_OF_ORDER_SEQUENCE_NUMBER",
                                message=f"producer {producer_id} new epoch {epoch} starts at sequence {first_seq}, not 0")
             return _ACCEPT
-        expected_after = entry.batches[-1].last_seq
+        # No batch yet at this epoch (a transaction marker set it): the producer starts again at sequence 0.
+        expected_after = entry.batches[-1].last_seq if entry.batches else -1
         if not in_sequence(expected_after, first_seq):
             return Verdict("OUT_OF_ORDER_SEQUENCE_NUMBER",
                            message=f"producer {producer_id} epoch {epoch}: sequence {first_seq} does not follow "
@@ -106,3 +107,10 @@ class SequenceChecker:
         if entry is None or entry.epoch != epoch:
             entry = self._producers[producer_id] = _ProducerEntry(epoch, deque(maxlen=BATCHES_RETAINED))
         entry.batches.append(BatchSequence(first_seq, last_seq, base_offset, last_offset))
+
+    def on_marker(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker with this epoch was written: an older epoch is fenced from now on, and a newer
+        one forgets the old batches (ProducerStateManager's appendEndTxnMarker -> maybeUpdateProducerEpoch)."""
+        entry = self._producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            self._producers[producer_id] = _ProducerEntry(epoch, deque(maxlen=BATCHES_RETAINED))

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from kafkajet.errors import ProtocolError, UnsupportedVersionError
 from kafkajet.protocol import ApiKey, RequestHeader, decode_request, encode_response
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, Faults, parse_error_action
-from kafkajet.testing.mock.handlers import HANDLERS, Answer, Request, api_versions_body, error_response
+from kafkajet.testing.mock.handlers import HANDLERS, api_versions_body, error_response
+from kafkajet.testing.mock.requests import Answer, Request
 from kafkajet.testing.mock.sasl import SASL_APIS, SaslSession
 from kafkajet.testing.mock.state import ClusterState
 
@@ -35,6 +36,13 @@ _SIZE = struct.Struct(">i")
 _REQUEST_HEAD = struct.Struct(">hhi")
 _RECV_BYTES = 256 * 1024
 _HISTORY = 200_000
+# How often the loop looks for timed-out transactions (Kafka: transaction.abort.timed.out.transaction.cleanup
+# .interval.ms, 10 s; shorter here so tests with short transaction timeouts stay quick).
+_TXN_TICK_S = 0.05
+# Requests after which a held read_committed Fetch may have more to return: appends, and coordinator requests
+# that write transaction markers (EndTxn; InitProducerId and others aborting or finishing a transaction).
+_WAKE_FETCHES = frozenset({ApiKey.PRODUCE, ApiKey.END_TXN, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
+                           ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,7 @@ class MockServer:
         return int(sock.getsockname()[1])
 
     def start(self, name: str) -> None:
+        self._at(time.monotonic() + _TXN_TICK_S, self._tick_transactions)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -194,6 +203,16 @@ class MockServer:
             else:
                 self._fill(held.conn, held.slot, self._encode(held.conn, held.request, answer.body), now)
         self._held = still
+
+    def _tick_transactions(self) -> None:
+        """Abort transactions past their timeout even when no client sends anything."""
+        with self._state.lock:
+            marked = self._state.tick_transactions()
+        if marked:
+            self.wake_held_fetches()
+            with self._state.changed:
+                self._state.changed.notify_all()
+        self._at(time.monotonic() + _TXN_TICK_S, self._tick_transactions)
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -396,8 +415,10 @@ class MockServer:
         if conn.sasl is not None and req.header.api_key in SASL_APIS:
             return self._handle_sasl(conn, conn.sasl, req)
         with self._state.lock:
+            # A transaction past its timeout is aborted before anything else sees it.
+            marked = self._state.tick_transactions()
             answer = HANDLERS[ApiKey(req.header.api_key)](self._state, req)
-        if req.header.api_key == ApiKey.PRODUCE:
+        if marked or req.header.api_key in _WAKE_FETCHES:
             self.wake_held_fetches()
         return answer
 

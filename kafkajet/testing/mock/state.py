@@ -8,18 +8,28 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kafkajet.records import build_control_batch
+from kafkajet.testing.mock.groups import GroupOffsets
 from kafkajet.testing.mock.log import PartitionLog
 from kafkajet.testing.mock.sasl import Credentials, SaslAuthRecord
 from kafkajet.testing.mock.sequences import SequenceChecker
-from kafkajet.testing.mock.transactions import PartitionTxns, TransactionCoordinator
+from kafkajet.testing.mock.transactions import PartitionTransactions, TransactionCoordinator
 
 # Kafka's rule for topic names (Topic.validate): at most 249 of these characters, not "." or "..".
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 NO_LEADER = -1
+# FindCoordinator key types (Kafka's CoordinatorType).
+GROUP_COORDINATOR = 0
+TXN_COORDINATOR = 1
+# The partition counts of __consumer_offsets and __transaction_state (offsets.topic.num.partitions,
+# transaction.state.log.num.partitions): a key's coordinator is the leader of partition hash(key) % 50.
+_COORDINATOR_PARTITIONS = 50
 
 
 @dataclass
@@ -42,6 +52,9 @@ class MockConfig:
     # Kafka's connection.failed.authentication.delay.ms (100 ms; Kafka also holds the answer back). Closing at
     # once would lose the answer in clients that drop data read together with the EOF (kafka-python).
     sasl_failure_close_delay_ms: int = 100
+    # How long a transaction stays in PrepareCommit/PrepareAbort after EndTxn before its markers are written;
+    # meanwhile its producer's requests get CONCURRENT_TRANSACTIONS. 0: markers are written inside EndTxn.
+    txn_marker_delay_ms: int = 0
 
 
 @dataclass
@@ -61,7 +74,11 @@ class PartitionState:
     sequences: SequenceChecker
     leader_epoch: int = 0
     log: PartitionLog = field(default_factory=PartitionLog)
-    txns: PartitionTxns = field(default_factory=PartitionTxns)
+    txns: PartitionTransactions = field(default_factory=PartitionTransactions)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txns.last_stable_offset(self.log.log_end_offset)
 
 
 @dataclass
@@ -87,8 +104,13 @@ class ClusterState:
         # SASL exchanges finished or refused, oldest first; bounded, as a client may retry bad credentials forever.
         self.sasl_log: deque[SaslAuthRecord] = deque(maxlen=10_000)
         self._next_producer_id = 1000
-        self.txn = TransactionCoordinator(broker_ids)
         self._topics_created = 0
+        # Seconds, monotonic: transaction timeouts are measured on it (tests may replace it to jump ahead).
+        self.clock: Callable[[], float] = time.monotonic
+        self.transactions = TransactionCoordinator(self.next_producer_id, self)
+        self.group_offsets = GroupOffsets()
+        # (key type, key) -> broker id: coordinators moved by a test instead of placed by hashing.
+        self.coordinator_overrides: dict[tuple[int, str], int] = {}
 
     @property
     def controller_id(self) -> int:
@@ -157,3 +179,57 @@ class ClusterState:
         pid = self._next_producer_id
         self._next_producer_id += 1
         return pid
+
+    def now_ms(self) -> float:
+        return self.clock() * 1000.0
+
+    # --- coordinators -----------------------------------------------------------------------------------
+
+    def coordinator(self, key_type: int, key: str) -> int:
+        """The broker coordinating a group or transactional id: a test's choice, else the key's hash over the
+        brokers that are up (as the leader of its __consumer_offsets/__transaction_state partition would be)."""
+        override = self.coordinator_overrides.get((key_type, key))
+        if override is not None:
+            return override
+        live = [b for b in self.broker_ids if b in self.brokers and self.brokers[b].up] or self.broker_ids
+        return live[coordinator_partition(key) % len(live)]
+
+    def set_coordinator(self, key_type: int, key: str, broker_id: int) -> None:
+        if broker_id not in self.brokers:
+            raise ValueError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}")
+        self.coordinator_overrides[(key_type, key)] = broker_id
+        if key_type == TXN_COORDINATOR:
+            # A moved coordinator is a new leader of the transaction log partition: a new coordinator epoch.
+            self.transactions.coordinator_epoch += 1
+
+    def tick_transactions(self) -> bool:
+        """Abort timed-out transactions, finish delayed ones; True if a marker may have been written."""
+        self.transactions.marker_delay_ms = self.config.txn_marker_delay_ms
+        return self.transactions.tick(self.now_ms())
+
+    # --- what the transaction coordinator writes (MarkerWriter) -----------------------------------------
+
+    def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                         coordinator_epoch: int) -> None:
+        """Append a COMMIT/ABORT control batch, as a partition leader does on WriteTxnMarkers."""
+        p = self.partition(topic, partition)
+        if p is None:
+            return  # deleted meanwhile: Kafka drops markers for partitions that are gone
+        timestamp = int(time.time() * 1000)
+        data = build_control_batch(commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                                   timestamp=timestamp, coordinator_epoch=coordinator_epoch)
+        offset = p.log.append(data, 0, timestamp, p.leader_epoch)
+        p.sequences.on_marker(producer_id, producer_epoch)
+        p.txns.on_marker(producer_id, commit, offset)
+
+    def complete_txn_offsets(self, group: str, producer_id: int, commit: bool) -> None:
+        self.group_offsets.complete(group, producer_id, commit)
+
+
+def coordinator_partition(key: str) -> int:
+    """Kafka's partitionFor: Utils.abs(key.hashCode) % partitions, with Java's String.hashCode (UTF-16 units)."""
+    h = 0
+    units = key.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % _COORDINATOR_PARTITIONS
