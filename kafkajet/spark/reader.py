@@ -49,11 +49,16 @@ class KafkaReader(DataSourceReader):
         self.security = {k[len("kafka."):]: v for k, v in options.items()
                          if k.startswith("kafka.") and k[len("kafka."):] in SECURITY_KEYS}
         security_config(self.security)  # a bad setting fails on the driver, not in every task
+        # Spark's Kafka source option: read_committed stops at the last stable offset and drops aborted records.
+        self.isolation = options.get("kafka.isolation.level", "read_uncommitted")
+        if self.isolation not in ("read_uncommitted", "read_committed"):
+            raise ConfigError(f"option kafka.isolation.level={self.isolation!r}: expected read_uncommitted or "
+                              "read_committed")
         self.starting = _spec(options, "startingOffsets", "earliest", topic)
         self.ending = _spec(options, "endingOffsets", "latest", topic)
 
     def _fetch_config(self) -> dict[str, Any]:
-        return {**self.security, "bootstrap.servers": self.servers,
+        return {**self.security, "bootstrap.servers": self.servers, "isolation.level": self.isolation,
                 "request.timeout.ms": max(1, int(self.timeout_s * 1000))}
 
     def partitions(self) -> list[KafkaInputPartition]:

@@ -200,3 +200,31 @@ def test_a_task_failing_mid_write_is_retried_at_least_once(broker: EmbeddedBroke
     records = read_topic(broker.bootstrap_servers, topic_name, 20000, timeout_s=60)
     values = {int(r.value) for r in records}  # type: ignore[arg-type]
     assert values == set(range(20000))  # at least once: a retried task may have re-sent its first rows
+
+
+def test_read_committed_reads_only_committed_transactions(spark: Any) -> None:
+    from kafkajet import Producer
+    from kafkajet.testing import MockCluster
+
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("txn-spark", partitions=2)
+        with Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "spark-src"}) as p:
+            p.init_transactions()
+            for name, commit in (("a", True), ("b", False), ("c", True)):
+                p.begin_transaction()
+                for i in range(50):
+                    p.send("txn-spark", f"{name}{i}".encode(), partition=i % 2)
+                p.flush(30)
+                p.commit_transaction() if commit else p.abort_transaction()
+
+        def read(isolation: str | None) -> Counter[str]:
+            reader = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+                      .option("subscribe", "txn-spark"))
+            if isolation is not None:
+                reader = reader.option("kafka.isolation.level", isolation)
+            return Counter(bytes(r.value).decode()[0] for r in reader.load().collect())
+
+        assert read("read_committed") == Counter({"a": 50, "c": 50})
+        assert read(None) == Counter({"a": 50, "b": 50, "c": 50})  # Spark's default: read_uncommitted
+        with pytest.raises(Exception, match="kafka.isolation.level"):
+            read("read_everything")
