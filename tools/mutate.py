@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ("partitioner", "accumulator", "batch", "buffer_pool", "idempotence", "sender", "futures")
+CORE = ("partitioner", "accumulator", "batch", "buffer_pool", "idempotence", "sender", "futures", "transactions")
 
 
 def main(argv: list[str]) -> int:
