@@ -196,12 +196,30 @@ class PartitionPlanner:
              keyless: bool, lens: list[int] | None = None) -> dict[int, list[int]]:
         """Input positions per partition, in input order; `keyless` when the caller gave no keys at all, `lens`
         the values' lengths if known. InvalidPartitionError for a caller's partition the topic lacks."""
+        if self.sticky is None:
+            # Round-robin, random or the user's function: asked for every record, exactly as send() asks.
+            return self._each_record(topic, keys, partitions, count, available)
         if keyless and partitions is None:
             return self._sticky_runs(topic, values, count, available, lens)
         memo = self.key_hashes if self.sticky is not None and not self.ignore_keys else None
         if partitions is None and memo is not None and not keyless and None not in keys:
             return self._keyed_runs(keys, count, memo)
         return self._record_by_record(topic, keys, values, partitions, count, available, memo)
+
+    def _each_record(self, topic: str, keys: Sequence[bytes | None], partitions: Sequence[int | None] | None,
+                     count: int, available: Sequence[int]) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        part = self.partitioner
+        for i, key in enumerate(keys):
+            explicit = None if partitions is None else partitions[i]
+            if explicit is None:
+                p = part.partition(topic, key, count, available)
+            elif type(explicit) is not int or not 0 <= explicit < count:
+                raise invalid_partition(topic, explicit, count, i)
+            else:
+                p = explicit
+            out.setdefault(p, []).append(i)
+        return out
 
     def _record_by_record(self, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
                           partitions: Sequence[int | None] | None, count: int, available: Sequence[int],

@@ -163,3 +163,82 @@ def test_send_path_take_spreads_over_available_partitions_only() -> None:
     counts = Counter(sp.take("t", 10, lambda _topic: [0, 2, 4], 6) for _ in range(6000))
     assert set(counts) == {0, 2, 4}
     assert all(1700 < c < 2300 for c in counts.values()), counts
+
+
+def test_round_robin_cycles_per_topic_over_available_partitions() -> None:
+    # Java's RoundRobinPartitioner: a counter per topic, modulo the available partitions when there are any.
+    rr = resolve_partitioner("round_robin", 16384)
+    assert [rr.partition("a", None, 3, []) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    assert [rr.partition("b", b"key", 3, []) for _ in range(2)] == [0, 1], "keys are ignored; counters per topic"
+    assert [rr.partition("c", None, 6, [1, 4]) for _ in range(4)] == [1, 4, 1, 4]
+    rr.record_appended("a", 0, 100)  # no stickiness: the next record still moves on
+    assert rr.partition("a", None, 3, []) == 1
+
+
+def test_random_partitioner_draws_from_available_partitions_only() -> None:
+    rnd = resolve_partitioner("random", 16384)
+    random.seed(7)
+    picks = Counter(rnd.partition("t", None, 6, [2, 5]) for _ in range(400))
+    assert set(picks) == {2, 5} and min(picks.values()) > 100
+    picks = Counter(rnd.partition("t", None, 3, []) for _ in range(600))
+    assert set(picks) == {0, 1, 2}
+
+
+def test_a_user_partitioner_sees_the_key_every_partition_and_the_available_ones() -> None:
+    seen: list[tuple[bytes | None, list[int], list[int]]] = []
+
+    def fn(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        seen.append((key, all_partitions, available))
+        return available[-1]
+
+    p = resolve_partitioner(fn, 16384)
+    assert p.partition("t", b"k", 4, [0, 2]) == 2
+    assert seen == [(b"k", [0, 1, 2, 3], [0, 2])]
+    p.record_appended("t", 2, 10)
+
+
+@pytest.mark.parametrize("returned", [4, -1, 1.0, None, "1"])
+def test_a_user_partitioner_returning_no_partition_names_it_the_topic_and_the_range(returned: object) -> None:
+    def bad(key: bytes | None, all_partitions: list[int], available: list[int]) -> object:
+        return returned
+
+    with pytest.raises(KafkaError) as raised:
+        resolve_partitioner(bad, 16384).partition("orders", None, 4, [])  # type: ignore[arg-type]
+    text = str(raised.value)
+    assert "bad" in text and repr(returned) in text and "'orders'" in text and "0..3" in text
+
+
+def test_partitioner_names_resolve_and_a_wrong_one_lists_the_choices() -> None:
+    from kafkajet.errors import ConfigError
+    from kafkajet.producer.partitioner import DefaultPartitioner, RandomPartitioner, RoundRobinPartitioner
+
+    assert type(resolve_partitioner("default", 100)) is DefaultPartitioner
+    assert type(resolve_partitioner("round_robin", 100)) is RoundRobinPartitioner
+    assert type(resolve_partitioner("random", 100)) is RandomPartitioner
+    with pytest.raises(ConfigError, match="'ROUND_ROBIN' is not a callable or one of default, round_robin, random"):
+        resolve_partitioner("ROUND_ROBIN", 100)
+
+
+@pytest.mark.parametrize("keyless", [True, False])
+def test_a_batch_call_asks_a_non_default_partitioner_for_every_record(keyless: bool) -> None:
+    # Only the default partitioner sticks keyless records to a partition for batch.size bytes (KIP-794); a
+    # round-robin or user partitioner decides record by record in a batch call too, as send() would.
+    calls: list[bytes | None] = []
+
+    def fn(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        calls.append(key)
+        return len(calls) % 3
+
+    keys = [None] * 6 if keyless else [None, b"a", None, None, b"b", None]
+    for spec in ("round_robin", fn):
+        planner = PartitionPlanner(resolve_partitioner(spec, 16384), 16384, False)
+        out = planner.plan("t", keys, [b"v"] * 6, None, 3, [0, 1, 2], keyless=keyless)
+        where = [next(p for p, idx in out.items() if i in idx) for i in range(6)]
+        assert where == [0, 1, 2, 0, 1, 2] if spec == "round_robin" else [1, 2, 0, 1, 2, 0], (spec, where)
+    assert calls == keys
+    # Caller-named partitions still win, and are still checked.
+    planner = PartitionPlanner(resolve_partitioner("round_robin", 16384), 16384, False)
+    out = planner.plan("t", keys, [b"v"] * 6, [2, None, None, 2, None, None], 3, [0, 1, 2], keyless=keyless)
+    assert out == {2: [0, 3, 4], 0: [1, 5], 1: [2]}  # the counter moves only for unplaced records
+    with pytest.raises(InvalidPartitionError):
+        planner.plan("t", keys, [b"v"] * 6, [3, None, None, None, None, None], 3, [0, 1, 2], keyless=keyless)
