@@ -242,3 +242,54 @@ def test_a_batch_call_asks_a_non_default_partitioner_for_every_record(keyless: b
     assert out == {2: [0, 3, 4], 0: [1, 5], 1: [2]}  # the counter moves only for unplaced records
     with pytest.raises(InvalidPartitionError):
         planner.plan("t", keys, [b"v"] * 6, [3, None, None, None, None, None], 3, [0, 1, 2], keyless=keyless)
+
+
+def test_a_batch_call_hands_a_user_partitioner_what_send_would() -> None:
+    seen: list[tuple[bytes | None, list[int], list[int]]] = []
+
+    def fn(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        seen.append((key, all_partitions, available))
+        return available[0]
+
+    planner = PartitionPlanner(resolve_partitioner(fn, 16384), 16384, False)
+    out = planner.plan("t", [b"a", None], [b"v", None], [None, None], 4, [1, 3], keyless=False)
+    assert out == {1: [0, 1]}
+    assert seen == [(b"a", [0, 1, 2, 3], [1, 3]), (None, [0, 1, 2, 3], [1, 3])]
+    with pytest.raises(InvalidPartitionError, match=r"Invalid partition 4 for record 1 of topic 't'.*\[0...4\)"):
+        planner.plan("t", [b"a", b"b"], [b"v", b"v"], [3, 4], 4, [1, 3], keyless=False)
+
+
+def test_the_mixed_path_checks_caller_partitions_at_both_ends() -> None:
+    planner = PartitionPlanner(resolve_partitioner("default", 16384), 16384, False)
+    keys = [b"k", None, b"k"]
+    assert planner.plan("t", keys, [b"v"] * 3, [0, 5, None], 6, list(range(6)), keyless=False)[0] == [0]
+    for bad in (6, -1, 1.0):
+        with pytest.raises(InvalidPartitionError, match=rf"Invalid partition {bad} for record 1 of topic 't'"):
+            planner.plan("t", keys, [b"v"] * 3, [0, bad, None], 6, list(range(6)),  # type: ignore[list-item]
+                         keyless=False)
+
+
+def test_the_mixed_path_sticks_keyless_runs_for_batch_size_bytes() -> None:
+    # 84-byte values + RECORD_OVERHEAD = 100 bytes a record: with batch.size 1000, ten keyless records a run,
+    # even when keyed records come between them.
+    planner = PartitionPlanner(resolve_partitioner("default", 1000), 1000, False)
+    keys: list[bytes | None] = [None] * 10 + [b"key"] + [None] * 20
+    out = planner.plan("t", keys, [b"x" * (100 - RECORD_OVERHEAD)] * 31, None, 6, list(range(6)), keyless=False)
+    where = {i: p for p, idx in out.items() for i in idx}
+    assert where[10] == partition_for_key(b"key", 6)
+    runs = [{where[i] for i in r} for r in (range(0, 10), range(11, 21), range(21, 31))]
+    assert all(len(r) == 1 for r in runs), runs
+    assert runs[0] != runs[1] != runs[2], "each run of batch.size bytes moves to another partition"
+    # A null value counts its overhead only.
+    planner = PartitionPlanner(resolve_partitioner("default", 1000), 1000, False)
+    out = planner.plan("t", [None] * 30 + [b"k"], [None] * 30 + [b"v"], None, 6, list(range(6)), keyless=False)
+    assert len({p for p, idx in out.items() if any(i < 30 for i in idx)}) == 1  # 30 x overhead < 1000
+
+
+def test_ignore_keys_sticks_keyed_records_in_batch_calls_too() -> None:
+    planner = PartitionPlanner(resolve_partitioner("default", 16384, ignore_keys=True), 16384, True)
+    keys = [b"key-%d" % i for i in range(50)]
+    out = planner.plan("t", keys, [b"v"] * 50, [None] * 49 + [2], 6, list(range(6)), keyless=False)
+    sticky = [p for p, idx in out.items() if any(i < 49 for i in idx)]
+    assert len(sticky) == 1, "keys ignored: one sticky partition, not a hash per key"
+    assert 49 in out[2]
