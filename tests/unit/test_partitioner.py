@@ -293,3 +293,24 @@ def test_ignore_keys_sticks_keyed_records_in_batch_calls_too() -> None:
     sticky = [p for p, idx in out.items() if any(i < 49 for i in idx)]
     assert len(sticky) == 1, "keys ignored: one sticky partition, not a hash per key"
     assert 49 in out[2]
+
+
+def test_the_default_partitioner_switches_at_exactly_batch_size_bytes_to_another_available_partition() -> None:
+    from kafkajet.producer.partitioner import DefaultPartitioner
+
+    for seed in range(20):
+        part = DefaultPartitioner(1000)
+        part.sticky._rng = random.Random(seed)
+        first = part.partition("t", None, 6, [2, 4])
+        assert first in (2, 4)
+        part.record_appended("t", first, 999)
+        part.record_appended("t", 5, 5000)  # bytes for another partition do not count
+        assert part.partition("t", None, 6, [2, 4]) == first, "999 bytes: not yet batch.size"
+        part.record_appended("t", first, 1)
+        # batch.size reached: the next of the *available* partitions, never the same one again.
+        assert part.partition("t", None, 6, [2, 4]) == ({2, 4} - {first}).pop()
+        # With no partition available, any of the topic's partitions but the last.
+        part.partition("u", None, 3, [])
+        current = part.sticky._current["u"]
+        part.record_appended("u", current, 1000)
+        assert part.partition("u", None, 3, []) in {0, 1, 2} - {current}
