@@ -116,3 +116,152 @@ def test_a_buffer_still_viewed_is_not_pooled_but_its_memory_is_returned() -> Non
     assert pool.available_memory() == 4 * 1024
     assert bytes(view[:3]) == b"xxx"  # the holder of the view still reads what it had
     assert len(pool.allocate(1024, max_time_ms=0)) == 0  # a fresh buffer, not the viewed one
+
+
+class SteppedClock:
+    """A clock that reads the given instants in turn (then stays at the last): a deadline is decided by the
+    readings, not by how fast the machine runs."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+
+    def __call__(self) -> float:
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+
+def wait_until_queued(pool: BufferPool, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while pool.queued() < n:
+        assert time.monotonic() < deadline, "the waiter never queued"
+        time.sleep(0.001)
+
+
+def test_a_request_for_exactly_the_free_memory_is_served_at_once() -> None:
+    pool = BufferPool(1024, 256)
+    pool.allocate(1024, 0)
+    assert pool.available_memory() == 0
+
+
+def test_recycled_buffers_count_as_available_memory() -> None:
+    pool = BufferPool(1024, 256)
+    a, b = pool.allocate(256, 0), pool.allocate(256, 0)
+    pool.deallocate(a, 256)
+    pool.deallocate(b, 256)
+    assert pool.available_memory() == 1024
+
+
+def test_an_odd_size_request_takes_free_buffers_only_when_unpooled_memory_is_short() -> None:
+    pool = BufferPool(1024, 256)
+    buf = pool.allocate(256, 0)
+    pool.deallocate(buf, 256)
+    pool.allocate(100, 0)  # 768 unpooled bytes cover it: the recycled buffer stays pooled
+    assert pool.allocate(256, 0) is buf
+
+
+def test_free_buffers_released_for_an_odd_size_are_accounted_exactly() -> None:
+    pool = BufferPool(512, 256)
+    a = pool.allocate(256, 0)
+    pool.allocate(100, 0)
+    pool.deallocate(a, 256)  # 156 unpooled + one free buffer
+    pool.allocate(300, 0)  # releases the free buffer: 156 + 256 - 300
+    assert pool.available_memory() == 112
+
+
+def test_deallocate_without_a_size_returns_what_the_buffer_holds() -> None:
+    pool = BufferPool(1024, 256)
+    buf = pool.allocate(300, 0)
+    buf += b"x" * 300
+    pool.deallocate(buf)
+    assert pool.available_memory() == 1024
+
+
+def test_a_new_caller_queues_behind_a_waiter_even_when_its_own_request_would_fit() -> None:
+    # First come, first served (Java's BufferPool): a small request must not overtake a large one waiting.
+    pool = BufferPool(1024, 256)
+    pool.allocate(600, 0)
+    outcome: list[object] = []
+    t = threading.Thread(target=lambda: outcome.append(_allocate_or_error(pool, 512, 2_000)))
+    t.start()
+    wait_until_queued(pool, 1)
+    with pytest.raises(BufferExhaustedError):
+        pool.allocate(100, 50)
+    pool.close()
+    t.join(5)
+    assert len(outcome) == 1 and isinstance(outcome[0], ProducerClosedError)
+
+
+def _allocate_or_error(pool: BufferPool, size: int, max_time_ms: float) -> object:
+    try:
+        return pool.allocate(size, max_time_ms)
+    except Exception as e:  # noqa: BLE001 - the test inspects which error it was
+        return e
+
+
+def test_a_waiter_for_a_standard_buffer_gets_the_recycled_one() -> None:
+    pool = BufferPool(512, 256)
+    a, _ = pool.allocate(256, 0), pool.allocate(256, 0)
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(_allocate_or_error(pool, 256, 5_000)))
+    t.start()
+    wait_until_queued(pool, 1)
+    pool.deallocate(a, 256)
+    t.join(5)
+    assert got and got[0] is a
+
+
+def test_a_waiter_for_exactly_the_freed_memory_gets_it() -> None:
+    pool = BufferPool(1024, 256)
+    pool.allocate(624, 0)
+    held = pool.allocate(300, 0)
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(_allocate_or_error(pool, 400, 5_000)))
+    t.start()
+    wait_until_queued(pool, 1)
+    pool.deallocate(held, 300)  # exactly 400 free now
+    t.join(5)
+    assert got and isinstance(got[0], bytearray)
+    assert pool.available_memory() == 0
+
+
+def test_the_deadline_is_max_block_ms_after_the_first_reading() -> None:
+    # Readings: start 0, then 0.9995 s (0.5 ms left: wait), then 1.0 (deadline: fail); the time waited is
+    # measured from start to the last reading.
+    blocked: list[int] = []
+    pool = BufferPool(256, 256, clock=SteppedClock(0.0, 0.9995, 1.0, 2.0), on_block=lambda: blocked.append(1))
+    pool.allocate(256, 0)  # served at once: no reading taken
+    with pytest.raises(BufferExhaustedError):
+        pool.allocate(256, 1000)
+    assert blocked == [1]
+    assert pool.wait_time_total_s == 2.0
+
+
+def test_reaching_the_deadline_exactly_fails_without_waiting() -> None:
+    blocked: list[int] = []
+    pool = BufferPool(256, 256, clock=SteppedClock(5.0, 6.0), on_block=lambda: blocked.append(1))
+    pool.allocate(256, 0)
+    with pytest.raises(BufferExhaustedError):
+        pool.allocate(256, 1000)
+    assert blocked == []
+    assert pool.wait_time_total_s == 1.0
+
+
+def test_errors_say_what_happened_and_what_to_do() -> None:
+    pool = BufferPool(256, 256)
+    with pytest.raises(RecordTooLargeError, match=r"allocations \(buffer.memory\); raise buffer.memory or send "
+                                                  "smaller records$"):
+        pool.allocate(512, 0)
+    pool.allocate(256, 0)
+    with pytest.raises(BufferExhaustedError, match=r"check the broker connection, or raise buffer.memory / "
+                                                   "max.block.ms$"):
+        pool.allocate(256, 0)
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(_allocate_or_error(pool, 256, 5_000)))
+    t.start()
+    wait_until_queued(pool, 1)
+    pool.close()
+    t.join(5)
+    assert isinstance(got[0], ProducerClosedError)
+    assert str(got[0]) == "producer closed while allocating buffer memory"
+    with pytest.raises(ProducerClosedError) as closed:
+        pool.allocate(1, 0)
+    assert str(closed.value) == "producer closed while allocating buffer memory"

@@ -1,0 +1,405 @@
+"""ProducerBatch without I/O: appending (per record, run-wise, column-wise), sealing, splitting and completion.
+
+Every assertion reads the batch back through the record format's decoder, so a batch that miscounts,
+mislabels a timestamp or seals stale bytes fails here, not only on a broker.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kafkajet.errors import KafkaError, NotLeaderOrFollowerError
+from kafkajet.producer.batch import Columns, ProducerBatch
+from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, encode_headers
+from kafkajet.records.codecs import Compression
+from kafkajet.records.record import record_size_upper_bound
+
+
+def new_batch(capacity: int = 16384, now_ms: float = 1000.0, partition: int = 3) -> ProducerBatch:
+    return ProducerBatch("t", partition, bytearray(), capacity, now_ms)
+
+
+def sealed(batch: ProducerBatch, **kw: int) -> object:
+    args = {"compression": 0, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1, **kw}
+    (decoded,) = decode_batches(bytes(batch.seal(**args)))
+    return decoded
+
+
+def contents(batch: ProducerBatch) -> list[tuple[int, int, bytes | None, bytes | None, list]]:
+    return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch.records()]
+
+
+# --- a fresh batch ---------------------------------------------------------------------------------------
+
+def test_a_fresh_batch_is_unsealed_unsent_and_unresolved() -> None:
+    b = new_batch(now_ms=1234.0)
+    # -1 is Kafka's "none" for producer id, epoch, sequence, offset and log-append time: the sender and the
+    # futures read these sentinels, so they are part of the batch's contract.
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (-1, -1, -1)
+    assert (b.base_offset, b.log_append_time, b.max_timestamp) == (-1, -1, -1)
+    assert not b.has_sequence and b.wire is None
+    assert (b.count, b.attempts, b.retry_at_ms) == (0, 0, 0.0)
+    assert b.created_ms == b.last_attempt_ms == 1234.0
+    assert not (b.full or b.in_flight or b.completed or b.is_split)
+    assert b.pooled and b.error is None and b.last_error is None and b.moved is None
+    assert b.order == () and b.tp == ("t", 3)
+    assert len(b.buf) == BATCH_HEADER_SIZE  # room for the header, written when sealed
+    assert b.size_in_bytes == BATCH_HEADER_SIZE
+
+
+# --- per-record appends ----------------------------------------------------------------------------------
+
+def test_records_go_in_with_deltas_from_the_first_timestamp() -> None:
+    b = new_batch()
+    b.try_append(5000, b"k", b"v1", None)
+    b.try_append(4990, None, b"v2", [("h", b"x"), ("n", None)])
+    b.try_append(5020, b"k2", None, None)
+    assert b.base_timestamp == 5000 and b.max_timestamp == 5020 and b.count == 3
+    assert contents(b) == [(0, 5000, b"k", b"v1", []), (1, 4990, None, b"v2", [("h", b"x"), ("n", None)]),
+                           (2, 5020, b"k2", None, [])]
+    batch = sealed(b)
+    assert (batch.base_timestamp, batch.max_timestamp, batch.records_count) == (5000, 5020, 3)  # type: ignore[attr-defined]
+
+
+def test_max_timestamp_is_the_largest_not_the_last() -> None:
+    b = new_batch()
+    for ts in (300, 900, 100):
+        b.try_append(ts, None, b"v", None)
+    assert b.max_timestamp == 900
+
+
+def test_a_record_that_does_not_fit_is_refused_and_leaves_no_bytes() -> None:
+    one = record_size_upper_bound(-1, 10, None)
+    b = new_batch(capacity=BATCH_HEADER_SIZE + 2 * one + 5)
+    assert b.try_append(1, None, b"0123456789", None) is not None
+    assert b.try_append(1, None, b"0123456789", None) is not None
+    assert not b.full
+    size = len(b.buf)
+    assert b.try_append(1, None, b"x" * 100, None) is None
+    assert len(b.buf) == size and b.count == 2 and b.full
+    assert [r.value for r in b.records()] == [b"0123456789"] * 2
+
+
+def test_a_batch_filled_to_its_limit_exactly_is_full() -> None:
+    probe = new_batch()
+    probe.try_append(7, b"key", b"value", None)
+    exact = len(probe.buf)
+    b = new_batch(capacity=exact)
+    b.try_append(7, b"key", b"value", None)
+    assert b.full
+    b = new_batch(capacity=exact + 1)
+    b.try_append(7, b"key", b"value", None)
+    assert not b.full
+
+
+def test_the_first_record_goes_in_even_when_larger_than_the_batch() -> None:
+    b = new_batch(capacity=100)
+    fut = b.try_append(1, None, b"x" * 500, None)
+    assert fut is not None and b.count == 1 and b.full
+    assert b.try_append(1, None, b"y", None) is None
+
+
+def test_a_records_future_resolves_to_its_offset_timestamp_and_sizes() -> None:
+    b = new_batch()
+    f0 = b.try_append(10, None, b"abc", None)
+    f1 = b.try_append(20, b"kk", None, None)
+    assert f0 is not None and f1 is not None
+    assert b.complete(500, -1, None)
+    m0, m1 = f0.result(0), f1.result(0)
+    assert (m0.topic, m0.partition, m0.offset, m0.timestamp) == ("t", 3, 500, 10)
+    assert (m0.serialized_key_size, m0.serialized_value_size) == (-1, 3)
+    assert (m1.offset, m1.timestamp, m1.serialized_key_size, m1.serialized_value_size) == (501, 20, 2, -1)
+
+
+def test_log_append_time_replaces_the_create_time_in_metadata() -> None:
+    b = new_batch()
+    f = b.try_append(10, None, b"abc", None)
+    b.complete(7, 99_999, None)
+    assert f is not None and f.result(0).timestamp == 99_999
+
+
+# --- run-wise and column-wise appends (send_batch) -------------------------------------------------------
+
+def test_append_run_takes_the_indexed_records_until_full() -> None:
+    values = [f"value-{i}".encode() for i in range(50)]
+    keys = [None if i % 2 else f"k{i}".encode() for i in range(50)]
+    timestamps = [1000 + i for i in range(50)]
+    indices = list(range(0, 50, 3))  # every third record is bound for this batch
+    b = new_batch()
+    pos = b.append_run(indices, 2, timestamps, keys, values, None)
+    assert pos == len(indices) and b.count == len(indices) - 2
+    assert b.base_timestamp == 1006 and b.max_timestamp == timestamps[indices[-1]]
+    assert [(r.timestamp, r.key, r.value) for r in b.records()] == [
+        (timestamps[i], keys[i], values[i]) for i in indices[2:]]
+    assert not b.full
+    assert b.append_run(indices, len(indices), timestamps, keys, values, None) == len(indices)  # nothing left
+
+
+def test_append_run_stops_where_the_batch_fills_and_marks_it_full() -> None:
+    values = [b"x" * 100] * 40
+    timestamps = [5] * 40
+    b = new_batch(capacity=1000)
+    pos = b.append_run(list(range(40)), 0, timestamps, [None] * 40, values, None)
+    assert 0 < pos < 40 and b.count == pos and b.full
+    assert len(b.buf) <= 1000
+    more = new_batch(capacity=1000)
+    assert more.append_run(list(range(40)), pos, timestamps, [None] * 40, values, None) > pos
+
+
+def test_append_run_continues_a_batch_with_offsets_and_deltas_after_its_records() -> None:
+    b = new_batch()
+    b.try_append(100, None, b"first", [("h", b"1")])
+    b.append_run([0, 1], 0, [150, 90], [b"a", b"b"], [b"v0", b"v1"], [[("x", b"y")], None])
+    assert b.max_timestamp == 150 and b.count == 3
+    assert contents(b) == [(0, 100, None, b"first", [("h", b"1")]), (1, 150, b"a", b"v0", [("x", b"y")]),
+                           (2, 90, b"b", b"v1", [])]
+
+
+def columns_for(keys: list[bytes] | None, values: list[bytes], ts: int,
+                headers: list[bytes] | None = None) -> Columns:
+    return Columns(timestamp=ts, keys=keys, klens=None if keys is None else [len(k) for k in keys],
+                   vlens=[len(v) for v in values], headers=headers,
+                   hlens=None if headers is None else [len(h) for h in headers])
+
+
+@pytest.mark.parametrize("indices", [list(range(30)), list(range(0, 30, 2)), [0, 1, 2, 10, 11, 12, 20, 21]],
+                         ids=["contiguous", "strided", "runs"])
+@pytest.mark.parametrize("with_keys", [True, False])
+def test_append_columns_encodes_what_the_record_loop_would(indices: list[int], with_keys: bool) -> None:
+    values = [f"v{i}".encode() * (i % 5 + 1) for i in range(30)]
+    keys = [f"key-{i}".encode() for i in range(30)] if with_keys else None
+    cols = columns_for(keys, values, 777)
+    by_columns = new_batch()
+    pos = by_columns.append_columns(indices, 0, cols, [777] * 30, keys or [None] * 30, values, None)
+    by_records = new_batch()
+    by_records.append_run(indices, 0, [777] * 30, keys or [None] * 30, values, None)
+    assert pos == len(indices) and by_columns.count == len(indices)
+    assert bytes(by_columns.buf) == bytes(by_records.buf)
+    assert by_columns.base_timestamp == by_columns.max_timestamp == 777
+    assert [r.value for r in by_columns.records()] == [values[i] for i in indices]
+
+
+def test_append_columns_with_headers_and_an_earlier_base_timestamp() -> None:
+    b = new_batch()
+    b.try_append(700, None, b"earlier", None)
+    values = [b"a", b"bb", b"ccc"]
+    headers = [encode_headers([("h", bytes([i]))]) for i in range(3)]
+    hdrs = [[("h", bytes([i]))] for i in range(3)]
+    pos = b.append_columns([0, 1, 2], 0, columns_for(None, values, 750, headers), [750] * 3, [None] * 3,
+                           values, hdrs)
+    assert pos == 3 and b.max_timestamp == 750 and b.count == 4
+    assert contents(b)[1:] == [(i + 1, 750, None, values[i], hdrs[i]) for i in range(3)]
+
+
+def test_append_columns_fills_the_batch_then_stops() -> None:
+    values = [b"x" * 50] * 100
+    b = new_batch(capacity=1000)
+    pos = b.append_columns(list(range(100)), 0, columns_for(None, values, 1), [1] * 100, [None] * 100, values,
+                           None)
+    assert 0 < pos < 100 and b.count == pos and b.full and len(b.buf) <= 1000
+    assert all(r.value == b"x" * 50 for r in b.records())
+
+
+def test_append_columns_hands_a_timestamp_outside_the_tables_to_the_record_loop() -> None:
+    b = new_batch()
+    b.try_append(1_000, None, b"old", None)
+    late = 1_000 + (1 << 20)  # a delta beyond the varint tables
+    values = [b"a", b"b"]
+    pos = b.append_columns([0, 1], 0, columns_for(None, values, late), [late] * 2, [None] * 2, values, None)
+    assert pos == 2 and b.max_timestamp == late
+    assert [(r.timestamp, r.value) for r in b.records()] == [(1_000, b"old"), (late, b"a"), (late, b"b")]
+
+
+def test_append_columns_from_a_middle_position() -> None:
+    values = [bytes([65 + i]) for i in range(10)]
+    b = new_batch()
+    pos = b.append_columns(list(range(10)), 4, columns_for(None, values, 3), [3] * 10, [None] * 10, values, None)
+    assert pos == 10 and [r.value for r in b.records()] == values[4:]
+
+
+# --- sealing -------------------------------------------------------------------------------------------
+
+def test_seal_writes_the_producer_identity_and_is_rebuilt_only_when_it_changes() -> None:
+    b = new_batch()
+    b.try_append(1, b"k", b"v", None)
+    b.try_append(2, b"k", b"w", None)
+    first = b.seal(0, 42, 7, 100, transactional=True)
+    decoded = decode_batches(bytes(first))[0]
+    assert (decoded.producer_id, decoded.producer_epoch, decoded.base_sequence) == (42, 7, 100)
+    assert decoded.is_transactional and decoded.records_count == 2
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (42, 7, 100) and b.has_sequence
+    assert b.seal(0, 42, 7, 100, transactional=True) is first  # a retry resends the same bytes
+    for pid, epoch, seq in ((43, 7, 100), (42, 8, 100), (42, 7, 101)):
+        again = decode_batches(bytes(b.seal(0, pid, epoch, seq)))[0]
+        assert (again.producer_id, again.producer_epoch, again.base_sequence) == (pid, epoch, seq)
+        assert not again.is_transactional
+
+
+def test_reset_sequence_forgets_the_sealed_bytes() -> None:
+    b = new_batch()
+    b.try_append(1, None, b"v", None)
+    b.seal(0, 5, 0, 10)
+    b.reset_sequence()
+    assert b.base_sequence == -1 and b.wire is None and not b.has_sequence
+    assert decode_batches(bytes(b.seal(0, 5, 1, 0)))[0].base_sequence == 0
+
+
+def test_seal_compresses_and_size_in_bytes_follows_the_wire() -> None:
+    b = new_batch()
+    for i in range(200):
+        b.try_append(1, None, b"same value " * 5, None)
+    plain = len(b.buf)
+    wire = b.seal(int(Compression.GZIP), -1, -1, -1)
+    decoded = decode_batches(bytes(wire))[0]
+    assert decoded.compression == Compression.GZIP and decoded.records_count == 200
+    assert b.size_in_bytes == len(wire) < plain
+
+
+# --- splitting ---------------------------------------------------------------------------------------------
+
+def test_split_keeps_every_record_in_order_within_the_new_size() -> None:
+    b = new_batch(now_ms=50.0)
+    futures = [b.try_append(1000 + i, f"k{i}".encode(), b"v" * 100, [("i", str(i).encode())]) for i in range(40)]
+    b.attempts, b.order = 2, (9,)
+    b.last_error = NotLeaderOrFollowerError("moved")
+    parts = b.split(1000, now_ms=99.0)
+    assert len(parts) > 1
+    assert all(len(p.buf) <= 1000 and p.full and not p.pooled for p in parts)
+    assert all(p.attempts == 2 and p.created_ms == 50.0 and p.last_error is b.last_error for p in parts)
+    assert [p.order for p in parts] == [(9, i) for i in range(len(parts))]
+    rebuilt = [(r.timestamp, r.key, r.value, r.headers) for p in parts for r in p.records()]
+    assert rebuilt == [(1000 + i, f"k{i}".encode(), b"v" * 100, [("i", str(i).encode())]) for i in range(40)]
+    assert b.moved is not None and len(b.moved) == 40
+    assert b.parts() == parts
+    # moved[i] names the part and index where record i went, consecutive within each part.
+    flat = [(part, idx) for part in parts for idx in range(part.count)]
+    assert b.moved == flat
+    assert all(f is not None for f in futures)
+
+
+def test_a_record_larger_than_the_split_size_gets_a_batch_of_its_own() -> None:
+    b = new_batch()
+    b.try_append(1, None, b"small", None)
+    b.try_append(1, None, b"L" * 3000, None)
+    b.try_append(1, None, b"tail", None)
+    parts = b.split(500, now_ms=0.0)
+    got = [[r.value for r in p.records()] for p in parts]
+    # The big record starts a part sized for it; what follows may share its slack.
+    assert got[0] == [b"small"] and got[1][0] == b"L" * 3000
+    assert [v for part in got for v in part] == [b"small", b"L" * 3000, b"tail"]
+
+
+def test_futures_follow_their_records_through_a_split() -> None:
+    b = new_batch()
+    futures = [b.try_append(1, None, bytes([i]) * 300, None) for i in range(6)]
+    waiting = futures[4]
+    assert waiting is not None
+    seen: list[int] = []
+    waiting.add_done_callback(lambda f: seen.append(f.result().offset))
+    parts = b.split(700, now_ms=0.0)
+    b.mark_split()
+    assert b.is_split and b.completed
+    assert b.locate(4)[0] is b.moved[4][0]  # type: ignore[index]
+    base = 0
+    for part in parts:
+        part.complete(1000 + base, -1, None)
+        base += part.count
+    assert [f.result(0).offset for f in futures if f is not None] == [1000 + i for i in range(6)]
+    assert seen == [1004]
+
+
+def test_a_split_of_a_split_is_followed_to_the_end() -> None:
+    b = new_batch()
+    futs = [b.try_append(1, None, bytes([i]) * 200, None) for i in range(8)]
+    (part,) = [p for p in b.split(4000, 0.0)]
+    b.mark_split()
+    small = part.split(500, 0.0)
+    part.mark_split()
+    assert len(small) == 4
+    target, index = b.locate(5)
+    assert target is small[2] and index == 1
+    for i, s in enumerate(small):
+        s.complete(10 * i, -1, None)
+    assert [f.result(0).offset for f in futs if f is not None] == [0, 1, 10, 11, 20, 21, 30, 31]
+
+
+def test_mark_split_after_everything_was_aborted_still_resolves_listeners() -> None:
+    b = new_batch()
+    fut = b.try_append(1, None, b"x" * 300, None)
+    assert fut is not None
+    fut.add_done_callback(lambda f: None)  # registers a listener with the batch
+    parts = b.split(400, 0.0)
+    for p in parts:
+        p.complete(-1, -1, KafkaError("aborted"))  # close() got there first
+    b.mark_split()
+    assert isinstance(fut.exception(0), KafkaError)
+
+
+# --- completion -----------------------------------------------------------------------------------------
+
+def test_complete_resolves_once_and_later_registrations_are_refused() -> None:
+    b = new_batch()
+    fut = b.try_append(1, None, b"v", None)
+    assert fut is not None
+    assert b.register(fut, 0)
+    assert b.complete(10, -1, None)
+    assert not b.complete(20, -1, NotLeaderOrFollowerError("late"))
+    assert (b.base_offset, b.error) == (10, None)
+    assert not b.register(fut, 0)
+    assert fut.result(0).offset == 10
+
+
+def test_an_error_completes_every_record_with_it() -> None:
+    b = new_batch()
+    futs = [b.try_append(1, None, b"v", None) for _ in range(3)]
+    err = NotLeaderOrFollowerError("gone")
+    b.complete(-1, -1, err)
+    assert all(f is not None and f.exception(0) is err for f in futs)
+
+
+def test_wait_done_times_out_then_wakes_on_completion() -> None:
+    b = new_batch()
+    b.try_append(1, None, b"v", None)
+    assert b.wait_done(0.01) is False
+    started = threading.Event()
+    result: list[bool] = []
+
+    def waiter() -> None:
+        started.set()
+        result.append(b.wait_done(10))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    assert started.wait(5)
+    b.complete(0, -1, None)
+    t.join(5)
+    assert result == [True]
+    assert b.wait_done(0) is True
+
+
+def test_wait_done_wakes_on_a_split() -> None:
+    b = new_batch()
+    b.try_append(1, None, b"x" * 300, None)
+    b.try_append(1, None, b"y" * 300, None)
+    assert b.wait_done(0.001) is False  # creates the event the split must set
+    b.split(400, 0.0)
+    b.mark_split()
+    assert b.wait_done(0) is True
+
+
+def test_a_callback_registered_with_the_batch_runs_on_completion() -> None:
+    b = new_batch()
+    fut = b.try_append(1, None, b"v", None)
+    assert fut is not None
+    calls: list[int] = []
+    assert b.register(fut, 0, lambda f: calls.append(f.result().offset))
+    b.complete(33, -1, None)
+    assert calls == [33]
+
+
+def test_repr_names_the_partition_and_counts() -> None:
+    b = new_batch()
+    b.try_append(1, None, b"v", None)
+    assert repr(b) == f"ProducerBatch(t-3, records=1, bytes={len(b.buf)}, seq=-1, attempts=0)"
