@@ -119,14 +119,15 @@ def test_a_buffer_still_viewed_is_not_pooled_but_its_memory_is_returned() -> Non
 
 
 class SteppedClock:
-    """A clock that reads the given instants in turn (then stays at the last): a deadline is decided by the
-    readings, not by how fast the machine runs."""
+    """A clock that reads the given instants in turn: a deadline is decided by the readings, not by how fast
+    the machine runs. One reading too many fails the test instead of waiting forever."""
 
     def __init__(self, *readings: float) -> None:
         self.readings = list(readings)
 
     def __call__(self) -> float:
-        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+        assert self.readings, "the pool read the clock more often than expected"
+        return self.readings.pop(0)
 
 
 def wait_until_queued(pool: BufferPool, n: int) -> None:
@@ -237,7 +238,7 @@ def test_the_deadline_is_max_block_ms_after_the_first_reading() -> None:
 
 def test_reaching_the_deadline_exactly_fails_without_waiting() -> None:
     blocked: list[int] = []
-    pool = BufferPool(256, 256, clock=SteppedClock(5.0, 6.0), on_block=lambda: blocked.append(1))
+    pool = BufferPool(256, 256, clock=SteppedClock(5.0, 6.0, 6.0), on_block=lambda: blocked.append(1))
     pool.allocate(256, 0)
     with pytest.raises(BufferExhaustedError):
         pool.allocate(256, 1000)
@@ -265,3 +266,37 @@ def test_errors_say_what_happened_and_what_to_do() -> None:
     with pytest.raises(ProducerClosedError) as closed:
         pool.allocate(1, 0)
     assert str(closed.value) == "producer closed while allocating buffer memory"
+
+
+def test_an_odd_size_equal_to_the_unpooled_memory_leaves_the_free_buffers_pooled() -> None:
+    pool = BufferPool(1024, 256)
+    buf = pool.allocate(256, 0)
+    pool.deallocate(buf, 256)
+    pool.allocate(768, 0)  # exactly the unpooled memory
+    assert pool.allocate(256, 0) is buf
+
+
+def test_time_spent_waiting_accumulates() -> None:
+    pool = BufferPool(256, 256, clock=SteppedClock(5.0, 6.0, 6.0, 10.0, 11.0, 11.0))
+    pool.allocate(256, 0)
+    for _ in range(2):
+        with pytest.raises(BufferExhaustedError):
+            pool.allocate(256, 1000)
+    assert pool.wait_time_total_s == 2.0
+
+
+def test_a_waiter_served_with_memory_to_spare_wakes_the_next_one() -> None:
+    # One deallocation notifies only the first waiter; what it leaves (one byte here) must reach the second.
+    pool = BufferPool(2, 256)
+    held = pool.allocate(2, 0)
+    got: list[object] = []
+    threads = []
+    for i in range(2):
+        t = threading.Thread(target=lambda: got.append(_allocate_or_error(pool, 1, 5_000)))
+        t.start()
+        wait_until_queued(pool, i + 1)
+        threads.append(t)
+    pool.deallocate(held, 2)
+    for t in threads:
+        t.join(10)
+    assert len(got) == 2 and all(isinstance(g, bytearray) for g in got)

@@ -164,8 +164,11 @@ def columns_for(keys: list[bytes] | None, values: list[bytes], ts: int,
                    hlens=None if headers is None else [len(h) for h in headers])
 
 
-@pytest.mark.parametrize("indices", [list(range(30)), list(range(0, 30, 2)), [0, 1, 2, 10, 11, 12, 20, 21]],
-                         ids=["contiguous", "strided", "runs"])
+@pytest.mark.parametrize("indices", [list(range(30)), list(range(0, 30, 2)), [0, 1, 2, 10, 11, 12, 20, 21],
+                                     list(range(7, 30)), list(range(3, 30, 3)), [5, 6, 7, 8, 15, 16, 25],
+                                     [4, 9, 10, 11, 12, 13]],
+                         ids=["contiguous", "strided", "runs", "contiguous-late", "strided-late", "runs-late",
+                              "single-then-run"])
 @pytest.mark.parametrize("with_keys", [True, False])
 def test_append_columns_encodes_what_the_record_loop_would(indices: list[int], with_keys: bool) -> None:
     values = [f"v{i}".encode() * (i % 5 + 1) for i in range(30)]
@@ -231,7 +234,7 @@ def test_seal_writes_the_producer_identity_and_is_rebuilt_only_when_it_changes()
     assert decoded.is_transactional and decoded.records_count == 2
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (42, 7, 100) and b.has_sequence
     assert b.seal(0, 42, 7, 100, transactional=True) is first  # a retry resends the same bytes
-    for pid, epoch, seq in ((43, 7, 100), (42, 8, 100), (42, 7, 101)):
+    for pid, epoch, seq in ((42, 8, 100), (42, 8, 101), (43, 8, 101)):  # one field changes at a time
         again = decode_batches(bytes(b.seal(0, pid, epoch, seq)))[0]
         assert (again.producer_id, again.producer_epoch, again.base_sequence) == (pid, epoch, seq)
         assert not again.is_transactional
@@ -248,7 +251,7 @@ def test_reset_sequence_forgets_the_sealed_bytes() -> None:
 
 def test_seal_compresses_and_size_in_bytes_follows_the_wire() -> None:
     b = new_batch()
-    for i in range(200):
+    for _ in range(200):
         b.try_append(1, None, b"same value " * 5, None)
     plain = len(b.buf)
     wire = b.seal(int(Compression.GZIP), -1, -1, -1)
@@ -282,9 +285,12 @@ def test_split_keeps_every_record_in_order_within_the_new_size() -> None:
 def test_a_record_larger_than_the_split_size_gets_a_batch_of_its_own() -> None:
     b = new_batch()
     b.try_append(1, None, b"small", None)
-    b.try_append(1, None, b"L" * 3000, None)
+    b.try_append(1, b"kk", b"L" * 3000, [("h", b"v")])
     b.try_append(1, None, b"tail", None)
     parts = b.split(500, now_ms=0.0)
+    # Java's split sizes a part for the record that does not fit (max of batch.size and its upper bound).
+    assert parts[1].capacity == BATCH_HEADER_SIZE + record_size_upper_bound(2, 3000, [("h", b"v")])
+    assert parts[0].capacity == 500
     got = [[r.value for r in p.records()] for p in parts]
     # The big record starts a part sized for it; what follows may share its slack.
     assert got[0] == [b"small"] and got[1][0] == b"L" * 3000
@@ -403,3 +409,57 @@ def test_repr_names_the_partition_and_counts() -> None:
     b = new_batch()
     b.try_append(1, None, b"v", None)
     assert repr(b) == f"ProducerBatch(t-3, records=1, bytes={len(b.buf)}, seq=-1, attempts=0)"
+
+
+def test_append_run_filling_the_limit_exactly_marks_the_batch_full() -> None:
+    probe = new_batch()
+    probe.append_run([0, 1], 0, [1, 1], [None, None], [b"aa", b"bb"], None)
+    exact = new_batch(capacity=len(probe.buf))
+    assert exact.append_run([0, 1], 0, [1, 1], [None, None], [b"aa", b"bb"], None) == 2
+    assert exact.full
+    roomy = new_batch(capacity=len(probe.buf) + 1)
+    roomy.append_run([0, 1], 0, [1, 1], [None, None], [b"aa", b"bb"], None)
+    assert not roomy.full
+
+
+def test_append_columns_filling_the_limit_exactly_marks_the_batch_full() -> None:
+    values = [b"aa", b"bb"]
+    probe = new_batch()
+    probe.append_columns([0, 1], 0, columns_for(None, values, 1), [1, 1], [None, None], values, None)
+    exact = new_batch(capacity=len(probe.buf))
+    assert exact.append_columns([0, 1], 0, columns_for(None, values, 1), [1, 1], [None, None], values, None) == 2
+    assert exact.full
+
+
+def test_append_columns_with_nothing_left_changes_nothing() -> None:
+    b = new_batch()
+    b.try_append(10, None, b"v", None)
+    assert b.append_columns([0], 1, columns_for(None, [b"x"], 99), [99], [None], [b"x"], None) == 1
+    assert (b.count, b.max_timestamp, b.base_timestamp) == (1, 10, 10)
+
+
+def test_append_columns_at_a_delta_of_exactly_the_table_size_takes_the_record_loop() -> None:
+    from kafkajet.protocol.varint import TABLE_SIZE
+
+    b = new_batch()
+    b.try_append(0, None, b"first", None)
+    values = [b"a", b"b"]
+    hdrs = [[("h", b"1")], [("h", b"2")]]
+    encoded = [encode_headers(h) for h in hdrs]
+    pos = b.append_columns([0, 1], 0, columns_for(None, values, TABLE_SIZE, encoded), [TABLE_SIZE] * 2,
+                           [None, None], values, hdrs)
+    assert pos == 2
+    assert contents(b) == [(0, 0, None, b"first", []), (1, TABLE_SIZE, None, b"a", [("h", b"1")]),
+                           (2, TABLE_SIZE, None, b"b", [("h", b"2")])]
+
+
+def test_append_columns_past_the_table_size_in_records_goes_on_record_by_record() -> None:
+    from kafkajet.protocol.varint import TABLE_SIZE
+
+    n = TABLE_SIZE + 100
+    values = [b"v"] * n
+    b = new_batch(capacity=1 << 20)
+    pos = b.append_columns(list(range(n)), 0, columns_for(None, values, 5), [5] * n, [None] * n, values, None)
+    assert pos == n and b.count == n and not b.full
+    records = b.records()
+    assert len(records) == n and records[-1].offset == n - 1
