@@ -84,3 +84,446 @@ def test_retry_backoff_grows_exponentially_with_jitter_and_never_passes_the_cap(
     assert max(waits[1]) - min(waits[1]) > 1.0  # jittered, not a fixed value
     capped = [w for a in (6, 7, 8) for w in waits[a]]
     assert max(capped) <= 100.0 and min(capped) >= 80.0
+
+
+# --- Java's RecordAccumulatorTest, without I/O: a fake clock, a fixed cluster, drained by hand ----------------
+
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+from kafkajet.errors import (  # noqa: E402
+    DeliveryTimeoutError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotLeaderOrFollowerError,
+    ProducerClosedError,
+)
+from kafkajet.producer.batch import Columns  # noqa: E402
+from kafkajet.producer.idempotence import IdempotenceManager  # noqa: E402
+from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, record_size_upper_bound  # noqa: E402
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def two_node_cluster(partitions: int = 4, leaderless: tuple[int, ...] = ()) -> Cluster:
+    """Partitions of "t" alternate between nodes 1 and 2; those in `leaderless` have none."""
+    nodes = {1: Node(1, "127.0.0.1", 9092), 2: Node(2, "127.0.0.1", 9093)}
+    parts = tuple(PartitionInfo("t", p, -1 if p in leaderless else 1 + p % 2, 0, (1, 2), (1, 2))
+                  for p in range(partitions))
+    return Cluster(nodes=nodes, partitions={"t": parts})
+
+
+def make(clock: Clock, *, batch_size: int = 1024, linger_ms: float = 100, delivery_timeout_ms: float = 10_000,
+         memory: int = 1 << 20, idempotence: IdempotenceManager | None = None, guarantee_order: bool = False,
+         compression: int = 0) -> RecordAccumulator:
+    return RecordAccumulator(batch_size=batch_size, compression=compression, linger_ms=linger_ms,
+                             retry_backoff_ms=100, retry_backoff_max_ms=1000,
+                             delivery_timeout_ms=delivery_timeout_ms, pool=BufferPool(memory, batch_size),
+                             idempotence=idempotence, clock=clock, guarantee_order=guarantee_order)
+
+
+def fill_one_batch(acc: RecordAccumulator, partition: int = 0, value: bytes = b"x" * 100) -> int:
+    """Append until partition's first batch is full; the number of records it took."""
+    n = 0
+    while True:
+        acc.append("t", partition, 0, None, value, None, None)
+        n += 1
+        dq = acc._queues[("t", partition)]
+        if dq[0].full:
+            return n if len(dq) == 1 else n - 1
+
+
+def test_the_wake_flag_marks_a_new_batch_and_a_filled_one_only() -> None:
+    acc = make(Clock())
+    flags = [acc.append("t", 0, 0, None, b"x" * 100, None, None)[1] for _ in range(12)]
+    dq = acc._queues[("t", 0)]
+    assert len(dq) == 2
+    first_full_at = dq[0].count - 1
+    assert flags[0] is True  # a batch opened
+    assert flags[first_full_at] is True or flags[first_full_at + 1] is True
+    quiet = [f for i, f in enumerate(flags) if i not in (0, first_full_at, first_full_at + 1)]
+    assert quiet and not any(quiet)
+
+
+def test_a_record_larger_than_batch_size_opens_a_batch_sized_for_it() -> None:
+    acc = make(Clock(), batch_size=1024)
+    acc.append("t", 0, 0, b"k", b"v" * 5000, [("h", b"1")], None)
+    (batch,) = acc._queues[("t", 0)]
+    assert batch.capacity == BATCH_HEADER_SIZE + record_size_upper_bound(1, 5000, [("h", b"1")])
+    small = make(Clock(), batch_size=1024)
+    small.append("t", 0, 0, None, b"v", None, None)
+    assert small._queues[("t", 0)][0].capacity == 1024
+
+
+def test_ready_waits_for_linger_then_names_the_leader() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=100)
+    cluster = two_node_cluster()
+    acc.append("t", 1, 0, None, b"v", None, None)
+    clock.now = 40
+    early = acc.ready(cluster, clock.now)
+    assert early.nodes == set() and early.next_check_ms == 60
+    clock.now = 100  # waited exactly linger.ms
+    assert acc.ready(cluster, clock.now).nodes == {2}
+
+
+def test_a_full_batch_or_a_second_one_is_ready_before_linger() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=10_000)
+    cluster = two_node_cluster()
+    fill_one_batch(acc, 0)
+    assert acc.ready(cluster, 0).nodes == {1}
+    other = make(clock, linger_ms=10_000)
+    other.append("t", 0, 0, None, b"x", None, None)
+    assert other.ready(cluster, 0).nodes == set()
+    other._queues[("t", 0)].append(other._queues[("t", 0)][0])  # two batches queued: the first is ready
+    assert other.ready(cluster, 0).nodes == {1}
+
+
+@pytest.mark.parametrize("reason", ["flush", "close", "memory"])
+def test_flush_close_and_exhausted_memory_skip_the_linger(reason: str) -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=10_000, memory=2048, batch_size=1024)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"x", None, None)
+    assert acc.ready(cluster, 0).nodes == set()
+    blocked = None
+    if reason == "flush":
+        acc.begin_flush()
+    elif reason == "close":
+        acc.closed = True
+    else:
+        acc.append("t", 1, 0, None, b"x", None, None)  # both buffers taken; a third caller waits
+        blocked = threading.Thread(target=lambda: pytest.raises(ProducerClosedError, acc.append, "t", 2, 0,
+                                                                None, b"x", None, clock.now + 2000))
+        blocked.start()
+        deadline = time.monotonic() + 5
+        while acc.pool.queued() == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+    assert 1 in acc.ready(cluster, 0).nodes
+    if reason == "flush":
+        acc.end_flush()
+        assert acc.ready(cluster, 0).nodes == set()
+    if blocked is not None:
+        acc.pool.close()
+        blocked.join(5)
+
+
+def test_partitions_without_a_leader_are_reported_not_drained() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = two_node_cluster(leaderless=(3,))
+    acc.append("t", 3, 0, None, b"v", None, None)
+    check = acc.ready(cluster, 0)
+    assert check.unknown_leaders and check.nodes == set()
+    acc.append("t", 1, 0, None, b"v", None, None)
+    check = acc.ready(cluster, 0)
+    assert check.unknown_leaders and check.nodes == {2}
+
+
+def test_a_retried_batch_waits_out_its_backoff_then_skips_the_linger() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=10_000)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"v", None, None)
+    acc.begin_flush()
+    [[batch]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    acc.end_flush()
+    clock.now = 1000
+    acc.reenqueue(batch, KafkaConnectionError("dropped"), clock.now)
+    assert batch.attempts == 1 and not batch.in_flight and isinstance(batch.last_error, KafkaConnectionError)
+    wait = batch.retry_at_ms - clock.now
+    assert 80 <= wait <= 120
+    check = acc.ready(cluster, clock.now + wait - 1)
+    assert check.nodes == set() and check.next_check_ms == pytest.approx(1)
+    assert acc.drain(cluster, [1], 1 << 20, clock.now + wait - 1) == {}
+    assert acc.ready(cluster, batch.retry_at_ms).nodes == {1}  # linger does not apply to a retry
+    assert acc.drain(cluster, [1], 1 << 20, batch.retry_at_ms) == {1: [batch]}
+
+
+def test_drain_takes_one_batch_per_partition_and_marks_it() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=0, compression=1)
+    cluster = two_node_cluster()
+    for p in (0, 2):
+        fill_one_batch(acc, p)
+        acc.append("t", p, 0, None, b"second", None, None)
+    clock.now = 7
+    out = acc.drain(cluster, [1, 2], 1 << 20, 7)
+    assert list(out) == [1]
+    assert sorted(b.partition for b in out[1]) == [0, 2]
+    for b in out[1]:
+        assert b.full and b.in_flight and b.last_attempt_ms == 7
+        assert decode_batches(bytes(b.wire))[0].compression == 1  # type: ignore[arg-type]
+    assert [len(acc._queues[("t", p)]) for p in (0, 2)] == [1, 1]
+
+
+def test_drain_stops_at_max_size_but_always_takes_one() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = two_node_cluster()
+    for p in (0, 2):
+        fill_one_batch(acc, p)
+    size = acc._queues[("t", 0)][0].size_in_bytes
+    out = acc.drain(cluster, [1], size, 0)
+    assert len(out[1]) == 1
+    out = acc.drain(cluster, [1], 1, 0)  # smaller than any batch: still one, or nothing would ever go
+    assert len(out[1]) == 1
+
+
+def test_drain_rotates_the_starting_partition_so_none_starves() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = Cluster(nodes={1: Node(1, "h", 1)},
+                      partitions={"t": tuple(PartitionInfo("t", p, 1, 0, (1,), (1,)) for p in range(3))})
+    for _ in range(3):
+        for p in range(3):
+            fill_one_batch(acc, p) if not acc._queues.get(("t", p)) else acc.append("t", p, 0, None, b"x" * 900,
+                                                                                     None, None)
+    size = acc._queues[("t", 0)][0].size_in_bytes
+    firsts = []
+    for _ in range(3):
+        out = acc.drain(cluster, [1], size, 0)
+        firsts.append(out[1][0].partition)
+    assert sorted(firsts) == [0, 1, 2]
+
+
+def test_drain_leaves_partitions_the_transaction_has_not_added() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"v", None, None)
+    acc.append("t", 2, 0, None, b"v", None, None)
+    acc.send_allowed = lambda tp: tp[1] == 2
+    out = acc.drain(cluster, [1], 1 << 20, 0)
+    assert [b.partition for b in out[1]] == [2]
+
+
+def test_drain_without_a_producer_id_sends_nothing_then_numbers_batches() -> None:
+    idem = IdempotenceManager()
+    acc = make(Clock(), linger_ms=0, idempotence=idem)
+    acc.transactional = True
+    cluster = two_node_cluster()
+    for _ in range(3):
+        acc.append("t", 0, 0, None, b"v", None, None)
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {}
+    idem.set_producer_id(77, 3)
+    [[batch]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    header = decode_batches(bytes(batch.wire))[0]  # type: ignore[arg-type]
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (77, 3, 0)
+    assert header.is_transactional and idem.in_flight_count(("t", 0)) == 1
+
+
+def test_at_most_five_batches_per_partition_in_flight_with_idempotence() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(1, 0)
+    acc = make(Clock(), linger_ms=0, idempotence=idem)
+    cluster = two_node_cluster()
+    drained = []
+    for i in range(7):
+        acc.append("t", 0, 0, None, b"%d" % i, None, None)
+        acc._queues[("t", 0)][-1].full = True  # one record per batch
+        drained.extend(b for bs in acc.drain(cluster, [1], 1 << 20, 0).values() for b in bs)
+    assert [b.base_sequence for b in drained] == [0, 1, 2, 3, 4]
+    assert len(acc._queues[("t", 0)]) == 2
+
+
+def test_a_retried_batch_goes_only_when_it_is_the_oldest_in_flight() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(1, 0)
+    clock = Clock()
+    acc = make(clock, linger_ms=0, idempotence=idem)
+    cluster = two_node_cluster()
+    batches = []
+    for i in range(2):
+        acc.append("t", 0, 0, None, b"%d" % i, None, None)
+        acc._queues[("t", 0)][-1].full = True
+        batches.extend(acc.drain(cluster, [1], 1 << 20, 0)[1])
+    first, second = batches
+    acc.reenqueue(second, KafkaConnectionError("x"), 0)  # the later one fails first
+    later = second.retry_at_ms + 1
+    assert acc.drain(cluster, [1], 1 << 20, later) == {}  # sequence 1 must not overtake sequence 0
+    acc.reenqueue(first, KafkaConnectionError("x"), 0)
+    out = acc.drain(cluster, [1], 1 << 20, max(first.retry_at_ms, second.retry_at_ms) + 1)
+    assert out[1] == [first] and first.base_sequence == 0
+
+
+def test_max_in_flight_one_mutes_the_partition_until_its_batch_resolves() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=0, guarantee_order=True)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"a", None, None)
+    [[a]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    acc.append("t", 0, 0, None, b"b", None, None)
+    assert acc.ready(cluster, 0).nodes == set() and acc.drain(cluster, [1], 1 << 20, 0) == {}
+    acc.reenqueue(a, NotLeaderOrFollowerError("moved"), 0)  # unmutes; the retry goes first again
+    out = acc.drain(cluster, [1], 1 << 20, a.retry_at_ms)
+    assert out[1] == [a]
+    acc.complete(a, 5, -1, None)
+    [[b]] = acc.drain(cluster, [1], 1 << 20, a.retry_at_ms).values()
+    assert b.records()[0].value == b"b"
+
+
+def test_a_retry_goes_back_ahead_of_younger_batches() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"old", None, None)
+    [[old]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    for v in (b"young-1", b"young-2"):
+        acc.append("t", 0, 0, None, v, None, None)
+        acc._queues[("t", 0)][-1].full = True
+    acc.reenqueue(old, KafkaConnectionError("x"), 0)
+    assert [b.records()[0].value for b in acc._queues[("t", 0)]] == [b"old", b"young-1", b"young-2"]
+
+
+def test_complete_returns_the_memory_and_forgets_the_batch() -> None:
+    acc = make(Clock(), linger_ms=0)
+    acc.append("t", 0, 0, None, b"v", None, None)
+    [[batch]] = acc.drain(two_node_cluster(), [1], 1 << 20, 0).values()
+    assert acc.pool.available_memory() == (1 << 20) - 1024 and acc.has_incomplete()
+    acc.complete(batch, 9, -1, None)
+    assert acc.pool.available_memory() == 1 << 20
+    assert not acc.has_incomplete() and acc.incomplete_batches() == []
+    assert batch.wire is None and len(batch.buf) == 0
+    acc.complete(batch, 10, -1, KafkaError("late"))  # a second outcome changes nothing
+    assert batch.base_offset == 9 and batch.error is None and acc.pool.available_memory() == 1 << 20
+
+
+def test_split_halves_what_the_broker_refused_and_returns_the_memory() -> None:
+    acc = make(Clock(), linger_ms=0, batch_size=4096)
+    for i in range(30):
+        acc.append("t", 0, 0, None, b"%03d" % i * 30, None, None)
+    [[batch]] = acc.drain(two_node_cluster(), [1], 1 << 20, 0).values()
+    refused = len(batch.buf)
+    n = acc.split_and_reenqueue(batch, 0)
+    parts = list(acc._queues[("t", 0)])
+    assert n == len(parts) == 2
+    assert all(len(p.buf) <= BATCH_HEADER_SIZE + (refused - BATCH_HEADER_SIZE) // 2 for p in parts)
+    assert [r.value for p in parts for r in p.records()] == [b"%03d" % i * 30 for i in range(30)]
+    assert acc.pool.available_memory() == 1 << 20  # the parts' memory is not the pool's
+    assert set(acc.incomplete_batches()) == set(parts)
+
+
+def test_queued_batches_expire_at_the_delivery_timeout_with_the_last_cause() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=0, delivery_timeout_ms=1000)
+    cluster = two_node_cluster()
+    f0, _ = acc.append("t", 0, 0, None, b"a", None, None)
+    [[retried]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    acc.reenqueue(retried, NotLeaderOrFollowerError("moved"), 0)
+    clock.now = 500
+    f1, _ = acc.append("t", 2, 0, None, b"b", None, None)
+    assert acc.next_expiry_ms(500) == 500
+    assert acc.expire(999, lambda b: None) == []
+    cause = KafkaConnectionError("no leader")
+    assert acc.expire(1000, lambda b: cause) == [retried]  # exactly delivery.timeout.ms after creation
+    err = f0.exception(0)
+    # The retried batch's own last error explains it, not the generic cause.
+    assert isinstance(err, DeliveryTimeoutError) and isinstance(err.cause, NotLeaderOrFollowerError)
+    assert "1000 ms has passed since batch creation (delivery.timeout.ms=1000)" in str(err)
+    assert acc.next_expiry_ms(1000) == 500
+    [expired] = acc.expire(1500, lambda b: cause)
+    assert expired.partition == 2 and f1.exception(0).cause is cause  # type: ignore[union-attr]
+
+
+def test_expiry_names_the_cause_for_a_batch_that_never_left() -> None:
+    acc = make(Clock(), linger_ms=0, delivery_timeout_ms=100)
+    fut, _ = acc.append("t", 0, 0, None, b"a", None, None)
+    cause = KafkaConnectionError("connection refused")
+    acc.expire(100, lambda b: cause)
+    err = fut.exception(0)
+    assert isinstance(err, DeliveryTimeoutError) and err.cause is cause
+
+
+def test_in_flight_batches_do_not_expire_and_abort_undrained_spares_them() -> None:
+    acc = make(Clock(), linger_ms=0, delivery_timeout_ms=100)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"a", None, None)
+    [[flying]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    queued, _ = acc.append("t", 0, 0, None, b"b", None, None)
+    assert acc.abort_undrained(KafkaError("abort")) == 1
+    assert isinstance(queued.exception(0), KafkaError)
+    assert not flying.completed and acc.expire(1000, lambda b: None) == []
+    assert acc.abort_all(KafkaError("closing")) == 1
+    assert flying.completed and not acc.has_incomplete()
+    assert acc.pool.available_memory() == 1 << 20
+
+
+def test_reset_sequences_renumbers_queued_batches() -> None:
+    acc = make(Clock(), linger_ms=0)
+    acc.append("t", 0, 0, None, b"a", None, None)
+    batch = acc._queues[("t", 0)][0]
+    batch.seal(0, 1, 0, 40)
+    acc.reset_sequences()
+    assert not batch.has_sequence and batch.wire is None
+
+
+def test_await_completion_times_out_then_follows_splits() -> None:
+    acc = make(Clock(), linger_ms=0, batch_size=4096)
+    for i in range(30):
+        acc.append("t", 0, 0, None, b"%03d" % i * 30, None, None)
+    batches = acc.incomplete_batches()
+    with pytest.raises(KafkaTimeoutError, match="1 batches still in progress"):
+        acc.await_completion(batches, time.monotonic() + 0.01)
+    [[batch]] = acc.drain(two_node_cluster(), [1], 1 << 20, 0).values()
+    acc.split_and_reenqueue(batch, 0)
+    parts = list(acc._queues[("t", 0)])
+    acc.complete(parts[0], 0, -1, None)
+    with pytest.raises(KafkaTimeoutError):
+        acc.await_completion(batches, time.monotonic() + 0.01)  # the second part is still out
+    acc.complete(parts[1], 15, -1, None)
+    acc.await_completion(batches, time.monotonic() + 1)
+
+
+def test_append_after_close_is_refused_and_the_memory_comes_back() -> None:
+    acc = make(Clock())
+    acc.closed = True
+    with pytest.raises(ProducerClosedError, match="producer closed while the record was being appended"):
+        acc.append("t", 0, 0, None, b"v", None, None)
+    assert acc.pool.available_memory() == 1 << 20 and not acc.has_incomplete()
+
+
+def test_an_append_deadline_bounds_the_wait_for_memory() -> None:
+    clock = Clock()
+    acc = make(clock, memory=1024, batch_size=1024)
+    acc.append("t", 0, 0, None, b"v", None, None)
+    clock.now = 1000
+    start = time.monotonic()
+    with pytest.raises(KafkaTimeoutError, match="within 50 ms"):
+        acc.append("t", 1, 0, None, b"v", None, 1050)
+    assert time.monotonic() - start < 5
+
+
+def test_append_many_records_segments_in_order_and_wakes_for_new_batches() -> None:
+    acc = make(Clock(), batch_size=1024)
+    opened: list[int] = []
+    acc.on_new_batch = lambda: opened.append(1)
+    n = 40
+    values = [b"%03d" % i * 20 for i in range(n)]
+    segments: list = []
+    wake = acc.append_many("t", 0, list(range(n)), [5] * n, [None] * n, values, None, None, segments)
+    dq = acc._queues[("t", 0)]
+    assert wake and len(dq) >= 2 and len(opened) == len(dq)
+    assert [i for _, _, idx in segments for i in idx] == list(range(n))
+    for batch, first, idx in segments:
+        assert [r.value for r in batch.records()[first:first + len(idx)]] == [values[i] for i in idx]
+    more: list = []
+    assert acc.append_many("t", 0, [0], [5], [None], [b"x"], None, None, more) is False  # joins the open batch
+    assert more[0][0] is dq[-1] and more[0][1] == dq[-1].count - 1
+
+
+def test_append_many_with_columns_matches_the_record_loop() -> None:
+    n = 50
+    values = [b"v%02d" % i for i in range(n)]
+    keys: list[bytes | None] = [b"k%02d" % i for i in range(n)]
+    cols = Columns(timestamp=9, keys=keys, klens=[3] * n, vlens=[3] * n)  # type: ignore[arg-type]
+    by_cols, by_rows = make(Clock()), make(Clock())
+    by_cols.append_many("t", 0, list(range(n)), [9] * n, keys, values, None, None, [], cols)
+    by_rows.append_many("t", 0, list(range(n)), [9] * n, keys, values, None, None, [])
+    assert [bytes(b.buf) for b in by_cols._queues[("t", 0)]] == [bytes(b.buf) for b in by_rows._queues[("t", 0)]]
