@@ -1,0 +1,310 @@
+"""RecordFuture, BatchFuture and CombinedBatchFuture over real batches, without I/O: every way a caller
+holds an outcome (result, exception, callbacks, concurrent.futures.wait, as_completed, repr) before and
+after completion, with failures and splits."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+
+import pytest
+
+from kafkajet.errors import KafkaTimeoutError, NotLeaderOrFollowerError, RecordTooLargeError
+from kafkajet.producer.batch import ProducerBatch
+from kafkajet.producer.futures import BatchFuture, CombinedBatchFuture, RecordFuture, RecordMetadata, Segment
+
+
+def batch(partition: int = 0, topic: str = "t") -> ProducerBatch:
+    return ProducerBatch(topic, partition, bytearray(), 1 << 16, 0.0)
+
+
+def record(b: ProducerBatch, value: bytes = b"v", key: bytes | None = None, ts: int = 100) -> RecordFuture:
+    fut = b.try_append(ts, key, value, None)
+    assert fut is not None
+    return fut
+
+
+# --- RecordFuture ------------------------------------------------------------------------------------------
+
+def test_result_waits_up_to_its_timeout_then_names_the_partition() -> None:
+    b = batch(partition=4)
+    fut = record(b)
+    assert not fut.done() and fut.running()
+    with pytest.raises(KafkaTimeoutError, match=r"record for t-4 not acknowledged within 0.01 s \(still pending"):
+        fut.result(0.01)
+    with pytest.raises(KafkaTimeoutError):
+        fut.exception(0)
+    b.complete(40, -1, None)
+    assert fut.done() and not fut.running()
+    assert fut.result(0) == RecordMetadata("t", 4, 40, 100, -1, 1)
+
+
+def test_metadata_offsets_and_timestamps() -> None:
+    b = batch()
+    futs = [record(b, key=b"kk", ts=10 + i) for i in range(3)]
+    b.complete(-1, -1, None)  # acks=0: no offset
+    assert [f.result(0).offset for f in futs] == [-1, -1, -1]
+    assert [f.result(0).timestamp for f in futs] == [10, 11, 12]
+    assert futs[0].result(0).serialized_key_size == 2
+    b2 = batch()
+    f = record(b2, ts=10)
+    b2.complete(0, 0, None)  # offset 0 and log-append time 0 are real values, not "none"
+    assert f.result(0).offset == 0 and f.result(0).timestamp == 0
+
+
+def test_a_failed_record_raises_its_error_and_reports_it() -> None:
+    b = batch()
+    fut = record(b)
+    err = NotLeaderOrFollowerError("moved")
+    b.complete(-1, -1, err)
+    assert fut.exception(0) is err
+    with pytest.raises(NotLeaderOrFollowerError):
+        fut.result(0)
+
+
+def test_a_record_future_cannot_be_cancelled_or_set_by_callers() -> None:
+    fut = record(batch())
+    assert fut.cancel() is False and fut.cancelled() is False
+    assert fut.set_running_or_notify_cancel() is True
+    with pytest.raises(RuntimeError, match="completed by the producer, not by callers"):
+        fut.set_result(None)
+    with pytest.raises(RuntimeError, match="completed by the producer"):
+        fut.set_exception(ValueError())
+
+
+def test_callbacks_run_once_whether_added_before_or_after_completion() -> None:
+    b = batch()
+    fut = record(b)
+    calls: list[str] = []
+    fut.add_done_callback(lambda f: calls.append("before"))
+    assert calls == []
+    b.complete(1, -1, None)
+    fut.add_done_callback(lambda f: calls.append("after"))
+    assert calls == ["before", "after"]
+    b.complete(2, -1, None)
+    assert calls == ["before", "after"]
+
+
+def test_a_failing_callback_is_logged_and_the_others_still_run(caplog: pytest.LogCaptureFixture) -> None:
+    b = batch()
+    fut = record(b)
+    calls: list[int] = []
+
+    def bad(f: object) -> None:
+        raise ValueError("user bug")
+
+    fut.add_done_callback(bad)
+    fut.add_done_callback(lambda f: calls.append(1))
+    with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
+        b.complete(1, -1, None)
+    assert calls == [1]
+    assert "exception in a record future's callback" in caplog.text and "user bug" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
+        fut.add_done_callback(bad)  # after completion: run at once, and logged the same way
+    assert "user bug" in caplog.text
+
+
+def test_concurrent_futures_wait_sees_success_and_failure() -> None:
+    ok_batch, bad_batch = batch(0), batch(1)
+    ok, bad = record(ok_batch), record(bad_batch)
+    done, pending = concurrent.futures.wait([ok, bad], timeout=0.01)
+    assert done == set() and pending == {ok, bad}
+    threading.Timer(0.05, bad_batch.complete, (-1, -1, NotLeaderOrFollowerError("x"))).start()
+    done, pending = concurrent.futures.wait([ok, bad], timeout=10, return_when=concurrent.futures.FIRST_EXCEPTION)
+    assert done == {bad} and pending == {ok}
+    threading.Timer(0.05, ok_batch.complete, (3, -1, None)).start()
+    assert list(concurrent.futures.as_completed([ok], timeout=10)) == [ok]
+
+
+def test_waiting_on_an_already_completed_future_returns_at_once() -> None:
+    b = batch()
+    fut = record(b)
+    b.complete(1, -1, None)
+    done, _ = concurrent.futures.wait([fut], timeout=0)
+    assert done == {fut}
+
+
+def test_repr_shows_the_state() -> None:
+    b = batch(partition=2)
+    record(b)
+    fut = record(b)
+    assert repr(fut) == "<RecordFuture t-2 #1 pending>"
+    b.complete(1, -1, None)
+    assert repr(fut) == "<RecordFuture t-2 #1 done>"
+    b2 = batch(partition=2)
+    f2 = record(b2)
+    b2.complete(-1, -1, RecordTooLargeError("big"))
+    assert repr(f2) == "<RecordFuture t-2 #0 failed RecordTooLargeError>"
+
+
+def test_a_record_future_follows_its_record_through_a_split() -> None:
+    b = batch()
+    futs = [record(b, bytes([i]) * 300) for i in range(4)]
+    parts = b.split(700, 0.0)
+    b.mark_split()
+    assert not futs[3].done()
+    with pytest.raises(KafkaTimeoutError):
+        futs[3].result(0.01)
+    for i, part in enumerate(parts):
+        part.complete(100 * i, -1, None)
+    assert [f.result(0).offset for f in futs] == [0, 1, 100, 101]
+
+
+# --- BatchFuture -------------------------------------------------------------------------------------------
+
+def batch_future(n_per_batch: tuple[int, ...], keys: bool = False) -> tuple[BatchFuture, list[ProducerBatch]]:
+    """Records 0..n-1 spread over batches round-robin, as send_batch() spreads keyless records."""
+    n = sum(n_per_batch)
+    batches = [batch(p) for p in range(len(n_per_batch))]
+    where: list[list[int]] = [[] for _ in batches]
+    for i in range(n):
+        p = i % len(batches)
+        while len(where[p]) >= n_per_batch[p]:
+            p = (p + 1) % len(batches)
+        where[p].append(i)
+    segments: list[Segment] = []
+    for b, idx in zip(batches, where, strict=True):
+        first = b.count
+        for i in idx:
+            b.try_append(1000 + i, b"k" * i if keys else None, b"v" * (i + 1), None)
+        segments.append((b, first, idx))
+    fut = BatchFuture(n, segments, [1000 + i for i in range(n)], [i for i in range(n)] if keys else None,
+                      [i + 1 for i in range(n)])
+    return fut, batches
+
+
+def test_batch_future_result_is_every_record_in_input_order() -> None:
+    fut, batches = batch_future((3, 2), keys=True)
+    assert len(fut) == 5 and not fut.done()
+    batches[0].complete(10, -1, None)
+    assert not fut.done()
+    batches[1].complete(50, 7777, None)
+    assert fut.done()
+    md = fut.result(0)
+    assert [(m.partition, m.offset) for m in md] == [(0, 10), (1, 50), (0, 11), (1, 51), (0, 12)]
+    assert [m.timestamp for m in md] == [1000, 7777, 1002, 7777, 1004]
+    assert [m.serialized_key_size for m in md] == [0, 1, 2, 3, 4]
+    assert [m.serialized_value_size for m in md] == [1, 2, 3, 4, 5]
+
+
+def test_batch_future_without_keys_reports_null_keys_and_unknown_offsets() -> None:
+    fut, batches = batch_future((2,))
+    batches[0].complete(-1, -1, None)
+    assert [(m.offset, m.serialized_key_size) for m in fut.result(0)] == [(-1, -1), (-1, -1)]
+
+
+def test_batch_future_errors_name_each_failed_record_and_result_raises_the_first() -> None:
+    fut, batches = batch_future((2, 2))
+    err = NotLeaderOrFollowerError("gone")
+    batches[1].complete(-1, -1, err)
+    assert repr(fut) == "<BatchFuture records=4 pending failed=2>"
+    batches[0].complete(0, -1, None)
+    assert fut.errors(0) == [(1, err), (3, err)]
+    assert fut.exception(0) is err
+    with pytest.raises(NotLeaderOrFollowerError):
+        fut.result(0)
+    assert repr(fut) == "<BatchFuture records=4 failed failed=2>"
+
+
+def test_batch_future_wait_times_out_naming_the_partition() -> None:
+    fut, batches = batch_future((1, 1))
+    batches[0].complete(0, -1, None)
+    with pytest.raises(KafkaTimeoutError, match=r"records for t-1 not acknowledged within 0.01 s"):
+        fut.wait(0.01)
+    assert repr(fut) == "<BatchFuture records=2 pending failed=0>"
+    batches[1].complete(0, -1, None)
+    fut.wait(0)
+    assert repr(fut) == "<BatchFuture records=2 done failed=0>"
+
+
+def test_batch_future_callbacks_and_waiters_fire_when_the_last_batch_completes() -> None:
+    fut, batches = batch_future((2, 2, 2))
+    calls: list[object] = []
+    fut.add_done_callback(calls.append)
+    batches[2].complete(0, -1, None)
+    batches[0].complete(0, -1, None)
+    assert calls == [] and not fut.done()
+    threading.Timer(0.05, batches[1].complete, (0, -1, None)).start()
+    assert list(concurrent.futures.as_completed([fut], timeout=10)) == [fut]
+    assert calls == [fut]
+
+
+def test_batch_future_follows_records_through_a_split() -> None:
+    b = batch()
+    for i in range(4):
+        b.try_append(1, None, bytes([i]) * 300, None)
+    fut = BatchFuture(4, [(b, 0, [0, 1, 2, 3])], [1] * 4, None, [300] * 4)
+    parts = b.split(700, 0.0)
+    b.mark_split()
+    assert not fut.done()
+    parts[0].complete(10, -1, None)
+    assert not fut.done()
+    with pytest.raises(KafkaTimeoutError):
+        fut.wait(0.01)
+    err = RecordTooLargeError("still too big")
+    parts[1].complete(-1, -1, err)
+    assert fut.done()
+    assert fut.errors(0) == [(2, err), (3, err)]
+    assert repr(fut) == "<BatchFuture records=4 failed failed=2>"
+
+
+def test_batch_future_result_after_a_successful_split() -> None:
+    b = batch(partition=5)
+    for i in range(4):
+        b.try_append(1, None, bytes([i]) * 300, None)
+    fut = BatchFuture(4, [(b, 0, [3, 2, 1, 0])], [1, 2, 3, 4], None, [300] * 4)
+    parts = b.split(700, 0.0)
+    b.mark_split()
+    parts[0].complete(10, -1, None)
+    parts[1].complete(20, 999, None)
+    md = fut.result(0)
+    assert [(m.partition, m.offset, m.timestamp) for m in md] == [(5, 21, 999), (5, 20, 999), (5, 11, 3),
+                                                                  (5, 10, 4)]
+
+
+def test_batch_future_of_record_futures_keeps_their_metadata() -> None:
+    b = batch()
+    futs = [record(b, key=b"abc", ts=5 + i) for i in range(3)]
+    fut = BatchFuture.of(futs)
+    assert len(fut) == 3
+    b.complete(7, -1, None)
+    assert fut.result(0) == [f.result(0) for f in futs]
+    assert fut.result(0)[2] == RecordMetadata("t", 0, 9, 7, 3, 1)
+
+
+def test_batch_future_cannot_be_cancelled_or_set() -> None:
+    fut, _ = batch_future((1,))
+    assert fut.cancel() is False
+    with pytest.raises(RuntimeError, match="send_batch\\(\\) future is completed by the producer"):
+        fut.set_result([])
+
+
+def test_combined_batch_future_puts_records_back_in_input_order() -> None:
+    a, a_batches = batch_future((2,))
+    b, b_batches = batch_future((2,))
+    combined = CombinedBatchFuture(4, [(a, [1, 3]), (b, [0, 2])])
+    calls: list[object] = []
+    combined.add_done_callback(calls.append)
+    a_batches[0].complete(100, -1, None)
+    assert not combined.done() and calls == []
+    with pytest.raises(KafkaTimeoutError):
+        combined.wait(0.01)
+    err = NotLeaderOrFollowerError("x")
+    b_batches[0].complete(-1, -1, err)
+    assert combined.done() and calls == [combined]
+    assert combined.errors(0) == [(0, err), (2, err)]
+    assert combined.exception(0) is err
+    assert repr(combined) == "<CombinedBatchFuture records=4 failed failed=2>"
+    ok, ok_batches = batch_future((1,))
+    ok2, ok2_batches = batch_future((1,))
+    both = CombinedBatchFuture(2, [(ok, [1]), (ok2, [0])])
+    ok_batches[0].complete(5, -1, None)
+    ok2_batches[0].complete(9, -1, None)
+    assert [m.offset for m in both.result(0)] == [9, 5]
+
+
+def test_an_empty_combined_future_is_done_at_once() -> None:
+    empty = CombinedBatchFuture(0, [])
+    assert empty.done() and empty.result(0) == [] and empty.exception(0) is None
