@@ -16,6 +16,7 @@ from kafkajet.errors import (
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
     InvalidRecordError,
+    KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
     NotLeaderOrFollowerError,
@@ -75,7 +76,7 @@ class Rig:
 
 def make_rig(*, linger_ms: float = 0.0, idempotent: bool = False, retries: int = 2**31 - 1,
              delivery_timeout_ms: float = 120_000.0, batch_size: int = 16384, guarantee_order: bool = False,
-             max_in_flight: int = 5) -> Rig:
+             max_in_flight: int = 5, acks: int = -1, interceptors: list[Any] | None = None) -> Rig:
     clock = FakeClock()
     client = FakeNetworkClient(nodes=dict(NODES), max_in_flight=max_in_flight)
     metadata = Metadata(max_age_ms=300_000, max_idle_ms=300_000, retry_backoff_ms=RETRY_BACKOFF_MS,
@@ -89,7 +90,7 @@ def make_rig(*, linger_ms: float = 0.0, idempotent: bool = False, retries: int =
         clock=clock, guarantee_order=guarantee_order)
     fatal: list[KafkaError] = []
     sender = Sender(client=client, metadata=metadata, accumulator=accumulator, idempotence=idem,  # type: ignore[arg-type]
-                    metrics=ProducerMetrics(), acks=-1, retries=retries, request_timeout_ms=30_000,
+                    metrics=ProducerMetrics(), acks=acks, retries=retries, interceptors=interceptors, request_timeout_ms=30_000,
                     max_request_size=1024 * 1024, retry_backoff_ms=RETRY_BACKOFF_MS, allow_auto_create_topics=True,
                     clock=clock, on_fatal=fatal.append)
     return Rig(sender, client, clock, accumulator, metadata, idem, fatal)
@@ -383,3 +384,208 @@ def test_without_muting_a_second_batch_may_go_while_the_first_is_in_flight() -> 
         rig.append(b"y" * 50)
     rig.run()
     assert len(rig.produces()) == 2
+
+
+# --- produce requests and their answers -----------------------------------------------------------------------
+
+
+def test_one_request_per_leader_carries_acks_timeout_and_every_ready_partition() -> None:
+    rig = make_rig()
+    rig.connect(leaders=[0, 0])
+    rig.append(b"a", 0)
+    rig.append(b"b", 1)
+    rig.run()
+    (req,) = rig.produces()
+    assert req.body["acks"] == -1 and req.body["timeout_ms"] == 30_000 and req.body["transactional_id"] is None
+    assert sorted(req.produce_partitions) == [(TOPIC, 0), (TOPIC, 1)]
+    assert rig.sender.metrics.totals["record-send-total"] == 0  # counted when acknowledged
+
+
+def test_batches_for_different_leaders_go_in_separate_requests() -> None:
+    rig = make_rig()
+    rig.connect(leaders=[0, 1])
+    rig.append(b"a", 0)
+    rig.append(b"b", 1)
+    rig.run()
+    assert sorted((r.node, tuple(r.produce_partitions)) for r in rig.produces()) == [
+        (0, ((TOPIC, 0),)), (1, ((TOPIC, 1),))]
+
+
+def test_acks_zero_completes_records_without_an_offset_once_written() -> None:
+    rig = make_rig(acks=0)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    (req,) = rig.produces()
+    assert req.body["acks"] == 0 and not req.expect_response
+    rig.run()
+    md = fut.result(timeout=0)
+    assert md.offset == -1 and md.timestamp == 0
+    assert rig.sender.metrics.totals["record-send-total"] == 1
+
+
+def test_offsets_and_log_append_time_come_from_the_answer() -> None:
+    rig = make_rig()
+    rig.connect()
+    futs = [rig.append(b"%d" % i) for i in range(3)]
+    rig.run()
+    body = produce_body(rig.produces()[0], base_offset=70)
+    body["responses"][0]["partition_responses"][0]["log_append_time_ms"] = 123_456
+    rig.client.respond(ApiKey.PRODUCE, body)
+    rig.run()
+    assert [(f.result(timeout=0).offset, f.result(timeout=0).timestamp) for f in futs] == [
+        (70, 123_456), (71, 123_456), (72, 123_456)]
+    assert rig.sender.metrics.totals["record-send-total"] == 3
+
+
+def test_an_answer_that_leaves_out_a_partition_fails_its_records_naming_it() -> None:
+    rig = make_rig()
+    rig.connect()
+    lost = rig.append(b"a", 0)
+    kept = rig.append(b"b", 1)
+    rig.run()
+    body = produce_body(rig.produces()[0], base_offset=5)
+    body["responses"][0]["partition_responses"] = [p for p in body["responses"][0]["partition_responses"]
+                                                   if p["index"] == 1]
+    rig.client.respond(ApiKey.PRODUCE, body)
+    rig.run()
+    with pytest.raises(KafkaError, match="the broker's response did not mention t-0"):
+        lost.result(timeout=0)
+    assert kept.result(timeout=0).offset == 5
+    assert rig.sender.metrics.totals["record-error-total"] == 1
+
+
+def test_a_stale_leader_answer_refreshes_metadata_before_the_retry() -> None:
+    rig = make_rig()
+    rig.connect(leaders=[0, 0])
+    fut = rig.append()
+    rig.run()
+    rig.clock.advance(RETRY_BACKOFF_MS)  # the last refresh is a backoff old: a new one may go at once
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.run()
+    metadata_requests = [r for r in rig.client.requests if r.api_key == ApiKey.METADATA]
+    assert len(metadata_requests) == 2  # not at metadata.max.age.ms: the answer said the leader is stale
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [1, 1]}))
+    rig.run()  # the answer is read at the end of a pass
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert rig.produces()[-1].node == 1  # the retry follows the new leader
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=9))
+    rig.run()
+    assert fut.result(timeout=0).offset == 9
+    assert rig.sender.metrics.totals["record-retry-total"] == 1
+
+
+def test_a_connection_error_on_produce_refreshes_metadata_and_retries() -> None:
+    rig = make_rig()
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.clock.advance(RETRY_BACKOFF_MS)
+    rig.client.respond(ApiKey.PRODUCE, error=KafkaConnectionError("reset by peer"))
+    rig.run()
+    rig.run()
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 2
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert len(rig.produces()) == 2
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=2))
+    rig.run()
+    assert fut.result(timeout=0).offset == 2
+
+
+def test_a_retriable_answer_after_the_delivery_timeout_fails_with_the_cause() -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.clock.advance(5_000)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    err = fut.exception(timeout=0)
+    assert isinstance(err, DeliveryTimeoutError) and isinstance(err.cause, NotLeaderOrFollowerError)
+    assert "delivery.timeout.ms passed" in str(err)
+
+
+def test_a_retriable_answer_just_inside_the_delivery_timeout_is_retried() -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.clock.advance(4_999)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    assert not fut.done()
+
+
+def test_retries_are_counted_per_batch_up_to_the_setting() -> None:
+    rig = make_rig(retries=2)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    for attempt in range(3):
+        rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], NotLeaderOrFollowerError.code))
+        rig.run()
+        if attempt < 2:
+            assert not fut.done()
+            for _ in range(3):  # answer the metadata refresh, then wait out the backoff
+                for _req in rig.client.pending(ApiKey.METADATA):
+                    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+                rig.run(1_000)
+    assert len(rig.produces()) == 3
+    with pytest.raises(NotLeaderOrFollowerError):
+        fut.result(timeout=0)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.acks: list[tuple[Any, Any]] = []
+
+    def on_acknowledgement(self, metadata: Any, error: Any) -> None:
+        self.acks.append((metadata, error))
+
+
+class Raising:
+    def on_acknowledgement(self, metadata: Any, error: Any) -> None:
+        raise ValueError("interceptor bug")
+
+
+def test_interceptors_hear_every_record_once_with_its_metadata_or_error() -> None:
+    seen = Recorder()
+    rig = make_rig(interceptors=[Raising(), seen])
+    rig.connect()
+    rig.append(b"abc", 0)
+    fut, _ = rig.accumulator.append(TOPIC, 0, 77, b"kk", b"defg", None, None)
+    doomed = rig.append(b"x", 1)
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=10,
+                                                     errors={(TOPIC, 1): InvalidRecordError.code}))
+    rig.run()
+    ok = [(md.offset, md.timestamp, md.serialized_key_size, md.serialized_value_size) for md, e in seen.acks
+          if e is None]
+    assert ok == [(10, 0, -1, 3), (11, 77, 2, 4)]
+    failed = [(md, type(e)) for md, e in seen.acks if e is not None]
+    assert failed == [(None, InvalidRecordError)]
+    assert fut.result(timeout=0).offset == 11 and isinstance(doomed.exception(timeout=0), InvalidRecordError)
+
+
+def test_cause_for_names_a_missing_leader_or_the_leaders_connection() -> None:
+    rig = make_rig()
+    rig.connect(leaders=[0, -1])
+    rig.append(b"a", 0)
+    rig.append(b"b", 1)
+    batches = {b.partition: b for b in rig.accumulator.incomplete_batches()}
+    assert "no leader known for t-1" in str(rig.sender.cause_for(batches[1]))
+    assert rig.sender.cause_for(batches[0]) is None
+    rig.client.down.add(0)
+    assert "node 0 is down" in str(rig.sender.cause_for(batches[0]))
+
+
+def test_a_failed_metadata_answer_is_retried_after_the_backoff() -> None:
+    rig = make_rig()
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, error=KafkaConnectionError("refused"))
+    rig.run()
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 1
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 2
