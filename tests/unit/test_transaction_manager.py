@@ -221,3 +221,395 @@ def test_end_txn_refused_as_invalid_state_is_fatal() -> None:
     result = tm.begin_commit()
     answer(tm, next_req(tm), error_code=InvalidTxnStateError.code)
     assert tm.state is State.FATAL_ERROR and isinstance(result.error, InvalidTxnStateError)
+
+
+# --- every coordinator answer, API by API (Java's TransactionManagerTest error cases) -----------------------
+
+from kafkajet.errors import (  # noqa: E402
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    OperationNotAttemptedError,
+    RequestTimedOutError,
+    TransactionAbortedError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+)
+from kafkajet.errors import KafkaConnectionError as _ConnectionError  # noqa: E402
+
+MOVED = [NotCoordinatorError, CoordinatorNotAvailableError]
+BUSY = [CoordinatorLoadInProgressError, ConcurrentTransactionsError]
+FENCED = [ProducerFencedError, InvalidProducerEpochError]
+
+
+def in_transaction(*tps: tuple[str, int]) -> TransactionManager:
+    tm = initialized()
+    tm.begin()
+    for tp in tps:
+        tm.maybe_add_partition(tp)
+    if tps:
+        add_partitions_ok(tm, *tps)
+    return tm
+
+
+def add_partitions_answer(tm: TransactionManager, codes: dict[tuple[str, int], int], now: float = NOW,
+                          top: int = 0) -> TxnRequest:
+    req = next_req(tm, now=now)
+    assert req.api == ApiKey.ADD_PARTITIONS_TO_TXN
+    topics: dict[str, list[dict[str, int]]] = {}
+    for (t, p), c in codes.items():
+        topics.setdefault(t, []).append({"partition_index": p, "partition_error_code": c})
+    answer(tm, req, now=now, error_code=top, results_by_topic_v3_and_below=[
+        {"name": t, "results_by_partition": ps} for t, ps in topics.items()])
+    return req
+
+
+@pytest.mark.parametrize("error", MOVED)
+def test_find_coordinator_then_init_after_a_moved_coordinator_on_init(error: type[KafkaError]) -> None:
+    tm = manager()
+    result = tm.initialize()
+    find_coordinator(tm, node=1)
+    req = next_req(tm)
+    answer(tm, req, error_code=error.code)  # type: ignore[attr-defined]
+    assert tm.coordinator_node(req) is None and not result.is_done
+    assert tm.next_request(False, NOW + 99) == (None, 1.0)
+    assert next_req(tm, now=NOW + 100).api == ApiKey.FIND_COORDINATOR
+
+
+def test_a_retriable_find_coordinator_error_is_retried_and_a_fatal_one_ends_init() -> None:
+    tm = manager()
+    result = tm.initialize()
+    req = next_req(tm)
+    answer(tm, req, error_code=CoordinatorNotAvailableError.code)
+    assert next_req(tm, now=NOW + 100).api == ApiKey.FIND_COORDINATOR
+    tm2 = manager()
+    result = tm2.initialize()
+    answer(tm2, next_req(tm2), error_code=TransactionalIdAuthorizationFailedError.code)
+    assert tm2.state is State.FATAL_ERROR and isinstance(result.error, TransactionalIdAuthorizationFailedError)
+    assert "FIND_COORDINATOR for transactional.id 'tx'" in str(result.error)
+
+
+def test_the_coordinator_address_is_remembered_for_the_sender() -> None:
+    tm = manager()
+    tm.initialize()
+    req = next_req(tm)
+    assert req.build() == {"key": "tx", "key_type": 1}
+    answer(tm, req, error_code=0, node_id=4, host="broker-4", port=9094)
+    assert tm.coordinator_addresses == {4: ("broker-4", 9094)} and tm.coordinators == {("txn", "tx"): 4}
+
+
+@pytest.mark.parametrize("error", BUSY)
+def test_init_producer_id_busy_is_retried_after_the_backoff(error: type[KafkaError]) -> None:
+    tm = manager()
+    result = tm.initialize()
+    find_coordinator(tm)
+    answer(tm, next_req(tm), error_code=error.code)  # type: ignore[attr-defined]
+    assert tm.state is State.INITIALIZING and not result.is_done
+    assert tm.next_request(False, NOW + 99) == (None, 1.0)
+    req = next_req(tm, now=NOW + 100)
+    assert req.api == ApiKey.INIT_PRODUCER_ID and req.attempts == 2
+
+
+@pytest.mark.parametrize("error", [TransactionalIdAuthorizationFailedError, InvalidTxnStateError, *FENCED])
+def test_init_producer_id_refused_is_fatal(error: type[KafkaError]) -> None:
+    tm = manager()
+    result = tm.initialize()
+    find_coordinator(tm)
+    answer(tm, next_req(tm), error_code=error.code)  # type: ignore[attr-defined]
+    assert tm.state is State.FATAL_ERROR
+    assert isinstance(result.error, ProducerFencedError if error in FENCED else error)
+    assert tm.next_request(False, NOW + 10_000) == (None, float("inf"))
+
+
+def test_no_answer_forgets_the_coordinator_and_retries() -> None:
+    tm = manager()
+    tm.initialize()
+    find_coordinator(tm, node=2)
+    req = next_req(tm)
+    tm.handle_response(req, None, _ConnectionError("dropped"), NOW)
+    assert tm.coordinators == {}
+    assert tm.next_request(False, NOW + 50) == (None, 50.0)
+    assert next_req(tm, now=NOW + 100).api == ApiKey.FIND_COORDINATOR
+    assert tm.in_flight is not None
+
+
+def test_request_not_sent_waits_and_may_forget_the_coordinator() -> None:
+    tm = manager()
+    tm.initialize()
+    find_coordinator(tm, node=2)
+    req = next_req(tm)
+    tm.request_not_sent(req, NOW, forget_coordinator=False)
+    assert tm.in_flight is None and tm.coordinators == {("txn", "tx"): 2}
+    again = next_req(tm, now=NOW + 100)
+    assert again is req
+    tm.request_not_sent(again, NOW + 100, forget_coordinator=True)
+    assert tm.coordinators == {}
+
+
+def test_add_partitions_sends_each_new_partition_once_grouped_by_topic() -> None:
+    tm = initialized()
+    tm.begin()
+    for tp in (("b", 1), ("a", 2), ("a", 0)):
+        tm.maybe_add_partition(tp)
+    req = next_req(tm)
+    body = req.build()
+    assert body["v3_and_below_topics"] == [{"name": "a", "partitions": [0, 2]}, {"name": "b", "partitions": [1]}]
+    assert (body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"]) == (7, 0)
+    assert body["transactions"][0]["topics"] == body["v3_and_below_topics"]
+    tm.maybe_add_partition(("a", 0))  # in flight: not asked for twice
+    answer(tm, req, results_by_topic_v3_and_below=[
+        {"name": "a", "results_by_partition": [{"partition_index": 0, "partition_error_code": 0},
+                                               {"partition_index": 2, "partition_error_code": 0}]},
+        {"name": "b", "results_by_partition": [{"partition_index": 1, "partition_error_code": 0}]}])
+    assert all(tm.is_send_allowed(tp) for tp in (("a", 0), ("a", 2), ("b", 1)))
+    assert tm.next_request(False, NOW)[0] is None and tm.transaction_started
+
+
+def test_add_partitions_v4_answers_are_read_too() -> None:
+    tm = initialized()
+    tm.begin()
+    tm.maybe_add_partition(("t", 0))
+    req = next_req(tm)
+    answer(tm, req, results_by_transaction=[{"transactional_id": "tx", "topic_results": [
+        {"name": "t", "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}]}]}])
+    assert tm.is_send_allowed(("t", 0))
+
+
+@pytest.mark.parametrize("error", [*MOVED, *BUSY, UnknownTopicOrPartitionError])
+def test_add_partitions_retriable_asks_again_after_the_backoff(error: type[KafkaError]) -> None:
+    tm = initialized()
+    tm.begin()
+    tm.maybe_add_partition(("t", 0))
+    tm.maybe_add_partition(("t", 1))
+    add_partitions_answer(tm, {("t", 0): 0, ("t", 1): error.code})  # type: ignore[attr-defined]
+    assert tm.is_send_allowed(("t", 0)) and not tm.is_send_allowed(("t", 1))
+    assert tm.state is State.IN_TRANSACTION
+    assert (("txn", "tx") in tm.coordinators) == (error not in MOVED)
+    req, wait = tm.next_request(False, NOW + 40)
+    assert req is None and wait == 60.0
+    again = next_req(tm, now=NOW + 100)
+    if error in MOVED:
+        assert again.api == ApiKey.FIND_COORDINATOR
+    else:
+        assert again.api == ApiKey.ADD_PARTITIONS_TO_TXN
+        assert again.build()["v3_and_below_topics"] == [{"name": "t", "partitions": [1]}]
+
+
+def test_add_partitions_not_attempted_partitions_are_asked_for_again_at_once() -> None:
+    tm = initialized()
+    tm.begin()
+    tm.maybe_add_partition(("t", 0))
+    tm.maybe_add_partition(("t", 1))
+    add_partitions_answer(tm, {("t", 0): 0, ("t", 1): OperationNotAttemptedError.code})
+    again = next_req(tm)
+    assert again.build()["v3_and_below_topics"] == [{"name": "t", "partitions": [1]}]
+
+
+def test_a_top_level_add_partitions_error_applies_to_every_partition() -> None:
+    tm = initialized()
+    tm.begin()
+    tm.maybe_add_partition(("t", 0))
+    add_partitions_answer(tm, {("t", 0): 0}, top=TopicAuthorizationFailedError.code)
+    assert tm.state is State.ABORTABLE_ERROR and not tm.is_send_allowed(("t", 0))
+
+
+@pytest.mark.parametrize("error,state", [
+    (TopicAuthorizationFailedError, State.ABORTABLE_ERROR),
+    (InvalidTxnStateError, State.FATAL_ERROR),
+    (TransactionalIdAuthorizationFailedError, State.FATAL_ERROR),
+    (ProducerFencedError, State.FATAL_ERROR),
+    (InvalidProducerEpochError, State.FATAL_ERROR),
+    (UnknownProducerIdError, State.ABORTABLE_ERROR),
+    (InvalidProducerIdMappingError, State.ABORTABLE_ERROR),
+])
+def test_add_partitions_errors_are_classified_as_java_does(error: type[KafkaError], state: State) -> None:
+    tm = initialized()
+    tm.begin()
+    tm.maybe_add_partition(("t", 0))
+    add_partitions_answer(tm, {("t", 0): error.code})  # type: ignore[attr-defined]
+    assert tm.state is state
+    expected = ProducerFencedError if error in FENCED else error
+    assert isinstance(tm.last_error, expected)
+    # A lost producer id means sequences restart: the next transaction needs the next epoch (KIP-360).
+    assert tm.idempotence.bump_requested == (error in (UnknownProducerIdError, InvalidProducerIdMappingError))
+
+
+def send_offsets_then_add(tm: TransactionManager) -> Any:
+    result = tm.send_offsets({("in", 1): (42, "meta"), ("in", 0): (7, None)}, "grp",
+                             {"generation_id": 3, "member_id": "m-1", "group_instance_id": "i-1"})
+    req = next_req(tm)
+    assert req.api == ApiKey.ADD_OFFSETS_TO_TXN
+    assert req.build() == {"transactional_id": "tx", "producer_id": 7, "producer_epoch": 0, "group_id": "grp"}
+    return result, req
+
+
+def test_send_offsets_adds_the_group_then_commits_offsets_at_the_group_coordinator() -> None:
+    tm = in_transaction()
+    result, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=0)
+    assert tm.transaction_started and not result.is_done
+    find = next_req(tm)
+    assert find.api == ApiKey.FIND_COORDINATOR and find.build() == {"key": "grp", "key_type": 0}
+    answer(tm, find, error_code=0, node_id=5, host="g", port=1)
+    commit = next_req(tm)
+    assert commit.api == ApiKey.TXN_OFFSET_COMMIT and tm.coordinator_node(commit) == 5
+    body = commit.build()
+    assert (body["generation_id"], body["member_id"], body["group_instance_id"]) == (3, "m-1", "i-1")
+    assert body["topics"] == [{"name": "in", "partitions": [
+        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": None},
+        {"partition_index": 1, "committed_offset": 42, "committed_leader_epoch": -1, "committed_metadata": "meta"}]}]
+    answer(tm, commit, topics=[{"name": "in", "partitions": [{"partition_index": 0, "error_code": 0},
+                                                             {"partition_index": 1, "error_code": 0}]}])
+    assert result.is_done and result.error is None
+
+
+@pytest.mark.parametrize("error", [*MOVED, *BUSY])
+def test_add_offsets_busy_or_moved_is_retried(error: type[KafkaError]) -> None:
+    tm = in_transaction()
+    result, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=error.code)  # type: ignore[attr-defined]
+    assert not result.is_done and tm.state is State.IN_TRANSACTION
+    again = next_req(tm, now=NOW + 100)
+    assert again.api == (ApiKey.FIND_COORDINATOR if error in MOVED else ApiKey.ADD_OFFSETS_TO_TXN)
+
+
+def test_add_offsets_refused_fails_the_call_and_makes_the_transaction_abortable() -> None:
+    tm = in_transaction()
+    result, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=GroupAuthorizationFailedError.code)
+    assert isinstance(result.error, GroupAuthorizationFailedError) and tm.state is State.ABORTABLE_ERROR
+
+
+def offset_commit(tm: TransactionManager) -> tuple[Any, TxnRequest]:
+    result, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=0)
+    answer(tm, next_req(tm), error_code=0, node_id=5, host="g", port=1)
+    commit = next_req(tm)
+    assert commit.api == ApiKey.TXN_OFFSET_COMMIT
+    return result, commit
+
+
+def commit_answer(code: int) -> dict[str, Any]:
+    return {"topics": [{"name": "in", "partitions": [{"partition_index": 0, "error_code": 0},
+                                                     {"partition_index": 1, "error_code": code}]}]}
+
+
+@pytest.mark.parametrize("error", [*MOVED, *BUSY, UnknownTopicOrPartitionError, RequestTimedOutError])
+def test_txn_offset_commit_retriable_is_retried(error: type[KafkaError]) -> None:
+    tm = in_transaction()
+    result, commit = offset_commit(tm)
+    tm.handle_response(commit, commit_answer(error.code), None, NOW)  # type: ignore[attr-defined]
+    assert not result.is_done and tm.state is State.IN_TRANSACTION
+    assert (("group", "grp") in tm.coordinators) == (error not in MOVED)
+    again = next_req(tm, now=NOW + 100)
+    assert again.api == (ApiKey.FIND_COORDINATOR if error in MOVED else ApiKey.TXN_OFFSET_COMMIT)
+
+
+def test_txn_offset_commit_refused_is_abortable_and_fenced_is_fatal() -> None:
+    tm = in_transaction()
+    result, commit = offset_commit(tm)
+    tm.handle_response(commit, commit_answer(GroupAuthorizationFailedError.code), None, NOW)
+    assert isinstance(result.error, GroupAuthorizationFailedError) and tm.state is State.ABORTABLE_ERROR
+    tm = in_transaction()
+    result, commit = offset_commit(tm)
+    tm.handle_response(commit, commit_answer(ProducerFencedError.code), None, NOW)
+    assert tm.state is State.FATAL_ERROR and isinstance(result.error, ProducerFencedError)
+
+
+def test_a_group_coordinator_that_cannot_be_found_makes_the_transaction_abortable() -> None:
+    tm = in_transaction()
+    result, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=0)
+    answer(tm, next_req(tm), error_code=GroupAuthorizationFailedError.code)
+    assert tm.state is State.ABORTABLE_ERROR
+
+
+@pytest.mark.parametrize("error", [*MOVED, *BUSY])
+def test_end_txn_busy_or_moved_is_retried_and_then_completes(error: type[KafkaError]) -> None:
+    tm = in_transaction(("t", 0))
+    result = tm.begin_commit()
+    answer(tm, next_req(tm), error_code=error.code)  # type: ignore[attr-defined]
+    assert not result.is_done
+    req = next_req(tm, now=NOW + 100)
+    if req.api == ApiKey.FIND_COORDINATOR:
+        answer(tm, req, now=NOW + 100, error_code=0, node_id=1, host="h", port=9092)
+        req = next_req(tm, now=NOW + 100)
+    assert req.api == ApiKey.END_TXN
+    answer(tm, req, now=NOW + 100, error_code=0)
+    assert result.is_done and result.error is None and tm.state is State.READY
+
+
+def test_end_txn_abort_with_a_lost_producer_id_completes_and_bumps_the_epoch() -> None:
+    tm = in_transaction(("t", 0))
+    result = tm.begin_abort()
+    answer(tm, next_req(tm), error_code=UnknownProducerIdError.code)
+    assert tm.state is State.INITIALIZING  # the next epoch first (KIP-360)
+    req = next_req(tm)
+    assert req.api == ApiKey.INIT_PRODUCER_ID and (req.build()["producer_id"], req.build()["producer_epoch"]) == (7, 0)
+    answer(tm, req, error_code=0, producer_id=7, producer_epoch=1)
+    assert result.is_done and result.error is None and tm.state is State.READY
+
+
+def test_end_txn_commit_with_a_lost_producer_id_is_fatal() -> None:
+    tm = in_transaction(("t", 0))
+    result = tm.begin_commit()
+    answer(tm, next_req(tm), error_code=UnknownProducerIdError.code)
+    assert tm.state is State.FATAL_ERROR and isinstance(result.error, UnknownProducerIdError)
+
+
+def test_end_txn_carries_the_producer_id_and_epoch() -> None:
+    tm = in_transaction(("t", 0))
+    tm.begin_abort()
+    assert next_req(tm).build() == {"transactional_id": "tx", "producer_id": 7, "producer_epoch": 0,
+                                    "committed": False}
+
+
+def test_batch_failures_are_classified() -> None:
+    tm = in_transaction(("t", 0))
+    tm.on_batch_failed(TransactionAbortedError("ours"))
+    assert tm.state is State.IN_TRANSACTION  # our own abort's echo changes nothing
+    tm.on_batch_failed(InvalidProducerEpochError("t-0"))
+    assert tm.state is State.FATAL_ERROR and isinstance(tm.last_error, ProducerFencedError)
+    tm = initialized()
+    tm.on_batch_failed(TopicAuthorizationFailedError("t-0"))  # outside a transaction: nothing to abort
+    assert tm.state is State.READY
+
+
+def test_an_abortable_error_while_aborting_does_not_stop_the_abort() -> None:
+    tm = in_transaction(("t", 0))
+    result = tm.begin_abort()
+    tm.on_batch_failed(TopicAuthorizationFailedError("t-0"))
+    assert tm.state is State.ABORTING
+    answer(tm, next_req(tm), error_code=0)
+    assert result.is_done and result.error is None and tm.state is State.READY
+
+
+def test_state_changes_are_reported_and_invalid_transitions_refused() -> None:
+    tm = manager()
+    seen: list[State] = []
+    tm.on_state = seen.append
+    tm.initialize()
+    find_coordinator(tm)
+    answer(tm, next_req(tm), error_code=0, producer_id=1, producer_epoch=0)
+    tm.begin()
+    assert seen == [State.INITIALIZING, State.READY, State.IN_TRANSACTION]
+    with pytest.raises(IllegalStateError, match="invalid transition attempted from state .* to state"):
+        tm._transition(State.INITIALIZING)
+
+
+def test_send_refusal_names_the_error_and_what_to_do() -> None:
+    tm = in_transaction(("t", 0))
+    tm.on_batch_failed(TopicAuthorizationFailedError("t-0 denied"))
+    err = tm.send_refusal()
+    assert "Cannot perform send because at least one previous transactional or idempotent request has failed" \
+        in str(err) and "t-0 denied" in str(err) and "Call abort_transaction()" in str(err)
+    assert isinstance(err.__cause__, TopicAuthorizationFailedError)
+    tm.fatal(ProducerFencedError("fenced"))
+    assert "The producer can only be closed" in str(tm.send_refusal())
+    ready = initialized()
+    assert "call begin_transaction() first" in str(ready.send_refusal())
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        ready.send_offsets({("in", 0): (1, None)}, "g")
