@@ -20,11 +20,13 @@ from kafkajet.errors import (
 from kafkajet.network.blocking import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
 from kafkajet.records import Record, decode_batches
+from kafkajet.records.batch import RecordBatch
 from kafkajet.records.isolation import committed_batches
 from kafkajet.security.connection import connection_security
 
 FETCH_VERSION = 5  # v5 answers log_start_offset (and, since v4, the LSO and aborted transactions)
 READ_COMMITTED = 1
+LIST_OFFSETS_VERSION = 4  # v1 answers one offset per timestamp; v2 takes the isolation level, v4 leader epochs
 
 
 class FetchClient:
@@ -69,6 +71,30 @@ class FetchClient:
         for p in cluster.partitions_for(topic):
             self._leaders[(topic, p.partition)] = p.leader
         return [p.partition for p in cluster.partitions_for(topic)]
+
+    def topics(self) -> list[str]:
+        """Every topic the broker lists (internal ones left out), for pattern subscriptions."""
+        md = bootstrap_metadata(self.servers, self.timeout_s, topics=None, client_id=self.client_id,
+                                security=self.security)
+        cluster = Cluster.from_metadata_response(md)
+        return sorted(t for t in cluster.partitions if t not in cluster.internal_topics)
+
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
+        """The earliest offset whose record timestamp is >= timestamp_ms (ListOffsets by time), or None when
+        no record is that recent."""
+        conn = self._conn(topic, partition)
+        version = min(conn.api_version(ApiKey.LIST_OFFSETS), LIST_OFFSETS_VERSION)
+        resp = conn.request(ApiKey.LIST_OFFSETS, {
+            "replica_id": -1, "isolation_level": self.isolation_level,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp_ms}]}],
+        }, version=version, timeout_s=self.timeout_s)
+        (p,) = resp["topics"][0]["partitions"]
+        err = make_error(p["error_code"], f"list offsets of {topic}-{partition} at timestamp {timestamp_ms}")
+        if err is not None:
+            raise err
+        offset: int = p["offset"]
+        return None if offset < 0 else offset
 
     def _conn(self, topic: str, partition: int) -> BlockingConnection:
         if (topic, partition) not in self._leaders:
@@ -116,31 +142,38 @@ class FetchClient:
     def fetch_range(self, topic: str, partition: int, start: int, end: int, *,
                     max_bytes: int = 8 << 20) -> Iterator[Record]:
         """Records with start <= offset < end, control batches skipped; a deadline per round trip."""
+        for batches in self.fetch_batches(topic, partition, start, end, max_bytes=max_bytes):
+            for batch in batches:
+                for rec in batch.records:
+                    if start <= rec.offset < end:
+                        yield rec
+
+    def fetch_batches(self, topic: str, partition: int, start: int, end: int, *, max_bytes: int = 8 << 20,
+                      decode: bool = True) -> Iterator[list[RecordBatch]]:
+        """The data batches covering start..end, one list per Fetch answer: control batches (and, at
+        read_committed, aborted transactions' batches) left out; the first and last may hold records outside
+        the range. decode=False leaves each batch's records undecoded (`records_data`) for a columnar reader.
+        A deadline of request.timeout.ms per round trip that brings nothing new."""
         offset = start
         deadline = time.monotonic() + self.timeout_s
         while offset < end:
             p = self._fetch(topic, partition, offset, max_bytes, 500)
-            batches = decode_batches(p["record_set"] or b"", allow_partial_tail=True)
-            progressed = False
+            batches = decode_batches(p["record_set"] or b"", allow_partial_tail=True, decode=decode)
             readable = (set(map(id, committed_batches(batches, p.get("aborted_transactions"))))
                         if self.isolation_level == READ_COMMITTED else None)
+            out = []
+            before = offset
             for batch in batches:
-                if readable is not None and id(batch) not in readable:
-                    # An aborted transaction's batch or a marker: its offsets are passed over, never yielded.
-                    offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
-                    progressed = True
-                    continue
-                for rec in batch.records:
-                    if rec.offset >= offset and not batch.is_control:
-                        if rec.offset >= end:
-                            return
-                        yield rec
-                    if rec.offset >= offset:
-                        offset = rec.offset + 1
-                        progressed = True
-                if not batch.records:
-                    offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
-            if progressed:
+                next_offset = batch.base_offset + batch.last_offset_delta + 1
+                if next_offset <= offset:
+                    continue  # a batch before the requested offset, as brokers may answer
+                offset = next_offset
+                if batch.is_control or (readable is not None and id(batch) not in readable):
+                    continue  # a marker, or an aborted transaction's batch: its offsets are passed over
+                out.append(batch)
+            if out:
+                yield out
+            if offset > before:
                 deadline = time.monotonic() + self.timeout_s
             elif self._end_of(p) <= offset or time.monotonic() > deadline:
                 if offset < end and self._end_of(p) < end:

@@ -57,6 +57,9 @@ class RecordBatch:
     base_sequence: int
     records_count: int
     records: list[Record] = field(default_factory=list)
+    # The records region, decompressed, when decode_batches() was asked not to decode it record by record
+    # (a columnar reader parses it itself).
+    records_data: Buffer | None = None
 
 
 def build_batch(
@@ -207,11 +210,13 @@ def control_record_type(key: bytes | None) -> int:
 
 
 def decode_batches(
-    data: Buffer, *, allow_partial_tail: bool = False, verify_crc: bool = True
+    data: Buffer, *, allow_partial_tail: bool = False, verify_crc: bool = True, decode: bool = True
 ) -> list[RecordBatch]:
     """Decode concatenated batches, validating every length, the CRC, and every record.
 
     allow_partial_tail drops an incomplete final batch (Fetch responses end that way) instead of raising.
+    decode=False leaves the records of data batches undecoded and hands the decompressed region over as
+    `records_data` instead.
     """
     # Work on an immutable copy: views into a caller's bytearray would stay exported while an exception's
     # traceback is alive and make the caller's buffer.clear() fail. Decoding is not a hot path.
@@ -250,7 +255,9 @@ def decode_batches(
         region: Buffer = view[pos + BATCH_HEADER_SIZE:batch_end]
         if codec:
             region = decompress(codec, region)
-        records = decode_records(region, count, base_offset, base_timestamp)
+        # Control batches are always decoded: their one record says commit or abort, which readers need.
+        records = (decode_records(region, count, base_offset, base_timestamp)
+                   if decode or attributes & _CONTROL_BIT else [])
         if attributes & _TIMESTAMP_TYPE_BIT:
             # LogAppendTime: the broker stamped the batch, so every record's time is the batch's max
             # timestamp (what the Java consumer, kafka-python and aiokafka report).
@@ -260,7 +267,7 @@ def decode_batches(
             base_offset, batch_length, leader_epoch, magic, crc, attributes, Compression(codec),
             1 if attributes & _TIMESTAMP_TYPE_BIT else 0, bool(attributes & _TRANSACTIONAL_BIT),
             bool(attributes & _CONTROL_BIT), last_offset_delta, base_timestamp, max_timestamp, producer_id,
-            producer_epoch, base_sequence, count, records,
+            producer_epoch, base_sequence, count, records, None if decode else region,
         ))
         pos = batch_end
     return batches

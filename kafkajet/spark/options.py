@@ -1,9 +1,9 @@
-"""Spark options -> producer settings and source settings, checked at planning time with clear messages."""
+"""The sink's options -> producer settings, checked at planning time with clear messages (the source's are in
+source_options.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kafkajet.config import parse_producer_config
 from kafkajet.errors import ConfigError
@@ -24,15 +24,3 @@ def producer_config(options: Mapping[str, str]) -> dict[str, str]:
                           ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
     parse_producer_config(cfg)  # fail on the driver, not in every task
     return cfg
-
-
-def bootstrap(options: Mapping[str, str]) -> str:
-    servers = options.get("kafka.bootstrap.servers")
-    if not servers:
-        raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
-                          ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
-    return servers
-
-
-def timeout_s(options: Mapping[str, Any]) -> float:
-    return float(options.get("kafkajet.timeout.ms", "30000")) / 1000.0

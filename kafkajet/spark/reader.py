@@ -1,94 +1,265 @@
-"""The batch source: one Spark partition per Kafka partition between starting and ending offsets."""
+"""The source's readers: batch (spark.read) and streaming (spark.readStream), as Spark's Kafka source.
+
+The driver plans offset ranges (`Planner`, one FetchClient); each Spark task reads its range and yields
+Arrow record batches (`read_range`). Readers are pickled to the executors, so they hold options and plain
+data only; a planner's connections live in the driver process and are made on first use.
+"""
 
 from __future__ import annotations
 
-import datetime
-import json
+import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
-from kafkajet.config import SECURITY_KEYS, security_config
-from kafkajet.errors import ConfigError
+from kafkajet.errors import ConfigError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kafkajet.spark.offsets import (
+    DATA_LOSS_ADVICE,
+    OffsetRange,
+    Offsets,
+    TopicPartition,
+    data_loss,
+    from_json,
+    rate_limit,
+    split,
+    to_json,
+)
+from kafkajet.spark.source_options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 
-SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-          "timestampType int, headers array<struct<key: string, value: binary>>")
+log = logging.getLogger("kafkajet.spark")
 
 
 class KafkaInputPartition(InputPartition):
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__(partition)
-        self.topic = topic
-        self.partition = partition
-        self.start = start
-        self.end = end
+    def __init__(self, index: int, r: OffsetRange) -> None:
+        super().__init__(index)
+        self.topic = r.topic
+        self.partition = r.partition
+        self.start = r.start
+        self.end = r.end
 
 
-def _spec(options: dict[str, str], name: str, default: str, topic: str) -> Any:
-    raw = options.get(name.lower(), default)
-    if raw in ("earliest", "latest"):
-        return raw
-    try:
-        parsed = json.loads(raw)
-        return {int(p): int(o) for p, o in parsed[topic].items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise ConfigError(f"option {name}={raw!r}: use earliest, latest or JSON like "
-                          f"{{\"{topic}\": {{\"0\": 23, \"1\": -2}}}} (-2 earliest, -1 latest)") from None
+def read_range(part: KafkaInputPartition, opts: SourceOptions) -> Iterator[Any]:
+    """One task: the records of its range as Arrow record batches (one per Fetch answer)."""
+    from kafkajet.fetch import FetchClient
+    from kafkajet.spark.arrow_records import to_arrow
+
+    start, end = part.start, part.end
+    if start >= end:
+        return
+    with FetchClient(opts.fetch_config) as client:
+        try:
+            for batches in client.fetch_batches(part.topic, part.partition, start, end, max_bytes=4 << 20,
+                                                decode=False):
+                rb = to_arrow(batches, part.topic, part.partition, start, end, opts.include_headers)
+                if rb.num_rows:
+                    yield rb
+        except OffsetOutOfRangeError as e:
+            # Deleted while the query ran (retention): Spark's rule decides between failing and skipping.
+            earliest, _ = client.offsets(part.topic, part.partition)
+            problem = data_loss((part.topic, part.partition), start, earliest, end)
+            if opts.fail_on_data_loss or problem is None:
+                raise KafkaError(f"{problem or e}. {DATA_LOSS_ADVICE}") from e
+            log.warning("%s; skipping to offset %d (failOnDataLoss=false)", problem, earliest)
+            yield from read_range(KafkaInputPartition(0, OffsetRange(part.topic, part.partition, earliest, end)),
+                                  opts)
 
 
-class KafkaReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], servers: str, timeout_s: float) -> None:
-        topic = options.get("subscribe") or options.get("topic")
-        if not topic or "," in topic:
-            raise ConfigError("option subscribe (one topic name) is required for reading")
-        self.topic = topic
-        self.servers = servers
-        self.timeout_s = timeout_s
-        # The security options (kafka.security.protocol, kafka.ssl.*, kafka.sasl.*) as the sink takes them.
-        self.security = {k[len("kafka."):]: v for k, v in options.items()
-                         if k.startswith("kafka.") and k[len("kafka."):] in SECURITY_KEYS}
-        security_config(self.security)  # a bad setting fails on the driver, not in every task
-        # Spark's Kafka source option: read_committed stops at the last stable offset and drops aborted records.
-        self.isolation = options.get("kafka.isolation.level", "read_uncommitted")
-        if self.isolation not in ("read_uncommitted", "read_committed"):
-            raise ConfigError(f"option kafka.isolation.level={self.isolation!r}: expected read_uncommitted or "
-                              "read_committed")
-        self.starting = _spec(options, "startingOffsets", "earliest", topic)
-        self.ending = _spec(options, "endingOffsets", "latest", topic)
+class Planner:
+    """The driver's view of the subscription: its partitions, their offsets, and where ranges start."""
 
-    def _fetch_config(self) -> dict[str, Any]:
-        return {**self.security, "bootstrap.servers": self.servers, "isolation.level": self.isolation,
-                "request.timeout.ms": max(1, int(self.timeout_s * 1000))}
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._client: Any = None
 
-    def partitions(self) -> list[KafkaInputPartition]:
-        from kafkajet.fetch import FetchClient
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opts": self.opts, "_client": None}  # connections stay in the process that made them
 
-        out = []
-        with FetchClient(self._fetch_config()) as client:
-            for p in client.partitions(self.topic):
-                first, last = client.offsets(self.topic, p)
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from kafkajet.fetch import FetchClient
 
-                def pick(spec: Any, p: int = p, first: int = first, last: int = last) -> int:
-                    if spec == "earliest":
-                        return first
-                    if spec == "latest":
-                        return last
-                    o = spec.get(p, -1 if spec is self.ending else -2)
-                    return first if o == -2 else last if o == -1 else o
+            self._client = FetchClient(self.opts.fetch_config)
+        return self._client
 
-                out.append(KafkaInputPartition(self.topic, p, pick(self.starting), pick(self.ending)))
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def partitions(self) -> list[TopicPartition]:
+        sub = self.opts.subscription
+        if sub.pattern is not None:
+            return [(t, p) for t in self.client.topics() if sub.matches(t) for p in self.client.partitions(t)]
+        out: list[TopicPartition] = []
+        for topic in sub.topics:
+            try:
+                existing = self.client.partitions(topic)
+            except UnknownTopicOrPartitionError:
+                raise ConfigError(f"topic {topic!r} ({sub.describe()}) does not exist on "
+                                  f"{self.opts.fetch_config['bootstrap.servers']}: create it first") from None
+            if sub.assigned:
+                wanted = [p for t, p in sub.assigned if t == topic]
+                missing = sorted(set(wanted) - set(existing))
+                if missing:
+                    raise ConfigError(f"option assign names partitions {missing} of {topic!r}, which has "
+                                      f"{len(existing)}")
+                out.extend((topic, p) for p in wanted)
+            else:
+                out.extend((topic, p) for p in existing)
         return out
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        from kafkajet.fetch import FetchClient
+    def bounds(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        return {tp: self.client.offsets(*tp) for tp in tps}
 
+    def resolve(self, spec: OffsetSpec, bounds: dict[TopicPartition, tuple[int, int]]) -> Offsets:
+        """Where `spec` puts each partition (absolute offsets; latest means the end of the log now)."""
+        if spec.kind in ("earliest", "latest"):
+            return {tp: lo if spec.kind == "earliest" else hi for tp, (lo, hi) in bounds.items()}
+        if spec.kind == "offsets":
+            missing = sorted(set(bounds) - set(spec.offsets))
+            if missing:
+                raise ConfigError(f"option {spec.option} gives offsets, so it must name every partition read; "
+                                  f"missing: {missing} (use -2 for earliest, -1 for latest)")
+            return {tp: bounds[tp][0] if spec.offsets[tp] == EARLIEST else bounds[tp][1]
+                    if spec.offsets[tp] == LATEST else spec.offsets[tp] for tp in bounds}
+        out: Offsets = {}
+        for tp, (_, hi) in bounds.items():
+            when = spec.timestamp if spec.kind == "timestamp" else spec.offsets.get(tp)
+            if when is None:
+                raise ConfigError(f"option {spec.option} must name every partition read; missing: {tp}")
+            found = self.client.offset_for_time(tp[0], tp[1], when)
+            if found is None:
+                if self.opts.timestamp_strategy != "latest" or spec.option.startswith("ending"):
+                    if spec.option.startswith("ending"):
+                        found = hi  # no record that late: the range ends at the end of the log
+                    else:
+                        raise ConfigError(
+                            f"option {spec.option}: {tp[0]}-{tp[1]} has no record at or after timestamp {when}; "
+                            "set startingOffsetsByTimestampStrategy=latest to start at the end instead")
+                else:
+                    found = hi
+            out[tp] = found
+        return out
+
+    def checked(self, start: Offsets, bounds: dict[TopicPartition, tuple[int, int]]) -> Offsets:
+        """start, with data loss (offsets deleted, or past the end) failing or skipped as failOnDataLoss says."""
+        out = dict(start)
+        for tp, offset in start.items():
+            if tp not in bounds:
+                problem: str | None = f"{tp[0]}-{tp[1]} is gone (the topic was deleted?)"
+            else:
+                problem = data_loss(tp, offset, *bounds[tp])
+            if problem is None:
+                continue
+            if self.opts.fail_on_data_loss:
+                raise KafkaError(f"{problem}. {DATA_LOSS_ADVICE}")
+            log.warning("%s (failOnDataLoss=false: going on)", problem)
+            if tp in bounds:
+                lo, hi = bounds[tp]
+                out[tp] = lo if offset < lo else hi
+            else:
+                del out[tp]
+        return out
+
+    def input_partitions(self, start: Offsets, end: Offsets) -> list[KafkaInputPartition]:
+        ranges = [OffsetRange(t, p, start[(t, p)], end[(t, p)]) for (t, p) in sorted(end) if (t, p) in start]
+        for r in ranges:
+            if r.start > r.end:
+                raise ConfigError(f"{r.topic}-{r.partition}: the starting offset {r.start} is after the ending "
+                                  f"offset {r.end}")
+        parts = split(ranges, self.opts.min_partitions, self.opts.max_records_per_partition)
+        return [KafkaInputPartition(i, r) for i, r in enumerate(parts)]
+
+
+class KafkaBatchReader(DataSourceReader):
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> list[KafkaInputPartition]:
+        planner = Planner(self.opts)
+        try:
+            bounds = planner.bounds(planner.partitions())
+            start = planner.checked(planner.resolve(self.opts.starting, bounds), bounds)
+            end = planner.resolve(self.opts.ending, bounds)
+            end = {tp: min(o, bounds[tp][1]) for tp, o in end.items()}  # nothing past the log's end yet
+            return planner.input_partitions(start, end)
+        finally:
+            planner.close()
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
-        if partition.start >= partition.end:
-            return
-        utc = datetime.UTC
-        with FetchClient(self._fetch_config()) as client:
-            for r in client.fetch_range(partition.topic, partition.partition, partition.start, partition.end):
-                yield (r.key, r.value, partition.topic, partition.partition, r.offset,
-                       datetime.datetime.fromtimestamp(r.timestamp / 1000.0, tz=utc), 0,
-                       [(k, v) for k, v in r.headers])
+        return read_range(partition, self.opts)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offset ranges; offsets are Spark's Kafka offset JSON, kept in the checkpoint."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.planner = Planner(opts)
+        self._available_now: Offsets | None = None
+        self._last_trigger = time.monotonic()
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
+        bounds = self.planner.bounds(self.planner.partitions())
+        return to_json(self.planner.resolve(self.opts.starting, bounds))
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        bounds = self.planner.bounds(self.planner.partitions())
+        self._available_now = {tp: hi for tp, (_, hi) in bounds.items()}
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
+        begin = from_json(start)
+        bounds = self.planner.bounds(self.planner.partitions())
+        latest = {tp: hi for tp, (_, hi) in bounds.items()}
+        for tp, (lo, _) in bounds.items():
+            # A partition new to the query (added to a topic, or a new topic matching the pattern) is read
+            # from its beginning, as Spark does.
+            begin.setdefault(tp, lo)
+        if self._available_now is not None:
+            latest = {tp: min(hi, self._available_now.get(tp, begin[tp])) for tp, hi in latest.items()}
+        available = sum(max(0, hi - begin[tp]) for tp, hi in latest.items())
+        minimum = self.opts.min_offsets_per_trigger
+        if (minimum is not None and self._available_now is None and available < minimum
+                and (time.monotonic() - self._last_trigger) * 1000 < self.opts.max_trigger_delay_ms):
+            return start  # not enough yet, and maxTriggerDelay has not passed: skip this trigger
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin, latest, limit.max_rows)
+        if latest != from_json(start):
+            self._last_trigger = time.monotonic()
+        return to_json(latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
+        begin, until = from_json(start), from_json(end)
+        if begin == until:
+            return []
+        tps = sorted(until)
+        bounds = self.planner.bounds(tps)
+        for tp in tps:
+            begin.setdefault(tp, bounds[tp][0])  # new partitions from their beginning
+        begin = self.planner.checked({tp: begin[tp] for tp in tps}, bounds)
+        return self.planner.input_partitions(begin, until)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, KafkaInputPartition)
+        return read_range(partition, self.opts)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        pass  # offsets live in Spark's checkpoint; nothing to commit to Kafka
+
+    def stop(self) -> None:
+        self.planner.close()

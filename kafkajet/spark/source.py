@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructType, TimestampType
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.options import bootstrap, producer_config, timeout_s
-from kafkajet.spark.reader import SCHEMA, KafkaReader
+from kafkajet.spark.options import producer_config
+from kafkajet.spark.reader import KafkaBatchReader, KafkaStreamReader
+from kafkajet.spark.source_options import parse_source_options
 from kafkajet.spark.writer import KafkaArrowWriter, KafkaStreamArrowWriter
 
 _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
@@ -41,7 +42,11 @@ class KafkaDataSource(DataSource):
         return "kafkajet"
 
     def schema(self) -> str:
-        return SCHEMA
+        # Spark's columns; headers only with includeHeaders=true, as Spark's Kafka source.
+        include = str(self.options.get("includeHeaders", self.options.get("includeheaders", "false")))
+        from kafkajet.spark.source_options import BASE_SCHEMA, HEADERS_FIELD
+
+        return BASE_SCHEMA + (", " + HEADERS_FIELD if include.strip().lower() == "true" else "")
 
     def _writer_args(self, schema: StructType, overwrite: bool) -> tuple[dict[str, str], str | None]:
         if overwrite:
@@ -63,4 +68,7 @@ class KafkaDataSource(DataSource):
         return KafkaStreamArrowWriter(cfg, topic)
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return KafkaReader(dict(self.options), bootstrap(self.options), timeout_s(self.options))
+        return KafkaBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
+        return KafkaStreamReader(parse_source_options(self.options, streaming=True))

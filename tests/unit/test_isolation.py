@@ -45,3 +45,22 @@ def test_an_aborted_transaction_starting_mid_fetch_only_hides_from_its_first_off
         _marker(3, 7, commit=False),
     ])
     assert _visible(log, [(7, 2)]) == [b"t1"]
+
+
+def test_read_committed_works_on_undecoded_batches_too() -> None:
+    # The Spark source decodes data batches itself (decode=False): the abort marker must still end the
+    # aborted range, or every later transaction of the producer would be dropped as aborted.
+    from kafkajet.records import decode_batches
+    from kafkajet.records.batch import build_control_batch, encode_batch
+    from kafkajet.records.isolation import committed_batches
+
+    pid = 9
+    log = (encode_batch([(1, None, b"aborted", None)], base_offset=0, producer_id=pid, producer_epoch=0,
+                        base_sequence=0, transactional=True)
+           + build_control_batch(False, base_offset=1, producer_id=pid, producer_epoch=0, timestamp=1)
+           + encode_batch([(1, None, b"committed", None)], base_offset=2, producer_id=pid, producer_epoch=0,
+                          base_sequence=1, transactional=True)
+           + build_control_batch(True, base_offset=3, producer_id=pid, producer_epoch=0, timestamp=1))
+    batches = decode_batches(log, decode=False)
+    kept = list(committed_batches(batches, [{"producer_id": pid, "first_offset": 0}]))
+    assert [b.base_offset for b in kept] == [2]
