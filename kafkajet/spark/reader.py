@@ -196,7 +196,8 @@ class KafkaBatchReader(DataSourceReader):
             planner.close()
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, KafkaInputPartition)
+        if not isinstance(partition, KafkaInputPartition):
+            return iter(())  # nothing to read: Spark still runs one task, with a placeholder partition
         return read_range(partition, self.opts)
 
 
@@ -255,7 +256,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.planner.input_partitions(begin, until)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, KafkaInputPartition)
+        if not isinstance(partition, KafkaInputPartition):
+            return iter(())  # nothing to read: Spark still runs one task, with a placeholder partition
         return read_range(partition, self.opts)
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -2,41 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
-import pyspark.sql as pyspark_sql  # noqa: E402 - a test dependency: its absence must fail, not skip
 import pytest
 from kafka import KafkaProducer
 
-from kafkajet.admin import Admin
 from kafkajet.errors import ConfigError
 from kafkajet.producer.partitioner import partition_for_key
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import kafkajet from this venv
-    from kafkajet.spark import KafkaDataSource
-
-    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("kafkajet-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(KafkaDataSource)
-    yield session
-    session.stop()
-
-
-def make_topic(broker: EmbeddedBroker, name: str, partitions: int = 4) -> str:
-    with Admin(broker.bootstrap_servers) as admin:
-        admin.create_topics([name], num_partitions=partitions)
-    return name
+from tests.spark.conftest import make_topic  # noqa: E402
 
 
 def test_every_column_variant_written_and_read_back_by_kafka_python(

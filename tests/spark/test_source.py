@@ -1,0 +1,209 @@
+"""The source's options and its streaming reader through Spark, against the real broker, read back exactly."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from kafkajet import Producer
+from kafkajet.testing import EmbeddedBroker, MockCluster
+from tests.helpers.waiting import wait_for
+from tests.spark.conftest import make_topic
+
+
+def produce(broker: EmbeddedBroker, topic: str, values: list[bytes], partitions: int,
+            timestamps: list[int] | None = None) -> None:
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5) as p:
+        futures = [p.send(topic, v, partition=i % partitions,
+                          timestamp_ms=None if timestamps is None else timestamps[i])
+                   for i, v in enumerate(values)]
+        p.flush(timeout=60)
+        for f in futures:
+            f.result(timeout=0)
+
+
+def source(spark: Any, broker: EmbeddedBroker, **options: str) -> Any:
+    reader = spark.read.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def values(df: Any) -> Counter[bytes]:
+    return Counter(bytes(r.value) for r in df.select("value").collect())
+
+
+def test_subscribe_reads_every_listed_topic_and_a_pattern_only_matching_ones(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    a, b, c = (make_topic(broker, f"{topic_name}-{x}", 2) for x in ("a", "b", "c"))
+    for t in (a, b, c):
+        produce(broker, t, [f"{t[-1]}{i}".encode() for i in range(100)], 2)
+    both = values(source(spark, broker, subscribe=f"{a},{b}"))
+    assert both == Counter({f"{x}{i}".encode(): 1 for x in "ab" for i in range(100)})
+    pattern = values(source(spark, broker, subscribePattern=f"{topic_name}-[ac]"))
+    assert pattern == Counter({f"{x}{i}".encode(): 1 for x in "ac" for i in range(100)})
+    df = source(spark, broker, subscribe=a, includeHeaders="true")
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+
+def test_starting_by_timestamp_uses_the_brokers_time_index(spark: Any) -> None:
+    # On the MockCluster: Tansu answers ListOffsets by timestamp with offset 0 whatever the time.
+    base = 1_700_000_000_000
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("ts", partitions=2)
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=0, batch_size=512) as p:
+            for i in range(200):
+                p.send("ts", b"%d" % i, partition=i % 2, timestamp_ms=base + i * 1000)
+            p.flush(timeout=60)
+
+        def read(**options: str) -> Any:
+            reader = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+                      .option("subscribe", "ts"))
+            for k, v in options.items():
+                reader = reader.option(k, v)
+            return reader.load()
+
+        assert values(read(startingTimestamp=str(base + 150_000))) == Counter({b"%d" % i: 1 for i in range(150, 200)})
+        per_partition = values(read(startingOffsetsByTimestamp=f'{{"ts": {{"0": {base + 190_000}, "1": {base}}}}}'))
+        # Partition 0 holds the even records, 1 the odd ones.
+        assert per_partition == Counter({b"%d" % i: 1 for i in range(200) if i % 2 or i >= 190})
+        with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy=latest"):
+            read(startingTimestamp=str(base + 10**9)).collect()
+        assert read(startingTimestamp=str(base + 10**9), startingOffsetsByTimestampStrategy="latest").count() == 0
+
+
+def test_ranges_are_split_across_tasks_without_losing_or_repeating_a_record(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    make_topic(broker, topic_name, 2)
+    produce(broker, topic_name, [b"%d" % i for i in range(3000)], 2)
+    df = source(spark, broker, subscribe=topic_name, maxRecordsPerPartition="400")
+    assert df.rdd.getNumPartitions() == 8  # 1500 per Kafka partition in ranges of at most 400
+    assert values(df) == Counter({b"%d" % i: 1 for i in range(3000)})
+    df = source(spark, broker, subscribe=topic_name, minPartitions="6")
+    assert df.rdd.getNumPartitions() == 6
+    assert values(df) == Counter({b"%d" % i: 1 for i in range(3000)})
+
+
+def test_offsets_past_the_end_fail_unless_fail_on_data_loss_is_false(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    make_topic(broker, topic_name, 1)
+    produce(broker, topic_name, [b"x"] * 10, 1)
+    past = f'{{"{topic_name}": {{"0": 50}}}}'
+    with pytest.raises(Exception, match=r"offset 50 is past the end of the log \(10\).*failOnDataLoss"):
+        source(spark, broker, subscribe=topic_name, startingOffsets=past).collect()
+    assert source(spark, broker, subscribe=topic_name, startingOffsets=past, failOnDataLoss="false").count() == 0
+
+
+def test_planning_errors_reach_the_user_before_any_task(spark: Any, broker: EmbeddedBroker, topic_name: str) -> None:
+    with pytest.raises(Exception, match="does not exist"):
+        source(spark, broker, subscribe=topic_name + "-missing").collect()
+    with pytest.raises(Exception, match="exactly one of the options subscribe"):
+        source(spark, broker, subscribe="a", subscribePattern="a.*").collect()
+    with pytest.raises(Exception, match="unknown option kafka.max.poll.records"):
+        source(spark, broker, subscribe="a", **{"kafka.max.poll.records": "5"}).collect()
+
+
+class Collector:
+    """foreachBatch target: every row's value, and each micro-batch's size, in the driver."""
+
+    def __init__(self) -> None:
+        self.rows: list[bytes] = []
+        self.batches: list[int] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        got = [bytes(r.value) for r in df.select("value").collect()]
+        with self.lock:
+            self.rows.extend(got)
+            self.batches.append(len(got))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.rows)
+
+
+def start_stream(spark: Any, broker: EmbeddedBroker, sink: Collector, checkpoint: str, *,
+                 available_now: bool = False, **options: str) -> Any:
+    reader = spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    writer = reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="200 milliseconds")
+    return writer.start()
+
+
+def wait_rows(query: Any, sink: Collector, n: int, timeout: float = 120) -> None:
+    def done() -> bool:
+        if query.exception() is not None:
+            raise AssertionError(f"the query failed: {query.exception()}")
+        return sink.count() >= n
+
+    wait_for(done, timeout, f"{n} rows through the stream")
+
+
+def test_a_stream_in_bounded_micro_batches_restarts_from_its_checkpoint(
+    spark: Any, broker: EmbeddedBroker, topic_name: str, tmp_path: Any
+) -> None:
+    make_topic(broker, topic_name, 3)
+    produce(broker, topic_name, [b"first-%d" % i for i in range(900)], 3)
+    sink = Collector()
+    checkpoint = str(tmp_path / "ck")
+    query = start_stream(spark, broker, sink, checkpoint, subscribe=topic_name, startingOffsets="earliest",
+                         maxOffsetsPerTrigger="200")
+    try:
+        wait_rows(query, sink, 900)
+    finally:
+        query.stop()
+    assert max(sink.batches) <= 200 and len([b for b in sink.batches if b]) >= 5
+    # While the query is down, more arrives; the restarted query goes on from its checkpoint.
+    produce(broker, topic_name, [b"second-%d" % i for i in range(300)], 3)
+    query = start_stream(spark, broker, sink, checkpoint, subscribe=topic_name, startingOffsets="earliest",
+                         maxOffsetsPerTrigger="200")
+    try:
+        wait_rows(query, sink, 1200)
+        produce(broker, topic_name, [b"third-%d" % i for i in range(50)], 3)
+        wait_rows(query, sink, 1250)
+    finally:
+        query.stop()
+    expected = [b"first-%d" % i for i in range(900)] + [b"second-%d" % i for i in range(300)] + \
+        [b"third-%d" % i for i in range(50)]
+    assert Counter(sink.rows) == Counter(expected), "a record lost or read twice across the restart"
+
+
+def test_a_pattern_stream_picks_up_a_new_topic_from_its_beginning(
+    spark: Any, broker: EmbeddedBroker, topic_name: str, tmp_path: Any
+) -> None:
+    make_topic(broker, topic_name + "-1", 2)
+    produce(broker, topic_name + "-1", [b"old-%d" % i for i in range(10)], 2)
+    sink = Collector()
+    query = start_stream(spark, broker, sink, str(tmp_path / "ck"), subscribePattern=topic_name + "-[0-9]")
+    try:
+        wait_for(lambda: query.lastProgress is not None, 120, "the first micro-batch")
+        produce(broker, topic_name + "-1", [b"new-%d" % i for i in range(10)], 2)
+        make_topic(broker, topic_name + "-2", 2)
+        produce(broker, topic_name + "-2", [b"other-%d" % i for i in range(20)], 2)
+        wait_rows(query, sink, 30)
+    finally:
+        query.stop()
+    # startingOffsets=latest skips what was there before; a topic that appears later is read from earliest.
+    assert Counter(sink.rows) == Counter([b"new-%d" % i for i in range(10)] + [b"other-%d" % i for i in range(20)])
+
+
+def test_trigger_available_now_reads_what_is_there_and_stops(
+    spark: Any, broker: EmbeddedBroker, topic_name: str, tmp_path: Any
+) -> None:
+    make_topic(broker, topic_name, 2)
+    produce(broker, topic_name, [b"%d" % i for i in range(500)], 2)
+    sink = Collector()
+    query = start_stream(spark, broker, sink, str(tmp_path / "ck"), available_now=True, subscribe=topic_name,
+                         startingOffsets="earliest", maxOffsetsPerTrigger="150")
+    assert query.awaitTermination(120), "an availableNow query must stop by itself"
+    assert query.exception() is None
+    assert Counter(sink.rows) == Counter({b"%d" % i: 1 for i in range(500)})
+    assert max(sink.batches) <= 150
