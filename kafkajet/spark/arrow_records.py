@@ -100,6 +100,8 @@ def _record_bodies(data: bytes, batches: Sequence[RecordBatch]) -> tuple[array[i
             byte = data[pos]
             if byte < 0x80:
                 raw, pos = byte, pos + 1
+            elif data[pos + 1] < 0x80:  # records of 64 B to 8 KiB: the common case, inline
+                raw, pos = (byte & 0x7F) | (data[pos + 1] << 7), pos + 2
             else:
                 raw, pos = _slow_varint(data, pos)
             length = (raw >> 1) ^ -(raw & 1)

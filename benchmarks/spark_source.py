@@ -1,0 +1,138 @@
+"""Kafka into a DataFrame with PySpark: the kafkajet source against what users write today without it.
+
+    .venv/bin/python benchmarks/spark_source.py              # 2,000,000 rows, medians of 3, interleaved
+    .venv/bin/python benchmarks/spark_source.py --rows 500000 --reps 1
+
+local[2], 100-byte values in 4 partitions of one embedded broker, loaded once by the kafkajet producer. The jobs
+read every record and sum the value lengths (so every value crosses into Spark):
+  kafkajet source             spark.read.format("kafkajet")...load()
+  mapInArrow confluent-kafka  the hand-written job: one task per Kafka partition, a confluent_kafka.Consumer
+                              assigned to its offset range, values handed to Spark as Arrow batches
+Each job must see exactly the rows loaded and the same byte sum, or the run reports FAILED instead of a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+PARTITIONS = 4
+VALUE = 100
+
+
+def _confluent_ranges(bootstrap: str, topic: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from confluent_kafka import Consumer, TopicPartition
+
+        for rb in batches:
+            for partition, start, end in zip(*(rb.column(i).to_pylist() for i in range(3)), strict=True):
+                c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                              "fetch.max.bytes": 8 << 20})
+                c.assign([TopicPartition(topic, partition, start)])
+                offset = start
+                while offset < end:
+                    msgs = c.consume(min(10_000, end - offset), timeout=10)  # returns once that many are in
+                    if not msgs:
+                        raise RuntimeError(f"confluent-kafka: nothing after offset {offset} of {topic}-{partition}")
+                    values = []
+                    for m in msgs:
+                        if m.error() is not None:
+                            raise RuntimeError(str(m.error()))
+                        if m.offset() < end:
+                            values.append(m.value())
+                        offset = m.offset() + 1
+                    yield pa.RecordBatch.from_arrays([pa.array(values, type=pa.binary())], names=["value"])
+                c.close()
+
+    return read
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    from kafkajet import Producer
+    from kafkajet.admin import Admin
+    from kafkajet.fetch import FetchClient
+    from kafkajet.spark import KafkaDataSource
+    from kafkajet.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        topic = "spark-source-bench"
+        with Admin(bootstrap) as admin:
+            admin.create_topics([topic], num_partitions=PARTITIONS)
+        start = time.perf_counter()
+        with Producer(bootstrap_servers=bootstrap, linger_ms=5) as p:
+            values = [b"%012d" % i + b"x" * (VALUE - 12) for i in range(args.rows)]
+            p.send_batch(topic, values).result(timeout=600)
+        print(f"  loaded {args.rows:,} rows in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+        expected_bytes = args.rows * VALUE
+        with FetchClient(bootstrap) as fc:
+            ranges = [(p, *fc.offsets(topic, p)) for p in fc.partitions(topic)]
+
+        spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-source-bench")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(KafkaDataSource)
+
+        def kafkajet_source() -> tuple[int, int]:
+            df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).load())
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).collect()[0]
+            return row.n, row.bytes
+
+        def confluent_map_in_arrow() -> tuple[int, int]:
+            plan = spark.createDataFrame(ranges, "partition int, start long, end long").repartition(PARTITIONS)
+            df = plan.mapInArrow(_confluent_ranges(bootstrap, topic), "value binary")
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).collect()[0]
+            return row.n, row.bytes
+
+        jobs: dict[str, Callable[[], tuple[int, int]]] = {
+            "kafkajet source": kafkajet_source, "mapInArrow confluent-kafka": confluent_map_in_arrow}
+        rates: dict[str, list[float | None]] = {j: [] for j in jobs}
+        for job, fn in jobs.items():  # warm-up: the first task of a session forks its Python worker
+            t = time.perf_counter()
+            fn()
+            print(f"  warm-up {job:28s} {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+        for rep in range(args.reps):
+            for job, fn in jobs.items():  # interleaved, so drift in the machine hits every job alike
+                t = time.perf_counter()
+                n, total = fn()
+                wall = time.perf_counter() - t
+                ok = n == args.rows and total == expected_bytes
+                rates[job].append(args.rows / wall if ok else None)
+                detail = f"{args.rows / wall:,.0f} rows/s ({wall:.1f} s)" if ok else f"FAILED: {n:,} rows, {total} B"
+                print(f"  rep {rep + 1}/{args.reps} {job:28s} {detail}", file=sys.stderr, flush=True)
+        spark.stop()
+
+    def median(job: str) -> float | None:
+        got = rates[job]
+        return statistics.median(got) if got and all(v is not None for v in got) else None  # type: ignore[type-var]
+
+    base = median("kafkajet source")
+    print(f"\n{args.rows:,} rows of {VALUE} B in {PARTITIONS} partitions, local[2], median of {args.reps}\n")
+    print("| job | rows/s | kafkajet source ratio |\n| --- | ---: | ---: |")
+    failed = False
+    for job in jobs:
+        m = median(job)
+        failed |= m is None
+        ratio = f"{base / m:.2f}x" if base and m and job != "kafkajet source" else ""
+        print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {ratio} |")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
