@@ -17,12 +17,12 @@ from kafkajet.testing import EmbeddedBroker
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import kafkajet from this venv
-    from kafkajet.spark import KafkaDataSource
+    import kafkajet.spark
 
     session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("kafkajet-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(KafkaDataSource)
+    kafkajet.spark.register(session)  # checks that the workers import kafkajet
     yield session
     session.stop()
 

@@ -207,3 +207,29 @@ def test_trigger_available_now_reads_what_is_there_and_stops(
     assert query.exception() is None
     assert Counter(sink.rows) == Counter({b"%d" % i: 1 for i in range(500)})
     assert max(sink.batches) <= 150
+
+
+def test_workers_without_kafkajet_fail_at_registration_with_what_to_do(tmp_path: Any) -> None:
+    # A fresh session whose workers run an interpreter without this venv's packages: the mistake a script run
+    # with the venv's python but without an activated venv makes.
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, sys\n"
+        "os.environ['PYSPARK_PYTHON'] = sys.argv[1]\n"
+        "from pyspark.sql import SparkSession\n"
+        "import kafkajet.spark\n"
+        "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+        "try:\n"
+        "    kafkajet.spark.register(spark)\n"
+        "except Exception as e:\n"
+        "    print('ERROR', type(e).__name__, e)\n"
+        "spark.stop()\n")
+    bare = "/usr/bin/python3"  # Debian's interpreter: no pyspark, no kafkajet
+    # From another directory: a worker started in the checkout would find kafkajet in its working directory.
+    out = subprocess.run([sys.executable, str(script), bare], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("ERROR")), "")
+    assert "ConfigError" in line and "PYSPARK_PYTHON" in line and "--py-files" in line, out.stdout + out.stderr
