@@ -1,5 +1,7 @@
-"""The main job: a PySpark pipeline that writes events into Kafka through the kafkajet sink, reads the topic
-back through the kafkajet source, and checks that every event arrived exactly once.
+"""The main job, the pipeline users build: events loaded into a topic with the kafkajet sink; a Structured
+Streaming query reads them with the kafkajet source, keeps per-user event counts and amount sums, and writes
+them to a second topic with the kafkajet sink; the job then checks the last total per user against totals
+computed from the events themselves, and prints rows/s for load, stream and verify, and the verdict.
 
 `python -m kafkajet demo` (what `make demo` runs). With --bootstrap-servers it uses your cluster; without,
 it starts the embedded broker. --input sends a CSV, JSON lines or Parquet file's rows instead of synthetic
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import uuid
 from contextlib import ExitStack
@@ -42,8 +45,8 @@ def run_demo(args: argparse.Namespace) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors must import kafkajet from this venv
     from pyspark.sql import SparkSession
 
+    import kafkajet.spark
     from kafkajet.admin import Admin
-    from kafkajet.spark import KafkaDataSource
     from kafkajet.testing import EmbeddedBroker
 
     with ExitStack() as stack:
@@ -51,42 +54,82 @@ def run_demo(args: argparse.Namespace) -> int:
         if not bootstrap:
             broker = stack.enter_context(EmbeddedBroker())
             bootstrap = broker.bootstrap_servers
-            print(f"embedded broker on {bootstrap}")
+            print(f"embedded broker on {bootstrap}", flush=True)
         topic = args.topic or f"demo-events-{uuid.uuid4().hex[:8]}"
+        totals_topic = f"{topic}-per-user"
         with Admin(bootstrap) as admin:
-            admin.create_topics([topic], num_partitions=PARTITIONS, if_not_exists=True)
+            admin.create_topics([topic, totals_topic], num_partitions=PARTITIONS, if_not_exists=True)
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-demo")
-                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(KafkaDataSource)
+        kafkajet.spark.register(spark)
 
-        events = _events(spark, args).selectExpr(
-            "key", "value", "array(named_struct('key', 'source', 'value', cast('kafkajet-demo' as binary))) as headers"
-        ).cache()
+        # 1. Load: events into the input topic through the kafkajet sink (a batch write).
+        events = _events(spark, args).cache()
         sent = events.count()  # materialise first, so the write is timed alone
-        # Per key: how many events and an order-free checksum (xor of hashes; the count catches duplicates).
-        expected = events.selectExpr("key", "xxhash64(key, value) as h").groupBy("key").agg(
-            {"h": "bit_xor", "*": "count"}).collect()
         start = time.perf_counter()
         (events.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap)
          .option("topic", topic).option("kafka.linger.ms", "20").option("kafka.compression.type", "lz4").save())
-        write_s = time.perf_counter() - start
-        print(f"write: {sent:,} events in {write_s:.2f} s = {sent / write_s:,.0f} rows/s")
+        load_s = time.perf_counter() - start
+        print(f"load:   {sent:,} events into {topic} in {load_s:.2f} s = {sent / load_s:,.0f} rows/s", flush=True)
 
+        # 2. Stream: a Structured Streaming query reads the topic with the kafkajet source, keeps per-user
+        # totals, and writes them to a second topic with the kafkajet sink, a few micro-batches in all.
+        per_trigger = max(1, sent // 4)
+        totals = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).option("startingOffsets", "earliest")
+                  .option("maxOffsetsPerTrigger", str(per_trigger)).load()
+                  .selectExpr("cast(key as string) as user", "cast(value as string) as json")
+                  .selectExpr("user", "get_json_object(json, '$.action') as action",
+                              "cast(get_json_object(json, '$.amount') as long) as amount")
+                  .groupBy("user")
+                  .agg({"*": "count", "amount": "sum"})
+                  .selectExpr("user as key", "to_json(named_struct('events', `count(1)`, "
+                              "'amount', `sum(amount)`)) as value"))
+        checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafkajet-demo-"))
         start = time.perf_counter()
-        back = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", topic).load()
-                .selectExpr("cast(key as string) as key", "cast(value as string) as value", "headers")
-                .cache())
-        got = back.count()
-        read_s = time.perf_counter() - start
-        print(f"read:  {got:,} events in {read_s:.2f} s = {got / read_s:,.0f} rows/s")
-        actual = back.selectExpr("key", "xxhash64(key, value) as h").groupBy("key").agg(
-            {"h": "bit_xor", "*": "count"}).collect()
-        headers_ok = back.where("headers[0].key = 'source'").count() == got
-        ok = got == sent and sorted(map(tuple, actual)) == sorted(map(tuple, expected)) and headers_ok
-        print(f"verdict: {'OK' if ok else 'FAILED'} - {got:,} of {sent:,} events arrived exactly once "
-              f"(per-key counts and checksums {'match' if ok else 'DIFFER'}, {len(expected):,} keys)")
+        query = (totals.writeStream.format("kafkajet").outputMode("complete")
+                 .option("kafka.bootstrap.servers", bootstrap).option("topic", totals_topic)
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        seen = 0
+        while query.isActive:
+            query.awaitTermination(1)
+            for progress in query.recentProgress[seen:]:
+                print(f"stream: micro-batch {progress['batchId']} read {progress['numInputRows']:,} events",
+                      flush=True)
+            seen = len(query.recentProgress)
+        if query.exception() is not None:
+            print(f"verdict: FAILED - the streaming query failed: {query.exception()}")
+            return 1
+        stream_s = time.perf_counter() - start
+        print(f"stream: {sent:,} events in {stream_s:.2f} s = {sent / stream_s:,.0f} rows/s "
+              f"({len(query.recentProgress)} micro-batches, per-user totals into {totals_topic})", flush=True)
+
+        # 3. Verify: the last total per user in the output topic against totals computed from the input
+        # DataFrame, independently of Kafka and of the stream.
+        start = time.perf_counter()
+        expected = {r.user: (r.events, r.amount) for r in events.selectExpr(
+            "key as user", "cast(get_json_object(value, '$.amount') as long) as amount").groupBy("user").agg(
+            {"*": "count", "amount": "sum"}).selectExpr("user", "`count(1)` as events", "`sum(amount)` as amount"
+                                                        ).collect()}
+        out = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+               .option("subscribe", totals_topic).load())
+        written = out.count()
+        latest = out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json") \
+            .groupBy("user").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset") \
+            .join(out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json"),
+                  ["user", "offset"]) \
+            .selectExpr("user", "cast(get_json_object(json, '$.events') as long) as events",
+                        "cast(get_json_object(json, '$.amount') as long) as amount").collect()
+        actual = {r.user: (r.events, r.amount) for r in latest}
+        verify_s = time.perf_counter() - start
+        print(f"verify: {written:,} total records read back in {verify_s:.2f} s = {written / verify_s:,.0f} rows/s",
+              flush=True)
+        wrong = [u for u in expected if actual.get(u) != expected[u]] + [u for u in actual if u not in expected]
+        ok = not wrong and sum(e for e, _ in actual.values()) == sent
+        print(f"verdict: {'OK' if ok else 'FAILED'} - {len(expected):,} users, per-user event counts and sums "
+              f"{'match' if ok else 'DIFFER'} for {sent:,} events"
+              + (f" (first differences: {sorted(wrong)[:3]})" if wrong else ""))
         return 0 if ok else 1

@@ -48,23 +48,25 @@ class KafkaDataSource(DataSource):
 
         return BASE_SCHEMA + (", " + HEADERS_FIELD if include.strip().lower() == "true" else "")
 
-    def _writer_args(self, schema: StructType, overwrite: bool) -> tuple[dict[str, str], str | None]:
-        if overwrite:
-            raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
-                              "mode(\"append\")")
+    def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None]:
         cfg = producer_config(self.options)
         topic = self.options.get("topic")
         _check_schema(schema, topic)
         return cfg, topic
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaArrowWriter:
-        cfg, topic = self._writer_args(schema, overwrite)
+        if overwrite:
+            raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
+                              "mode(\"append\")")
+        cfg, topic = self._writer_args(schema)
         fail_after = self.options.get("kafkajet.test.fail.after.rows")
         return KafkaArrowWriter(cfg, topic, int(fail_after) if fail_after else None,
                                 self.options.get("kafkajet.test.fail.marker"))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamArrowWriter:  # noqa: N802
-        cfg, topic = self._writer_args(schema, overwrite)
+        # Output mode complete arrives as overwrite: each trigger appends the whole result table, as Spark's
+        # Kafka sink does (a topic cannot be truncated; readers take the latest record per key).
+        cfg, topic = self._writer_args(schema)
         return KafkaStreamArrowWriter(cfg, topic)
 
     def reader(self, schema: Any) -> DataSourceReader:
