@@ -527,3 +527,329 @@ def test_append_many_with_columns_matches_the_record_loop() -> None:
     by_cols.append_many("t", 0, list(range(n)), [9] * n, keys, values, None, None, [], cols)
     by_rows.append_many("t", 0, list(range(n)), [9] * n, keys, values, None, None, [])
     assert [bytes(b.buf) for b in by_cols._queues[("t", 0)]] == [bytes(b.buf) for b in by_rows._queues[("t", 0)]]
+
+
+# --- what the first round of mutation testing left alive ---------------------------------------------------
+
+
+class HookPool(BufferPool):
+    """A pool that runs `hook` (once) while a caller is between counting itself in and getting memory: where
+    another thread can open a batch, close the producer, or ask has_incomplete()."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.hook: Any = None
+
+    def allocate(self, size: int, max_time_ms: float) -> bytearray:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return super().allocate(size, max_time_ms)
+
+
+def hooked(clock: Clock, **kw: Any) -> RecordAccumulator:
+    acc = make(clock, **kw)
+    acc.pool = HookPool(1 << 20, kw.get("batch_size", 1024))
+    return acc
+
+
+from typing import Any  # noqa: E402
+
+
+def test_a_record_waiting_for_memory_joins_a_batch_another_thread_opened_meanwhile() -> None:
+    acc = hooked(Clock())
+    acc.pool.hook = lambda: acc.append("t", 0, 5, b"k0", b"first", [("h", b"0")], None)  # type: ignore[attr-defined]
+    fut, wake = acc.append("t", 0, 7, b"k1", b"second", [("h", b"1")], None)
+    (batch,) = acc._queues[("t", 0)]
+    assert [(r.timestamp, r.key, r.value, r.headers) for r in batch.records()] == [
+        (5, b"k0", b"first", [("h", b"0")]), (7, b"k1", b"second", [("h", b"1")])]
+    assert fut._batch is batch and wake is False
+    assert acc.pool.available_memory() == (1 << 20) - 1024  # the memory it waited for went back
+
+
+def test_append_many_waiting_for_memory_fills_a_batch_another_thread_opened() -> None:
+    acc = hooked(Clock())
+    acc.pool.hook = lambda: acc.append("t", 3, 5, None, b"first", None, None)  # type: ignore[attr-defined]
+    segments: list = []
+    acc.append_many("t", 3, [0, 1], [6, 7], [b"a", None], [b"x", b"y"], [[("h", b"1")], None], None, segments)
+    (batch,) = acc._queues[("t", 3)]
+    assert [(r.timestamp, r.key, r.value, r.headers) for r in batch.records()] == [
+        (5, None, b"first", []), (6, b"a", b"x", [("h", b"1")]), (7, None, b"y", [])]
+    assert segments == [(batch, 1, [0, 1])] and batch.topic == "t" and batch.partition == 3
+    assert acc.pool.available_memory() == (1 << 20) - 1024
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_an_append_in_progress_counts_as_incomplete_work(many: bool) -> None:
+    acc = hooked(Clock())
+    seen: list[bool] = []
+    acc.pool.hook = lambda: seen.append(acc.has_incomplete())  # type: ignore[attr-defined]
+    if many:
+        acc.append_many("t", 0, [0], [1], [None], [b"v"], None, None, [])
+    else:
+        acc.append("t", 0, 1, None, b"v", None, None)
+    assert seen == [True]  # a flush must wait for a record still being appended
+    [[batch]] = acc.drain(two_node_cluster(), [1], 1 << 20, 0).values()
+    acc.complete(batch, 0, -1, None)
+    assert not acc.has_incomplete()
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_closing_while_a_caller_waits_for_memory_refuses_the_record_and_returns_the_memory(many: bool) -> None:
+    acc = hooked(Clock())
+    acc.pool.hook = lambda: setattr(acc, "closed", True)  # type: ignore[attr-defined]
+    with pytest.raises(ProducerClosedError, match="^producer closed while the record was being appended$"):
+        if many:
+            acc.append_many("t", 0, [0], [1], [None], [b"v"], None, None, [])
+        else:
+            acc.append("t", 0, 1, None, b"v", None, None)
+    assert acc.pool.available_memory() == 1 << 20 and not acc.has_incomplete()
+
+
+def test_an_expired_deadline_gives_no_wait_at_all() -> None:
+    clock = Clock()
+    acc = make(clock, memory=1024, batch_size=1024)
+    acc.append("t", 0, 0, None, b"v", None, None)
+    clock.now = 5000
+    with pytest.raises(KafkaTimeoutError, match="within 0 ms"):
+        acc.append("t", 1, 0, None, b"v", None, 4000)
+    with pytest.raises(KafkaTimeoutError, match="within 0 ms"):
+        acc.append_many("t", 1, [0], [0], [None], [b"v"], None, 4000, [])
+
+
+@pytest.mark.parametrize("key,value", [(None, 5000), (5000, None), (3, 5000)])
+def test_a_large_first_record_sizes_its_batch_by_the_upper_bound(key: int | None, value: int | None) -> None:
+    for many in (False, True):
+        acc = make(Clock(), batch_size=64)
+        k = None if key is None else b"k" * key
+        v = None if value is None else b"v" * value
+        if many:
+            acc.append_many("t", 0, [0], [0], [k], [v], None, None, [])
+        else:
+            acc.append("t", 0, 0, k, v, None, None)
+        (batch,) = acc._queues[("t", 0)]
+        assert batch.capacity == BATCH_HEADER_SIZE + record_size_upper_bound(-1 if k is None else len(k),
+                                                                              -1 if v is None else len(v), None)
+
+
+def test_append_many_with_headers_keeps_them() -> None:
+    acc = make(Clock())
+    acc.append_many("t", 0, [0, 1], [1, 2], [None, b"k"], [b"a", b"b"], [[("x", b"1")], [("y", None)]], None, [])
+    assert [r.headers for r in acc._queues[("t", 0)][0].records()] == [[("x", b"1")], [("y", None)]]
+
+
+def test_append_many_reports_a_batch_it_filled_and_records_no_empty_segment() -> None:
+    acc = make(Clock(), batch_size=400)
+    acc.append("t", 0, 0, None, b"x" * 200, None, None)
+    segments: list = []
+    # The open batch has room for neither: the run goes to a new batch, and only that segment is recorded.
+    assert acc.append_many("t", 0, [0], [0], [None], [b"y" * 300], None, None, segments) is True
+    assert len(segments) == 1 and segments[0][0] is acc._queues[("t", 0)][1]
+    filler: list = []
+    fresh = make(Clock(), batch_size=400)
+    fresh.append("t", 0, 0, None, b"x", None, None)
+    n = 60
+    # These fill the open batch exactly to the end of the input: the wake says so, and nothing is left over.
+    assert fresh.append_many("t", 0, list(range(n)), [0] * n, [None] * n, [b"z" * 40] * n, None, None, filler)
+    assert sum(len(idx) for _, _, idx in filler) == n
+
+
+def test_append_many_honours_its_deadline_not_max_block_ms() -> None:
+    clock = Clock()
+    acc = make(clock, memory=1024, batch_size=1024)
+    acc.max_block_ms = 60_000
+    acc.append("t", 0, 0, None, b"v", None, None)
+    with pytest.raises(KafkaTimeoutError, match="within 50 ms"):
+        acc.append_many("t", 1, [0], [0], [None], [b"v"], None, 50, [])
+
+
+def test_partitions_skipped_by_ready_do_not_hide_the_ones_after_them() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=0)
+    cluster = two_node_cluster(partitions=4, leaderless=(2,))
+    acc.append("t", 0, 0, None, b"a", None, None)
+    acc.drain(cluster, [1], 1 << 20, 0)  # partition 0: an empty deque now, first in iteration order
+    acc.append("t", 2, 0, None, b"b", None, None)  # no leader
+    acc.append("t", 3, 0, None, b"c", None, None)  # node 2
+    assert acc.ready(cluster, 0).nodes == {2}
+    three = Cluster(nodes={1: Node(1, "h", 1), 2: Node(2, "h", 2)}, partitions={"t": (
+        PartitionInfo("t", 0, 1, 0, (1,), (1,)), PartitionInfo("t", 1, 1, 0, (1,), (1,)),
+        PartitionInfo("t", 2, 2, 0, (2,), (2,)))})
+    acc2 = make(clock, linger_ms=0)
+    for p in (0, 1, 2):  # node 1 is named by partition 0; partition 1 (same node) must not end the pass
+        acc2.append("t", p, 0, None, b"v", None, None)
+    assert acc2.ready(three, 0).nodes == {1, 2}
+
+
+def test_a_muted_partition_does_not_hide_the_ones_after_it() -> None:
+    acc = make(Clock(), linger_ms=0, guarantee_order=True)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"a", None, None)
+    acc.drain(cluster, [1], 1 << 20, 0)  # partition 0 muted
+    acc.append("t", 0, 0, None, b"a2", None, None)
+    acc.append("t", 2, 0, None, b"b", None, None)
+    assert acc.ready(cluster, 0).nodes == {1}
+    assert [b.partition for b in acc.drain(cluster, [1], 1 << 20, 0)[1]] == [2]
+
+
+def test_drain_skips_without_stopping_at_backoff_transactions_and_idempotence_limits() -> None:
+    clock = Clock()
+    cluster = two_node_cluster()
+    # A partition backing off comes first in the rotation; the next one still goes.
+    acc = make(clock, linger_ms=0)
+    acc.append("t", 0, 0, None, b"a", None, None)
+    [[a]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    acc.reenqueue(a, KafkaConnectionError("x"), 0)
+    acc._drain_index[1] = 0
+    acc.append("t", 2, 0, None, b"b", None, None)
+    assert [b.partition for b in acc.drain(cluster, [1], 1 << 20, 1)[1]] == [2]
+    # A partition the transaction has not added yet, first in the rotation.
+    acc = make(clock, linger_ms=0)
+    for p in (0, 2):
+        acc.append("t", p, 0, None, b"v", None, None)
+    acc.send_allowed = lambda tp: tp[1] != 0
+    assert [b.partition for b in acc.drain(cluster, [1], 1 << 20, 0)[1]] == [2]
+    # A partition with five batches in flight, first in the rotation.
+    idem = IdempotenceManager()
+    idem.set_producer_id(1, 0)
+    acc = make(clock, linger_ms=0, idempotence=idem)
+    for _ in range(5):
+        acc.append("t", 0, 0, None, b"v", None, None)
+        acc._queues[("t", 0)][-1].full = True
+        acc._drain_index[1] = 0
+        acc.drain(cluster, [1], 1 << 20, 0)
+    acc.append("t", 0, 0, None, b"sixth", None, None)
+    acc.append("t", 2, 0, None, b"other", None, None)
+    acc._drain_index[1] = 0
+    assert [b.partition for b in acc.drain(cluster, [1], 1 << 20, 0)[1]] == [2]
+
+
+def test_a_retry_behind_an_older_unresolved_batch_does_not_stop_other_partitions() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(1, 0)
+    acc = make(Clock(), linger_ms=0, idempotence=idem)
+    cluster = two_node_cluster()
+    flying = []
+    for i in range(2):
+        acc.append("t", 0, 0, None, b"%d" % i, None, None)
+        acc._queues[("t", 0)][-1].full = True
+        acc._drain_index[1] = 0
+        flying.extend(acc.drain(cluster, [1], 1 << 20, 0)[1])
+    acc.reenqueue(flying[1], KafkaConnectionError("x"), 0)
+    acc.append("t", 2, 0, None, b"other", None, None)
+    acc._drain_index[1] = 0
+    assert [b.partition for b in acc.drain(cluster, [1], 1 << 20, flying[1].retry_at_ms + 1)[1]] == [2]
+
+
+def test_drain_without_a_producer_id_leaves_other_partitions_too() -> None:
+    acc = make(Clock(), linger_ms=0, idempotence=IdempotenceManager())
+    for p in (0, 2):
+        acc.append("t", p, 0, None, b"v", None, None)
+    assert acc.drain(two_node_cluster(), [1], 1 << 20, 0) == {}
+
+
+def test_drain_order_starts_at_partition_zero_and_rotates_by_one() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = Cluster(nodes={1: Node(1, "h", 1)},
+                      partitions={"t": tuple(PartitionInfo("t", p, 1, 0, (1,), (1,)) for p in range(3))})
+    orders = []
+    for _ in range(4):
+        for p in range(3):
+            acc.append("t", p, 0, None, b"v", None, None)
+        orders.append([b.partition for b in acc.drain(cluster, [1], 1 << 20, 0)[1]])
+    assert orders == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
+
+
+def test_drain_fills_a_request_up_to_max_size_exactly() -> None:
+    acc = make(Clock(), linger_ms=0)
+    cluster = Cluster(nodes={1: Node(1, "h", 1)},
+                      partitions={"t": tuple(PartitionInfo("t", p, 1, 0, (1,), (1,)) for p in range(3))})
+    for p in range(3):
+        acc.append("t", p, 0, None, b"v" * 50, None, None)
+    size = acc._queues[("t", 0)][0].size_in_bytes
+    out = acc.drain(cluster, [1], 2 * size, 0)
+    assert [b.partition for b in out[1]] == [0, 1]
+    # The starved partition goes first next time.
+    assert [b.partition for b in acc.drain(cluster, [1], 2 * size, 0)[1]] == [2]
+    sealed = decode_batches(bytes(out[1][0].wire))[0]  # type: ignore[arg-type]
+    assert (sealed.producer_id, sealed.producer_epoch, sealed.base_sequence) == (-1, -1, -1)
+
+
+def test_a_batch_failing_outside_flight_does_not_unmute_its_partition() -> None:
+    acc = make(Clock(), linger_ms=0, guarantee_order=True)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"a", None, None)
+    [[flying]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    acc.append("t", 0, 0, None, b"b", None, None)
+    acc.abort_undrained(KafkaError("aborted"))  # b fails while a is still in flight
+    acc.append("t", 0, 0, None, b"c", None, None)
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {}, "c must wait for a: the partition is still muted"
+    acc.complete(flying, 0, -1, None)
+    assert len(acc.drain(cluster, [1], 1 << 20, 0)[1]) == 1
+
+
+def test_failed_batches_carry_no_offset_and_no_log_append_time() -> None:
+    clock = Clock()
+    acc = make(clock, linger_ms=0, delivery_timeout_ms=100)
+    cluster = two_node_cluster()
+    acc.append("t", 0, 0, None, b"a", None, None)
+    [expired] = acc.expire(100, lambda b: None)
+    acc.append("t", 0, 0, None, b"b", None, None)
+    [[flying]] = acc.drain(cluster, [1], 1 << 20, 100).values()
+    acc.append("t", 2, 0, None, b"c", None, None)
+    queued = acc._queues[("t", 2)][0]
+    acc.abort_undrained(KafkaError("x"))
+    acc.abort_all(KafkaError("y"))
+    for b in (expired, flying, queued):
+        assert (b.base_offset, b.log_append_time) == (-1, -1) and b.error is not None
+
+
+def test_expiry_message_counts_from_the_batch_creation() -> None:
+    clock = Clock()
+    clock.now = 300
+    acc = make(clock, linger_ms=0, delivery_timeout_ms=1000)
+    fut, _ = acc.append("t", 0, 0, None, b"a", None, None)
+    assert acc.next_expiry_ms(1300) == 0 and acc.next_expiry_ms(1299.5) == 0.5
+    acc.expire(1300, lambda b: None)
+    assert "1000 ms has passed since batch creation" in str(fut.exception(0))
+
+
+def test_a_split_keeps_the_expiry_of_the_original_batch() -> None:
+    clock = Clock()
+    clock.now = 500
+    acc = make(clock, linger_ms=0, batch_size=4096, delivery_timeout_ms=10_000)
+    for i in range(30):
+        acc.append("t", 0, 0, None, b"%03d" % i * 30, None, None)
+    [[batch]] = acc.drain(two_node_cluster(), [1], 1 << 20, 600).values()
+    acc._expiry_due = float("inf")  # as after an expiry pass that found nothing queued
+    acc.split_and_reenqueue(batch, 700)
+    assert acc.next_expiry_ms(700) == 500 + 10_000 - 700
+
+
+def test_nested_flushes_end_only_when_the_last_one_ends() -> None:
+    acc = make(Clock(), linger_ms=10_000)
+    acc.append("t", 0, 0, None, b"v", None, None)
+    acc.begin_flush()
+    acc.begin_flush()
+    acc.end_flush()
+    assert acc.ready(two_node_cluster(), 0).nodes == {1}
+    acc.end_flush()
+    assert acc.ready(two_node_cluster(), 0).nodes == set()
+
+
+def test_await_completion_names_how_many_batches_are_left() -> None:
+    acc = make(Clock(), linger_ms=0)
+    for p in (0, 1):
+        acc.append("t", p, 0, None, b"v", None, None)
+    with pytest.raises(KafkaTimeoutError, match="flush timed out with 2 batches still in progress"):
+        acc.await_completion(acc.incomplete_batches(), time.monotonic() - 1)
+
+
+def test_without_guarantee_order_a_partition_is_never_muted_by_default() -> None:
+    acc = RecordAccumulator(batch_size=1024, compression=0, linger_ms=0, retry_backoff_ms=100,
+                            retry_backoff_max_ms=1000, delivery_timeout_ms=10_000,
+                            pool=BufferPool(1 << 20, 1024), clock=Clock())
+    cluster = two_node_cluster()
+    for v in (b"a", b"b"):
+        acc.append("t", 0, 0, None, v, None, None)
+        assert len(acc.drain(cluster, [1], 1 << 20, 0)[1]) == 1
