@@ -313,7 +313,10 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return True
 
     def wait(self, timeout: float | None = None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        self._wait_until(None if timeout is None else time.monotonic() + timeout, timeout)
+
+    def _wait_until(self, deadline: float | None, timeout: float | None) -> None:
+        """wait() against a monotonic deadline; `timeout` is what the caller asked for, for the message."""
         pending = [(batch, first, len(idx)) for batch, first, idx in reversed(self._segments)]
         while pending:
             batch, first, count = pending.pop()
@@ -406,7 +409,7 @@ class CombinedBatchFuture(BatchFuture):
     def wait(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         for part, _ in self._parts:
-            part.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            part._wait_until(deadline, timeout)
 
     def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
         self.wait(timeout)

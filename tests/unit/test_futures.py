@@ -308,3 +308,149 @@ def test_combined_batch_future_puts_records_back_in_input_order() -> None:
 def test_an_empty_combined_future_is_done_at_once() -> None:
     empty = CombinedBatchFuture(0, [])
     assert empty.done() and empty.result(0) == [] and empty.exception(0) is None
+
+
+# --- what mutation testing found unchecked ------------------------------------------------------------------
+
+
+def test_result_waits_for_a_completion_that_comes_within_its_timeout() -> None:
+    b = batch()
+    fut = record(b)
+    threading.Timer(0.05, b.complete, (8, -1, None)).start()
+    assert fut.result(0.9).offset == 8  # well inside the timeout, less than a second
+    b2 = batch()
+    fut2 = record(b2)
+    threading.Timer(0.05, b2.complete, (9, -1, None)).start()
+    assert fut2.result().offset == 9  # no timeout: wait as long as it takes
+
+
+def test_batch_future_waits_for_completions_inside_its_timeout() -> None:
+    fut, batches = batch_future((1, 1))
+    for i, b in enumerate(batches):
+        threading.Timer(0.05 * (i + 1), b.complete, (i, -1, None)).start()
+    fut.wait(5)
+    assert fut.done()
+    other, more = batch_future((1,))
+    combined = CombinedBatchFuture(1, [(other, [0])])
+    threading.Timer(0.05, more[0].complete, (0, -1, None)).start()
+    combined.wait(5)
+    assert combined.done()
+
+
+def test_pending_batch_futures_time_out_in_every_accessor() -> None:
+    fut, _ = batch_future((1,))
+    combined = CombinedBatchFuture(1, [(fut, [0])])
+    for f in (fut, combined):
+        for call in (f.exception, f.errors, f.result):
+            with pytest.raises(KafkaTimeoutError, match="not acknowledged within 0.01 s"):
+                call(0.01)
+
+
+def test_the_first_failure_by_input_position_is_the_one_raised() -> None:
+    fut, batches = batch_future((2, 2))  # records 0, 2 in batch 0; 1, 3 in batch 1
+    first, second = RecordTooLargeError("first"), NotLeaderOrFollowerError("second")
+    batches[0].complete(-1, -1, first)
+    batches[1].complete(-1, -1, second)
+    assert fut.exception(0) is first
+    with pytest.raises(RecordTooLargeError):
+        fut.result(0)
+    assert concurrent.futures.Future.exception(fut, 0) is first  # what wait()/as_completed()/asyncio see
+    assert repr(fut) == "<BatchFuture records=4 failed failed=4>"
+    combined = CombinedBatchFuture(4, [(fut, [3, 1, 2, 0])])
+    assert combined.errors(0)[0] == (0, second) and combined.exception(0) is second
+    with pytest.raises(NotLeaderOrFollowerError):
+        combined.result(0)
+
+
+def test_a_successful_batch_future_completes_the_underlying_future_with_none() -> None:
+    fut, batches = batch_future((1,))
+    batches[0].complete(0, -1, None)
+    assert concurrent.futures.Future.result(fut, 0) is None and concurrent.futures.Future.exception(fut, 0) is None
+
+
+def test_the_failed_record_is_logged_by_its_position(caplog: pytest.LogCaptureFixture) -> None:
+    fut, batches = batch_future((1, 1))
+    batches[0].complete(0, -1, None)
+    batches[1].complete(-1, -1, RecordTooLargeError("x"))
+    with caplog.at_level(logging.DEBUG, logger="kafkajet.producer.futures"), pytest.raises(RecordTooLargeError):
+        fut.result(0)
+    assert [r.getMessage() for r in caplog.records] == ["record 1 of a send_batch() call failed"]
+
+
+def test_offset_zero_and_log_append_time_zero_are_values_in_batch_results() -> None:
+    fut, batches = batch_future((2,))
+    batches[0].complete(0, 0, None)
+    assert [(m.topic, m.offset, m.timestamp) for m in fut.result(0)] == [("t", 0, 0), ("t", 1, 0)]
+
+
+def test_a_segment_that_starts_inside_a_split_batch_follows_its_own_records() -> None:
+    b = batch(partition=1)
+    for i in range(6):
+        b.try_append(100 + i, None, bytes([i]) * 300, None)
+    later = BatchFuture(3, [(b, 3, [0, 1, 2])], [103, 104, 105], None, [300] * 3)
+    parts = b.split(700, 0.0)
+    b.mark_split()
+    # Two records a part: records 3, 4, 5 are in parts 1 and 2.
+    parts[0].complete(0, -1, None)
+    parts[1].complete(10, -1, RecordTooLargeError("x"))
+    assert not later.done()
+    parts[2].complete(20, -1, None)
+    assert later.done() and [i for i, _ in later.errors(0)] == [0]
+    assert repr(later) == "<BatchFuture records=3 failed failed=1>"
+
+
+def test_failures_from_split_and_whole_segments_add_up() -> None:
+    b = batch()
+    for i in range(4):
+        b.try_append(1, None, bytes([i]) * 300, None)
+    whole = batch(partition=2)
+    for _ in range(3):
+        whole.try_append(1, None, b"w", None)
+    fut = BatchFuture(7, [(b, 0, [0, 1, 2, 3]), (whole, 0, [4, 5, 6])], [1] * 7, None, [1] * 7)
+    parts = b.split(700, 0.0)
+    b.mark_split()
+    parts[0].complete(-1, -1, RecordTooLargeError("x"))
+    whole.complete(-1, -1, RecordTooLargeError("y"))
+    assert repr(fut) == "<BatchFuture records=7 pending failed=5>"
+    parts[1].complete(-1, -1, RecordTooLargeError("z"))
+    assert repr(fut) == "<BatchFuture records=7 failed failed=7>"
+
+
+def test_waiting_follows_a_split_of_a_split() -> None:
+    b = batch()
+    for i in range(8):
+        b.try_append(1, None, bytes([i]) * 200, None)
+    fut = BatchFuture(8, [(b, 0, list(range(8)))], [1] * 8, None, [200] * 8)
+    (part,) = b.split(4000, 0.0)
+    b.mark_split()
+    small = part.split(500, 0.0)
+    part.mark_split()
+    for s in small[:-1]:
+        s.complete(0, -1, None)
+    with pytest.raises(KafkaTimeoutError):
+        fut.wait(0.01)
+    small[-1].complete(0, -1, None)
+    fut.wait(0)
+    assert fut.done() and fut.errors(0) == []
+
+
+def test_log_messages_and_refusals_say_exactly_what_happened(caplog: pytest.LogCaptureFixture) -> None:
+    b = batch()
+    fut = record(b)
+
+    def bad(f: object) -> None:
+        raise ValueError("user bug")
+
+    fut.add_done_callback(bad)
+    with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
+        b.complete(1, -1, None)
+    assert [r.getMessage() for r in caplog.records] == [f"exception in a record future's callback {bad!r}"]
+    with pytest.raises(RuntimeError, match="^a record's future is completed by the producer, not by callers$"):
+        fut.set_result(None)
+    bf, _ = batch_future((1,))
+    with pytest.raises(RuntimeError, match="^a send_batch\\(\\) future is completed by the producer, not by callers$"):
+        bf.set_result([])
+    pending, _ = batch_future((1,))
+    with pytest.raises(KafkaTimeoutError, match=r"\(still pending; the producer keeps trying until "
+                                                r"delivery.timeout.ms\)$"):
+        pending.wait(0)
