@@ -22,16 +22,21 @@ from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     NO_ERROR,
     BrokerError,
+    ConcurrentTransactionsError,
     ConfigError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    NotCoordinatorError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
     make_error,
 )
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.producer.transactions import PreparedTransaction
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
 
@@ -77,6 +82,13 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: list[BrokerDescription] = field(default_factory=list)
+
+
+GROUP_COORDINATOR, TXN_COORDINATOR = 0, 1  # FindCoordinator key types
+END_TXN_MAX_VERSION = 4  # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch
+OFFSET_FETCH_MAX_VERSION = 7  # v8+ batches groups; v7 has require_stable
+_COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
+                      CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 
 
 class _Retry(Exception):
@@ -196,6 +208,59 @@ class Admin:
             deadline = self._deadline(timeout_s)
             return self._retry(deadline, timeout_s, "describing the cluster", lambda: self._describe(deadline))
 
+    def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool, timeout_s: float = 30) -> None:
+        """Commit (or abort) a transaction another producer left open with prepare_transaction(): EndTxn at its
+        coordinator with the producer id and epoch it was prepared under. Safe to repeat after an unknown
+        outcome: the coordinator answers a repeated commit of a committed transaction with success."""
+        deadline = self._deadline(timeout_s)
+        what = f"{'commit' if commit else 'abort'} of transaction {prepared.transactional_id!r}"
+
+        def attempt() -> None:
+            conn = self._coordinator(prepared.transactional_id, TXN_COORDINATOR, deadline)
+            version = min(conn.api_version(ApiKey.END_TXN), END_TXN_MAX_VERSION)
+            body = conn.request(ApiKey.END_TXN, {
+                "transactional_id": prepared.transactional_id, "producer_id": prepared.producer_id,
+                "producer_epoch": prepared.producer_epoch, "committed": commit,
+            }, version=version, timeout_s=self._request_timeout_s(deadline))
+            self._coordinator_answer(body.get("error_code", NO_ERROR), prepared.transactional_id,
+                                     TXN_COORDINATOR, what)
+
+        with self._lock:
+            self._retry(deadline, timeout_s, what, attempt)
+
+    def list_consumer_group_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]],
+                                    timeout_s: float = 30) -> dict[tuple[str, int], int]:
+        """The group's committed offsets for `partitions` (those without one are left out); only stable ones:
+        an offset committed by a transaction that is still open is waited for, as Java's requireStable."""
+        deadline = self._deadline(timeout_s)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+
+        def attempt() -> dict[tuple[str, int], int]:
+            conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
+            version = min(conn.api_version(ApiKey.OFFSET_FETCH), OFFSET_FETCH_MAX_VERSION)
+            if version < 7:
+                raise KafkaError(f"the broker answers OffsetFetch up to v{version}; reading offsets committed by "
+                                 "transactions needs v7 (require_stable)")
+            body = conn.request(ApiKey.OFFSET_FETCH, {
+                "group_id": group_id, "require_stable": True,
+                "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
+            }, version=version, timeout_s=self._request_timeout_s(deadline))
+            self._coordinator_answer(body.get("error_code", NO_ERROR), group_id, GROUP_COORDINATOR,
+                                     f"offsets of group {group_id!r}")
+            out: dict[tuple[str, int], int] = {}
+            for t in body.get("topics") or ():
+                for p in t["partitions"]:
+                    self._coordinator_answer(p["error_code"], group_id, GROUP_COORDINATOR,
+                                             f"offsets of group {group_id!r}")
+                    if p["committed_offset"] >= 0:
+                        out[(t["name"], p["partition_index"])] = p["committed_offset"]
+            return out
+
+        with self._lock:
+            return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -290,6 +355,26 @@ class Admin:
             # No controller known (yet, or the broker hides it): any broker forwards admin requests in KRaft.
             return self._any_connection(deadline)
         return self._connect(address, deadline)
+
+    def _coordinator(self, key: str, key_type: int, deadline: float) -> BlockingConnection:
+        """A connection to the coordinator of a transactional id or group (FindCoordinator, asked each time:
+        an admin call is rare, and a moved coordinator is then found at the next attempt)."""
+        conn = self._any_connection(deadline)
+        version = min(conn.api_version(ApiKey.FIND_COORDINATOR), 3)  # v4+ batches keys; one key is v3's shape
+        body = conn.request(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, version=version,
+                            timeout_s=self._request_timeout_s(deadline))
+        self._coordinator_answer(body.get("error_code", NO_ERROR), key, key_type, "FindCoordinator")
+        return self._connect((body["host"], body["port"]), deadline)
+
+    @staticmethod
+    def _coordinator_answer(code: int, key: str, key_type: int, what: str) -> None:
+        """Raise the answer's error: _Retry for a coordinator that moved, loads or is busy, else the error."""
+        err = make_error(code, f"{what} ({'transactional.id' if key_type == TXN_COORDINATOR else 'group'} {key!r})")
+        if err is None:
+            return
+        if code in _COORDINATOR_RETRY or err.retriable:
+            raise _Retry(err)
+        raise err
 
     def _any_connection(self, deadline: float) -> BlockingConnection:
         for conn in self._connections.values():

@@ -40,8 +40,8 @@ from kafkajet.producer.partitioner import (
     resolve_partitioner,
 )
 from kafkajet.producer.sender import Sender
+from kafkajet.producer.transactions import PreparedTransaction, TransactionalResult, TransactionManager
 from kafkajet.producer.transactions import State as TxnState
-from kafkajet.producer.transactions import TransactionalResult, TransactionManager
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
 from kafkajet.serialization import resolve_serializer
@@ -442,6 +442,17 @@ class Producer:
         """Abort the transaction: records not yet sent fail with TransactionAbortedError, and nothing of the
         transaction becomes visible to read_committed readers."""
         self._transaction_step("abort_transaction", lambda txn: txn.begin_abort(), timeout)
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
+        """Flush, then leave the transaction open for another process to commit or abort with
+        `Admin.complete_transaction()` (two-phase commit, as KIP-939's prepareTransaction(); the Spark sink's
+        exactly-once mode: tasks prepare, the driver completes). Raises if any record of the transaction failed.
+        Afterwards the producer can only be closed, and close() leaves the transaction open; a producer that
+        init_transactions() with the same transactional.id aborts it, as does the coordinator after
+        transaction.timeout.ms."""
+        txn = self._require_transactions("prepare_transaction")
+        self.flush(timeout)
+        return txn.prepare(self._accumulator.has_incomplete())
 
     def _require_transactions(self, api: str) -> TransactionManager:
         if self._forked_from is not None:

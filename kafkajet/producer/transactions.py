@@ -72,6 +72,8 @@ class State(enum.Enum):
     ABORTING = "ABORTING_TRANSACTION"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
     FATAL_ERROR = "FATAL_ERROR"
+    # KIP-939's name: everything is sent and the transaction is left open for another party to complete.
+    PREPARED = "PREPARED_TRANSACTION"
 
 
 # Java's TransactionManager.State.isTransitionValid, as a table: where each state may go next.
@@ -79,12 +81,23 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
     State.UNINITIALIZED: frozenset({State.INITIALIZING}),
     State.INITIALIZING: frozenset({State.READY}),
     State.READY: frozenset({State.IN_TRANSACTION, State.INITIALIZING}),
-    State.IN_TRANSACTION: frozenset({State.COMMITTING, State.ABORTING, State.ABORTABLE_ERROR}),
+    State.IN_TRANSACTION: frozenset({State.COMMITTING, State.ABORTING, State.ABORTABLE_ERROR, State.PREPARED}),
     State.COMMITTING: frozenset({State.READY, State.ABORTABLE_ERROR}),
     State.ABORTING: frozenset({State.READY, State.INITIALIZING}),
     State.ABORTABLE_ERROR: frozenset({State.ABORTING, State.ABORTABLE_ERROR}),
     State.FATAL_ERROR: frozenset(),
+    State.PREPARED: frozenset(),  # the producer is done: only close() (which leaves the transaction open)
 }
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """An open transaction handed to someone else to complete (KIP-939's PreparedTxnState): with these three,
+    `Admin.complete_transaction()` commits or aborts it from any process."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 class TransactionalResult:
@@ -246,6 +259,22 @@ class TransactionManager:
             self._transition(State.ABORTING)
             self._new.clear()  # nothing more will be sent in this transaction
             return self._begin_completing(False, "abort_transaction")
+
+    def prepare(self, has_incomplete_batches: bool) -> PreparedTransaction:
+        """Leave the transaction open for another party: everything of it must have been sent (flushed) and
+        nothing may have failed. From here the producer can only be closed, and close() does not abort."""
+        with self._lock:
+            self._fail_if_error()
+            if self.state is not State.IN_TRANSACTION:
+                raise IllegalStateError(f"prepare_transaction() called in state {self.state.value}: call "
+                                        "begin_transaction() and send first")
+            if has_incomplete_batches or self._new or self._adding or self.in_flight is not None or any(
+                    r.api != ApiKey.FIND_COORDINATOR for r in self._pending):
+                raise IllegalStateError("prepare_transaction() with records or transactional requests still in "
+                                        "flight: flush() first")
+            self._transition(State.PREPARED)
+            return PreparedTransaction(self.transactional_id, self.idempotence.producer_id,
+                                       self.idempotence.producer_epoch)
 
     def send_refusal(self) -> KafkaError:
         """Why send() is refused right now, in Java's words where Java has them."""

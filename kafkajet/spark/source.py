@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+)
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructType, TimestampType
 
 from kafkajet.errors import ConfigError
 from kafkajet.spark.options import producer_config
 from kafkajet.spark.reader import KafkaBatchReader, KafkaStreamReader
 from kafkajet.spark.source_options import parse_source_options
-from kafkajet.spark.writer import KafkaArrowWriter, KafkaStreamArrowWriter
+from kafkajet.spark.writer import (
+    KafkaArrowWriter,
+    KafkaExactlyOnceStreamWriter,
+    KafkaExactlyOnceWriter,
+    KafkaStreamArrowWriter,
+)
 
 _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
     "value": (BinaryType, StringType), "key": (BinaryType, StringType), "topic": (StringType,),
@@ -50,23 +63,53 @@ class KafkaDataSource(DataSource):
 
     def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None]:
         cfg = producer_config(self.options)
+        if "transactional.id" in cfg:
+            raise ConfigError("kafka.transactional.id is not supported by the sink: set .option(\"exactlyOnce\", "
+                              "\"true\") and the sink runs one transaction per task itself")
         topic = self.options.get("topic")
         _check_schema(schema, topic)
         return cfg, topic
 
-    def writer(self, schema: StructType, overwrite: bool) -> KafkaArrowWriter:
+    def _exactly_once(self) -> bool:
+        raw = str(self.options.get("exactlyOnce", "false")).strip().lower()
+        if raw not in ("true", "false"):
+            raise ConfigError(f"option exactlyOnce={raw!r} must be true or false")
+        return raw == "true"
+
+    def _prefix(self, stable_key: str | None) -> str:
+        """The transactional ids' prefix: the user's, or one derived from what identifies the query across
+        restarts (its checkpoint), or fresh for one batch write."""
+        given = self.options.get("transactionalIdPrefix")
+        if given:
+            return str(given)
+        if stable_key:
+            return "kafkajet-spark-" + hashlib.sha256(stable_key.encode()).hexdigest()[:16]
+        return "kafkajet-spark-" + uuid.uuid4().hex[:16]
+
+    def _failure_hook(self) -> tuple[int | None, str | None]:
+        fail_after = self.options.get("kafkajet.test.fail.after.rows")
+        return (int(fail_after) if fail_after else None), self.options.get("kafkajet.test.fail.marker")
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         if overwrite:
             raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
                               "mode(\"append\")")
         cfg, topic = self._writer_args(schema)
-        fail_after = self.options.get("kafkajet.test.fail.after.rows")
-        return KafkaArrowWriter(cfg, topic, int(fail_after) if fail_after else None,
-                                self.options.get("kafkajet.test.fail.marker"))
+        fail_after, marker = self._failure_hook()
+        if self._exactly_once():
+            return KafkaExactlyOnceWriter(cfg, topic, self._prefix(None), fail_after, marker)
+        return KafkaArrowWriter(cfg, topic, fail_after, marker)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamArrowWriter:  # noqa: N802
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802
         # Output mode complete arrives as overwrite: each trigger appends the whole result table, as Spark's
         # Kafka sink does (a topic cannot be truncated; readers take the latest record per key).
         cfg, topic = self._writer_args(schema)
+        if self._exactly_once():
+            if topic is None:
+                raise ConfigError("exactlyOnce streams need .option(\"topic\", name): the micro-batch ids that "
+                                  "keep a replayed batch from being written twice are recorded against it")
+            return KafkaExactlyOnceStreamWriter(cfg, topic, self._prefix(self.options.get("checkpointLocation")),
+                                                self.options.get("kafkajet.test.fail.after.commit.marker"))
         return KafkaStreamArrowWriter(cfg, topic)
 
     def reader(self, schema: Any) -> DataSourceReader:

@@ -33,8 +33,9 @@ class KafkaCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _inject_failure(fail_after: int | None, marker: str | None, sent: int) -> None:
-    """Test hook (options kafkajet.test.fail.after.rows / .marker): fail a task mid-write, once per marker."""
+def _inject_failure(fail_after: int | None, marker: str | None, sent: int, producer: Any) -> None:
+    """Test hook (options kafkajet.test.fail.after.rows / .marker): fail a task mid-write, once per marker,
+    after flushing what it sent, so the failed attempt's rows are on the broker (the hard case)."""
     if fail_after is None or sent < fail_after:
         return
     if marker is not None:
@@ -45,6 +46,7 @@ def _inject_failure(fail_after: int | None, marker: str | None, sent: int) -> No
         except FileExistsError:
             return
         os.close(fd)
+    producer.flush()
     raise RuntimeError(f"injected failure after {sent} rows (kafkajet.test.fail.after.rows)")
 
 
@@ -52,22 +54,36 @@ def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterat
                   fail_after: int | None = None, fail_marker: str | None = None) -> int:
     """Send every row; flush; raise if any record failed (the task fails and Spark retries it)."""
     producer = _producer(cfg)
+    sent, pending, _ = _send_all(producer, topic_option, batches, fail_after, fail_marker)
+    producer.flush()
+    _raise_failures(pending)
+    return sent
+
+
+def _send_all(producer: Any, topic_option: str | None, batches: Iterator[Any], fail_after: int | None,
+              fail_marker: str | None) -> tuple[int, list[Any], str | None]:
+    """(rows sent, their futures, the first topic written)."""
     pending = []
     sent = 0
+    first_topic = topic_option
     for rb in batches:
         n = rb.num_rows
         if n == 0:
             continue
+        if first_topic is None:
+            first_topic = rb.column(rb.schema.get_field_index("topic"))[0].as_py()
         pending.append(producer.send_arrow(topic_option, rb))
         sent += n
-        _inject_failure(fail_after, fail_marker, sent)
-    producer.flush()
+        _inject_failure(fail_after, fail_marker, sent, producer)
+    return sent, pending, first_topic
+
+
+def _raise_failures(pending: list[Any]) -> None:
     for result in pending:
         errors = result.errors()
         if errors:
             i, err = errors[0]
             raise RuntimeError(f"{len(errors)} record(s) failed to reach Kafka; first: {err!r}") from err
-    return sent
 
 
 class KafkaArrowWriter(DataSourceArrowWriter):
@@ -103,4 +119,152 @@ class KafkaStreamArrowWriter(DataSourceStreamArrowWriter):
         log.info("kafkajet stream sink: micro-batch %d committed %d records", batchId, total)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        log.warning("kafkajet stream sink: micro-batch %d aborted", batchId)
+
+
+# --- exactly once: tasks prepare transactions, the driver completes them ------------------------------------
+
+
+@dataclass
+class PreparedCommitMessage(WriterCommitMessage):
+    """A task's rows, inside a transaction it left open (None when it had nothing to write, or found its
+    micro-batch already committed by an earlier run)."""
+
+    records: int
+    prepared: Any  # kafkajet.producer.transactions.PreparedTransaction | None
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        raise RuntimeError("exactlyOnce writes run inside Spark tasks")
+    return int(ctx.partitionId())
+
+
+def _batch_id() -> int | None:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
+    return None if raw is None else int(raw)
+
+
+def admin_config(cfg: dict[str, str]) -> dict[str, str]:
+    from kafkajet.config import COMMON_CONFIG
+
+    names = {k.name for k in COMMON_CONFIG}
+    return {k: v for k, v in cfg.items() if k in names}
+
+
+def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any], prefix: str,
+                   fail_after: int | None = None, fail_marker: str | None = None) -> PreparedCommitMessage:
+    """One task of an exactly-once write: every row inside a transaction that is prepared, not committed.
+
+    The transactional id is the write's prefix and the Spark partition: a retried or speculative attempt of
+    the same partition fences the earlier one (init_transactions aborts what it left open), so at most one
+    attempt's rows can ever be committed. In a stream, the micro-batch id is committed with the rows as the
+    offset of a per-partition group, and a micro-batch found already committed (a replay after a driver
+    restart) writes nothing.
+    """
+    from kafkajet.admin import Admin
+    from kafkajet.producer.producer import Producer
+
+    task = _task_id()
+    batch_id = _batch_id()
+    group = f"{prefix}-{task}"
+    producer = Producer({**cfg, "transactional.id": f"{prefix}-{task}"})
+    try:
+        producer.init_transactions()
+        if batch_id is not None and topic_option is not None:
+            with Admin(admin_config(cfg)) as admin:
+                done = admin.list_consumer_group_offsets(group, [(topic_option, 0)]).get((topic_option, 0), 0)
+            if done > batch_id:
+                log.warning("kafkajet sink: micro-batch %d of partition %d was committed by an earlier run; "
+                            "not writing it again", batch_id, task)
+                return PreparedCommitMessage(0, None)
+        producer.begin_transaction()
+        sent, pending, topic = _send_all(producer, topic_option, batches, fail_after, fail_marker)
+        if sent == 0:
+            producer.abort_transaction()
+            return PreparedCommitMessage(0, None)
+        if batch_id is not None and topic_option is not None:
+            producer.send_offsets_to_transaction({(topic_option, 0): batch_id + 1}, group)
+        producer.flush()
+        _raise_failures(pending)
+        return PreparedCommitMessage(sent, producer.prepare_transaction())
+    finally:
+        producer.close()
+
+
+def complete_all(cfg: dict[str, str], messages: list[WriterCommitMessage | None], commit: bool,
+                 prefix: str) -> int:
+    """The driver's half: commit (or abort) every prepared task transaction; on abort also fence the tasks
+    that failed (their messages are None), so what they left open is aborted now, not at its timeout."""
+    from kafkajet.admin import Admin
+    from kafkajet.producer.producer import Producer
+
+    total = 0
+    with Admin(admin_config(cfg)) as admin:
+        for m in messages:
+            if isinstance(m, PreparedCommitMessage) and m.prepared is not None:
+                admin.complete_transaction(m.prepared, commit=commit, timeout_s=120)
+                total += m.records
+    if not commit:
+        for task, m in enumerate(messages):
+            if m is None:
+                with Producer({**cfg, "transactional.id": f"{prefix}-{task}"}) as fence:
+                    fence.init_transactions()
+    return total
+
+
+class KafkaExactlyOnceWriter(DataSourceArrowWriter):
+    def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str, fail_after: int | None = None,
+                 fail_marker: str | None = None) -> None:
+        self.cfg = cfg
+        self.topic = topic
+        self.prefix = prefix
+        self.fail_after = fail_after
+        self.fail_marker = fail_marker
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return write_prepared(self.cfg, self.topic, iterator, self.prefix, self.fail_after, self.fail_marker)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        total = complete_all(self.cfg, messages, True, self.prefix)
+        log.info("kafkajet sink committed %d records exactly once from %d tasks", total, len(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        complete_all(self.cfg, messages, False, self.prefix)
+        log.warning("kafkajet sink aborted: no record of this write is visible to read_committed readers")
+
+
+class KafkaExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str,
+                 fail_after_commit_marker: str | None = None) -> None:
+        self.cfg = cfg
+        self.topic = topic
+        self.prefix = prefix
+        # Test hook (option kafkajet.test.fail.after.commit.marker): once, fail after the Kafka commit, before
+        # Spark records the micro-batch, as a driver dying there would.
+        self.fail_after_commit_marker = fail_after_commit_marker
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return write_prepared(self.cfg, self.topic, iterator, self.prefix)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        total = complete_all(self.cfg, messages, True, self.prefix)
+        log.info("kafkajet stream sink: micro-batch %d committed %d records exactly once", batchId, total)
+        if self.fail_after_commit_marker is not None:
+            import os
+
+            try:
+                os.close(os.open(self.fail_after_commit_marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                return
+            raise RuntimeError(f"injected failure after the Kafka commit of micro-batch {batchId}")
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        complete_all(self.cfg, messages, False, self.prefix)
         log.warning("kafkajet stream sink: micro-batch %d aborted", batchId)

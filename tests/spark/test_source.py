@@ -110,22 +110,35 @@ def test_planning_errors_reach_the_user_before_any_task(spark: Any, broker: Embe
 
 
 class Collector:
-    """foreachBatch target: every row's value, and each micro-batch's size, in the driver."""
+    """foreachBatch target: each micro-batch's values by batch id, in the driver. foreachBatch is at least
+    once (a batch cut off by stop() runs again after a restart), so a replay must bring the very same records:
+    the source's offsets are in the checkpoint."""
 
     def __init__(self) -> None:
-        self.rows: list[bytes] = []
-        self.batches: list[int] = []
+        self.by_batch: dict[int, list[bytes]] = {}
+        self.replays: list[int] = []
         self.lock = threading.Lock()
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        got = [bytes(r.value) for r in df.select("value").collect()]
+        got = sorted(bytes(r.value) for r in df.select("value").collect())
         with self.lock:
-            self.rows.extend(got)
-            self.batches.append(len(got))
+            if batch_id in self.by_batch:
+                assert self.by_batch[batch_id] == got, f"micro-batch {batch_id} replayed with other records"
+                self.replays.append(batch_id)
+            self.by_batch[batch_id] = got
+
+    @property
+    def rows(self) -> list[bytes]:
+        with self.lock:
+            return [v for rows in self.by_batch.values() for v in rows]
+
+    @property
+    def batches(self) -> list[int]:
+        with self.lock:
+            return [len(rows) for rows in self.by_batch.values()]
 
     def count(self) -> int:
-        with self.lock:
-            return len(self.rows)
+        return len(self.rows)
 
 
 def start_stream(spark: Any, broker: EmbeddedBroker, sink: Collector, checkpoint: str, *,
