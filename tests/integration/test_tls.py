@@ -242,18 +242,20 @@ def test_large_records_cross_many_tls_records(tls: TlsProxy, pki: Pki, topic_nam
 
 
 def test_spark_reader_passes_the_security_options(tls: TlsProxy, pki: Pki, topic_name: str) -> None:
-    from kafkajet.spark.reader import KafkaReader
+    from kafkajet.spark.reader import KafkaBatchReader
+    from kafkajet.spark.source_options import parse_source_options
 
     with Producer(_ssl(tls, pki)) as producer:
         for i in range(3):
             producer.send(topic_name, f"s{i}".encode(), partition=0).result(timeout=30)
     options = {"kafka.bootstrap.servers": tls.address, "kafka.security.protocol": "SSL",
                "kafka.ssl.ca.location": str(pki.ca_file), "subscribe": topic_name}
-    reader = KafkaReader(options, tls.address, 30.0)
+    reader = KafkaBatchReader(parse_source_options(options, streaming=False))
     part = next(p for p in reader.partitions() if p.partition == 0)
-    assert [row[1] for row in reader.read(part)] == [b"s0", b"s1", b"s2"]
+    assert [v for rb in reader.read(part) for v in rb.column("value").to_pylist()] == [b"s0", b"s1", b"s2"]
+    bad = parse_source_options({**options, "kafka.ssl.ca.location": "/nonexistent/ca.pem"}, streaming=False)
     with pytest.raises(ConfigError, match="ssl.ca.location"):
-        KafkaReader({**options, "kafka.ssl.ca.location": "/nonexistent/ca.pem"}, tls.address, 30.0).partitions()
+        KafkaBatchReader(bad).partitions()  # on the driver, at planning
 
 
 def test_perf_cli_takes_the_security_properties(tls: TlsProxy, pki: Pki, topic_name: str) -> None:
