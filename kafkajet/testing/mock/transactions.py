@@ -161,13 +161,20 @@ class TransactionCoordinator:
             return meta, "PRODUCER_FENCED"
         return meta, None
 
+    def _addable(self, txn_id: str, pid: int, epoch: int,
+                 now_ms: float) -> tuple[TransactionMetadata | None, str | None]:
+        """The producer's transaction, if it may take partitions or groups now: its own, at its epoch, and not
+        finishing a previous transaction (CONCURRENT_TRANSACTIONS until the markers are written)."""
+        meta, error = self._check_producer(txn_id, pid, epoch, now_ms)
+        if error is None and meta is not None and meta.state in _PREPARING:
+            error = "CONCURRENT_TRANSACTIONS"
+        return meta, error
+
     def add_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
                        now_ms: float) -> str | None:
-        meta, error = self._check_producer(txn_id, pid, epoch, now_ms)
+        meta, error = self._addable(txn_id, pid, epoch, now_ms)
         if error is not None or meta is None:
             return error
-        if meta.state in _PREPARING:
-            return "CONCURRENT_TRANSACTIONS"
         self._begin(meta, now_ms)
         meta.partitions.update(partitions)
         return None
@@ -176,20 +183,16 @@ class TransactionCoordinator:
                           now_ms: float) -> dict[TopicPartition, str | None]:
         """AddPartitionsToTxn v4+ verify_only (what a leader asks before a transactional append)."""
         wanted = list(partitions)
-        meta, error = self._check_producer(txn_id, pid, epoch, now_ms)
-        if error is None and meta is not None and meta.state in _PREPARING:
-            error = "CONCURRENT_TRANSACTIONS"
+        meta, error = self._addable(txn_id, pid, epoch, now_ms)
         if error is not None or meta is None:
             return dict.fromkeys(wanted, error)
         ongoing = meta.state is TxnState.ONGOING
         return {tp: None if ongoing and tp in meta.partitions else "INVALID_TXN_STATE" for tp in wanted}
 
     def add_offsets(self, txn_id: str, pid: int, epoch: int, group: str, now_ms: float) -> str | None:
-        meta, error = self._check_producer(txn_id, pid, epoch, now_ms)
+        meta, error = self._addable(txn_id, pid, epoch, now_ms)
         if error is not None or meta is None:
             return error
-        if meta.state in _PREPARING:
-            return "CONCURRENT_TRANSACTIONS"
         self._begin(meta, now_ms)
         meta.groups.add(group)
         return None
