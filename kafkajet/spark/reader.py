@@ -138,15 +138,12 @@ class Planner:
                 raise ConfigError(f"option {spec.option} must name every partition read; missing: {tp}")
             found = self.client.offset_for_time(tp[0], tp[1], when)
             if found is None:
-                if self.opts.timestamp_strategy != "latest" or spec.option.startswith("ending"):
-                    if spec.option.startswith("ending"):
-                        found = hi  # no record that late: the range ends at the end of the log
-                    else:
-                        raise ConfigError(
-                            f"option {spec.option}: {tp[0]}-{tp[1]} has no record at or after timestamp {when}; "
-                            "set startingOffsetsByTimestampStrategy=latest to start at the end instead")
-                else:
-                    found = hi
+                # No record that late: an ending range ends at the log's end; a start does so only when asked.
+                if not spec.option.startswith("ending") and self.opts.timestamp_strategy != "latest":
+                    raise ConfigError(
+                        f"option {spec.option}: {tp[0]}-{tp[1]} has no record at or after timestamp {when}; "
+                        "set startingOffsetsByTimestampStrategy=latest to start at the end instead")
+                found = hi
             out[tp] = found
         return out
 

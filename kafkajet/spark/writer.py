@@ -38,16 +38,21 @@ def _inject_failure(fail_after: int | None, marker: str | None, sent: int, produ
     after flushing what it sent, so the failed attempt's rows are on the broker (the hard case)."""
     if fail_after is None or sent < fail_after:
         return
-    if marker is not None:
-        import os
-
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL)  # only the first attempt fails
-        except FileExistsError:
-            return
-        os.close(fd)
+    if marker is not None and not _first_time(marker):
+        return
     producer.flush()
     raise RuntimeError(f"injected failure after {sent} rows (kafkajet.test.fail.after.rows)")
+
+
+def _first_time(marker: str) -> bool:
+    """True once per marker file, across processes: only the first attempt of a test hook fails."""
+    import os
+
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
 
 
 def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any],
@@ -173,8 +178,8 @@ def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Itera
 
     task = _task_id()
     batch_id = _batch_id()
-    group = f"{prefix}-{task}"
-    producer = Producer({**cfg, "transactional.id": f"{prefix}-{task}"})
+    group = txn_id = f"{prefix}-{task}"  # the group recording its micro-batches is named after the task's id
+    producer = Producer({**cfg, "transactional.id": txn_id})
     try:
         producer.init_transactions()
         if batch_id is not None and topic_option is not None:
@@ -256,13 +261,7 @@ class KafkaExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = complete_all(self.cfg, messages, True, self.prefix)
         log.info("kafkajet stream sink: micro-batch %d committed %d records exactly once", batchId, total)
-        if self.fail_after_commit_marker is not None:
-            import os
-
-            try:
-                os.close(os.open(self.fail_after_commit_marker, os.O_CREAT | os.O_EXCL))
-            except FileExistsError:
-                return
+        if self.fail_after_commit_marker is not None and _first_time(self.fail_after_commit_marker):
             raise RuntimeError(f"injected failure after the Kafka commit of micro-batch {batchId}")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
