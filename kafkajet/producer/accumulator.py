@@ -14,7 +14,7 @@ from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError,
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.producer.batch import Columns, Headers, ProducerBatch
 from kafkajet.producer.buffer_pool import BufferPool
-from kafkajet.producer.futures import RecordFuture, Segment
+from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Cluster
 from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
@@ -78,9 +78,10 @@ class RecordAccumulator:
 
     def append(
         self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None,
-        headers: Headers, deadline_ms: float | None,
+        headers: Headers, deadline_ms: float | None, callback: DeliveryCallback | None = None,
     ) -> tuple[RecordFuture, bool]:
-        """Append a record; returns its future and whether the sender should be woken (a batch filled or began)."""
+        """Append a record; returns its future and whether the sender should be woken (a batch filled or began).
+        `callback` is attached to the record in the same lock hold, so it always runs at completion."""
         tp = (topic, partition)
         with self._lock:
             dq = self._queues.get(tp)
@@ -89,7 +90,7 @@ class RecordAccumulator:
             if dq:
                 last = dq[-1]
                 if not last.full:
-                    fut = last.try_append(timestamp, key, value, headers)
+                    fut = last.try_append(timestamp, key, value, headers, callback)
                     if fut is not None:
                         # Only news wakes the sender: this batch just filled. Full batches queued behind it
                         # were announced when they filled; waking for each append while the sender waits for
@@ -102,13 +103,13 @@ class RecordAccumulator:
             with self._lock:
                 self._refuse_if_closed(buf, size)
                 if dq and not dq[-1].full:
-                    fut = dq[-1].try_append(timestamp, key, value, headers)
+                    fut = dq[-1].try_append(timestamp, key, value, headers, callback)
                     if fut is not None:
                         # Another thread opened a batch while we waited for memory.
                         self.pool.deallocate(buf, size)
                         return fut, dq[-1].full
                 batch = self._new_batch(topic, partition, dq, buf, size)
-                fut = batch.try_append(timestamp, key, value, headers)
+                fut = batch.try_append(timestamp, key, value, headers, callback)
                 assert fut is not None  # the first record of an empty batch always goes in
                 return fut, True
         finally:
@@ -411,7 +412,9 @@ class RecordAccumulator:
         with self._lock:
             for dq in self._queues.values():
                 dq.clear()
-            batches = list(self._incomplete)
+            # In send order within each partition, so delivery callbacks keep it (split parts sort after
+            # their parent's place and before the batches that followed it).
+            batches = sorted(self._incomplete, key=lambda b: b.order)
         for batch in batches:
             self.complete(batch, -1, -1, error)
         return len(batches)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.errors import KafkaError
-from kafkajet.producer.futures import RecordFuture
+from kafkajet.producer.futures import DeliveryCallback, RecordFuture, fire_callbacks
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
     TABLE_SIZE,
@@ -47,7 +47,7 @@ class ProducerBatch:
         "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
-        "_sealed_sequence", "pooled",
+        "_sealed_sequence", "pooled", "callbacks",
     )
 
     def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
@@ -87,11 +87,15 @@ class ProducerBatch:
         self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
         self._lock = threading.Lock()
         self._listeners: list[tuple[RecordFuture, int]] | None = None  # with the record's index here
+        # send(callback=): (record index, callback, the record's future) in send order. Appended only while the
+        # batch is open in its deque, under the accumulator's lock, where it cannot complete: no batch lock.
+        self.callbacks: list[tuple[int, DeliveryCallback, RecordFuture]] | None = None
         self.is_split = False
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
         self.order: tuple[int, ...] = ()
 
-    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> RecordFuture | None:
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
+                   callback: DeliveryCallback | None = None) -> RecordFuture | None:
         """Append one record (the hot path: one call per send()), or return None when it does not fit."""
         buf = self.buf
         count = self.count
@@ -108,7 +112,13 @@ class ProducerBatch:
             self.max_timestamp = timestamp
         if end >= self.limit:
             self.full = True
-        return RecordFuture(self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+        fut = RecordFuture(self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+        if callback is not None:
+            if self.callbacks is None:
+                self.callbacks = [(count, callback, fut)]
+            else:
+                self.callbacks.append((count, callback, fut))
+        return fut
 
     def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
         """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
@@ -290,6 +300,16 @@ class ProducerBatch:
             self._listeners.append((fut, index))
             return True
 
+    def adopt_callback(self, index: int, fn: DeliveryCallback, fut: RecordFuture) -> bool:
+        """A split part takes over record `index`'s delivery callback; False if the part already completed."""
+        with self._lock:
+            if self.completed:
+                return False
+            if self.callbacks is None:
+                self.callbacks = []
+            self.callbacks.append((index, fn, fut))
+            return True
+
     def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
         """Resolve every record of the batch exactly once; False if it was already resolved."""
         with self._lock:
@@ -300,7 +320,11 @@ class ProducerBatch:
             self.error = error
             self.completed = True
             listeners, self._listeners = self._listeners, None
+            callbacks, self.callbacks = self.callbacks, None
             event = self._done_event
+        # As Java: delivery callbacks first, in send order, then the futures' waiters and listeners.
+        if callbacks:
+            fire_callbacks(self, callbacks)
         if event is not None:
             event.set()
         if listeners:
@@ -325,7 +349,12 @@ class ProducerBatch:
             self.is_split = True
             self.completed = True
             listeners, self._listeners = self._listeners, None
+            callbacks, self.callbacks = self.callbacks, None
             event = self._done_event
+        for index, fn, fut in callbacks or ():
+            part, where = self.moved[index]
+            if not part.adopt_callback(where, fn, fut):
+                fire_callbacks(part, [(where, fn, fut)])
         for fut, index in listeners or ():
             part, where = self.moved[index]
             if not part.register(fut, where):  # a close() that aborted everything got there first

@@ -29,7 +29,13 @@ from kafkajet.producer.batch_input import (
     timestamps_argument,
 )
 from kafkajet.producer.buffer_pool import BufferPool
-from kafkajet.producer.futures import BatchFuture, CombinedBatchFuture, RecordFuture, Segment
+from kafkajet.producer.futures import (
+    BatchFuture,
+    CombinedBatchFuture,
+    DeliveryCallback,
+    RecordFuture,
+    Segment,
+)
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Cluster, Metadata, PartitionInfo
 from kafkajet.producer.metrics import ProducerMetrics
@@ -212,9 +218,15 @@ class Producer:
         headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
+        callback: DeliveryCallback | None = None,
     ) -> RecordFuture:
         """Queue one record; returns a future that resolves to RecordMetadata or the record's error.
 
+        `callback(metadata, exception)` runs exactly once when the record's outcome is known (Java's
+        send(record, callback)): on the producer's sender thread, in send order within a partition, with
+        exception None on success; on failure metadata has the topic and partition and -1 elsewhere. It should
+        be quick (it holds up every later completion); an exception it raises is logged. If send() itself
+        raises, the record was not accepted and the callback is not called.
         Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
         """
         # The hot path: the common case reads a few attributes and calls out only to append; everything
@@ -268,7 +280,9 @@ class Producer:
             timestamp_ms = check_timestamp(timestamp_ms)
         if self._txn is not None:
             self._txn.maybe_add_partition((topic, partition))
-        fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline)
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable as callback(metadata, exception), got {callback!r}")
+        fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline, callback)
         if wake:
             self._wakeup()
         return fut
