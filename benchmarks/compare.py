@@ -12,6 +12,13 @@ Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
   batch-100B   each client's batch path: kafkajet send_batch() and send_arrow() (a pyarrow RecordBatch),
                aiokafka create_batch()/send_batch(), and
                confluent-kafka's produce() loop as the reference
+  callback-100B  a send() loop with a delivery callback per record: kafkajet send(callback=) (and a
+               future's add_done_callback() for reference), kafka-python add_callback(), aiokafka's future
+               add_done_callback(), confluent-kafka produce(on_delivery=) with poll(0)
+  asyncio-100B from an event loop: `[await p.send() ...]` in chunks of 1,000, then asyncio.gather() of their
+               delivery futures: kafkajet's
+               AIOProducer against aiokafka's AIOKafkaProducer (and kafkajet's thread producer through
+               asyncio.wrap_future(), the way before AIOProducer)
   latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record
 
 Each throughput workload also has a "broker ceiling" row: ceiling.py's client that costs nothing per record
@@ -64,13 +71,20 @@ WORKLOADS: dict[str, dict[str, Any]] = {
     "batch-100B": {"kind": "batch", "records": 500_000, "size": 100,
                    "clients": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka",
                                CEILING]},
+    "callback-100B": {"kind": "callback", "records": 500_000, "size": 100,
+                      "clients": ["kafkajet", "kafkajet future callback", "kafka-python", "aiokafka",
+                                  "confluent-kafka"]},
+    "asyncio-100B": {"kind": "asyncio", "records": 500_000, "size": 100,
+                     "clients": ["kafkajet AIOProducer", "kafkajet wrap_future", "aiokafka"]},
     "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
                     "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
 }
 for _w in WORKLOADS.values():
     _w.setdefault("records", int(_w.get("rate", 0) * _w.get("seconds", 0)))
     _w.update(acks=-1, compression="none", key=False)  # what produce.py's runners read
-BASELINE = {"send": "kafkajet", "batch": "kafkajet send_batch", "latency": "kafkajet"}
+BASELINE = {"send": "kafkajet", "batch": "kafkajet send_batch", "latency": "kafkajet", "callback": "kafkajet",
+            "asyncio": "kafkajet AIOProducer"}
+ASYNC_CHUNK = 1_000  # sends awaited together with gather(), the shape of an event-loop program's bursts
 
 
 # --- runners (in the child process) ----------------------------------------------------------------------
@@ -135,6 +149,151 @@ def run_aiokafka_batch(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
         finally:
             await p.stop()
         return sum(n for (n, _), o in zip(sent, outcomes, strict=True) if not isinstance(o, BaseException))
+
+    return asyncio.run(go())
+
+
+class _Counter:
+    """A delivery callback per client's signature that counts successes (the callback's work in every runner)."""
+
+    def __init__(self) -> None:
+        self.ok = 0
+
+    def md_exc(self, md: Any, exc: Any) -> None:  # kafkajet send(callback=)
+        if exc is None:
+            self.ok += 1
+
+    def future(self, fut: Any) -> None:  # concurrent.futures / asyncio future callbacks
+        if fut.exception() is None:
+            self.ok += 1
+
+    def value(self, _md: Any) -> None:  # kafka-python add_callback (successes only)
+        self.ok += 1
+
+    def err_msg(self, err: Any, _msg: Any) -> None:  # confluent-kafka on_delivery
+        if err is None:
+            self.ok += 1
+
+
+def callback_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    value, count = b"x" * w["size"], _Counter()
+    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+        send, cb = p.send, count.md_exc
+        for _ in range(w["records"]):
+            send(topic, value, callback=cb)
+    return count.ok
+
+
+def callback_kafkajet_future(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    value, count = b"x" * w["size"], _Counter()
+    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+        send, cb = p.send, count.future
+        for _ in range(w["records"]):
+            send(topic, value).add_done_callback(cb)
+    return count.ok
+
+
+def callback_kafka_python(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafka import KafkaProducer
+
+    value, count = b"x" * w["size"], _Counter()
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    for _ in range(w["records"]):
+        p.send(topic, value=value).add_callback(count.value)
+    p.flush()
+    p.close()
+    return count.ok
+
+
+def callback_aiokafka(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> int:
+        value, count = b"x" * w["size"], _Counter()
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        await p.start()
+        try:
+            for _ in range(w["records"]):
+                (await p.send(topic, value=value)).add_done_callback(count.future)
+            await p.flush()
+        finally:
+            await p.stop()
+        return count.ok
+
+    return asyncio.run(go())
+
+
+def callback_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from confluent_kafka import Producer as CProducer
+
+    value, count = b"x" * w["size"], _Counter()
+    p = CProducer({"bootstrap.servers": bootstrap, "acks": -1, "linger.ms": 5,
+                   "queue.buffering.max.messages": 2_000_000})
+    produce, poll, cb = p.produce, p.poll, count.err_msg
+    for _ in range(w["records"]):
+        while True:
+            try:
+                produce(topic, value, on_delivery=cb)
+                break
+            except BufferError:
+                poll(0.01)
+        poll(0)
+    p.flush(120)
+    return count.ok
+
+
+def asyncio_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet.aio import AIOProducer
+
+    async def go() -> int:
+        value, ok = b"x" * w["size"], 0
+        async with AIOProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+            for start in range(0, w["records"], ASYNC_CHUNK):
+                n = min(ASYNC_CHUNK, w["records"] - start)
+                futs = [await p.send(topic, value) for _ in range(n)]
+                done = await asyncio.gather(*futs, return_exceptions=True)
+                ok += sum(1 for r in done if not isinstance(r, BaseException))
+        return ok
+
+    return asyncio.run(go())
+
+
+def asyncio_kafkajet_wrap_future(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    async def go() -> int:
+        value, ok = b"x" * w["size"], 0
+        with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+            for start in range(0, w["records"], ASYNC_CHUNK):
+                n = min(ASYNC_CHUNK, w["records"] - start)
+                done = await asyncio.gather(*[asyncio.wrap_future(p.send(topic, value)) for _ in range(n)],
+                                            return_exceptions=True)
+                ok += sum(1 for r in done if not isinstance(r, BaseException))
+        return ok
+
+    return asyncio.run(go())
+
+
+def asyncio_aiokafka(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> int:
+        value, ok = b"x" * w["size"], 0
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        await p.start()
+        try:
+            for start in range(0, w["records"], ASYNC_CHUNK):
+                n = min(ASYNC_CHUNK, w["records"] - start)
+                futs = [await p.send(topic, value=value) for _ in range(n)]
+                done = await asyncio.gather(*futs, return_exceptions=True)
+                ok += sum(1 for r in done if not isinstance(r, BaseException))
+        finally:
+            await p.stop()
+        return ok
 
     return asyncio.run(go())
 
@@ -285,6 +444,13 @@ RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dic
               "kafkajet send_arrow": _send_runner(run_kafkajet_arrow),
               "aiokafka batch": _send_runner(run_aiokafka_batch),
               "confluent-kafka": _send_runner(SEND_RUNNERS["confluent-kafka"]), CEILING: run_broker_ceiling},
+    "callback": {"kafkajet": _send_runner(callback_kafkajet),
+                 "kafkajet future callback": _send_runner(callback_kafkajet_future),
+                 "kafka-python": _send_runner(callback_kafka_python), "aiokafka": _send_runner(callback_aiokafka),
+                 "confluent-kafka": _send_runner(callback_confluent)},
+    "asyncio": {"kafkajet AIOProducer": _send_runner(asyncio_kafkajet),
+                "kafkajet wrap_future": _send_runner(asyncio_kafkajet_wrap_future),
+                "aiokafka": _send_runner(asyncio_aiokafka)},
     "latency": {"kafkajet": latency_kafkajet, "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
                 "confluent-kafka": latency_confluent},
 }

@@ -30,6 +30,9 @@ class BufferPool:
         # Called when a caller has to wait: the sender should drain now (memory exhausted) rather than
         # sleep out its linger timer while callers queue up.
         self.on_block = on_block
+        # Called (outside the lock, on the thread that freed it) after memory comes back, while set: how a
+        # waiter that must not block a thread (AIOProducer's event loop) learns it can try again.
+        self.on_release: Callable[[], object] | None = None
 
     def allocate(self, size: int, max_time_ms: float) -> bytearray:
         """A buffer of `size` bytes capacity (empty, for the caller to fill); blocks up to max_time_ms."""
@@ -98,6 +101,9 @@ class BufferPool:
                 self._non_pooled_available += size
             if self._waiters:
                 self._waiters[0].notify()
+        on_release = self.on_release
+        if on_release is not None:
+            on_release()
 
     def available_memory(self) -> int:
         with self._lock:

@@ -1,0 +1,240 @@
+"""AIOProducer: the producer for asyncio programs, in the shape aiokafka users know.
+
+It drives one thread Producer (the sender thread does the network work) and never blocks the event loop:
+memory and metadata waits are awaited, not slept in. Completions come back from the sender thread through
+one queue and reach the loop in groups, one call_soon_threadsafe per group rather than per record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Mapping, Sequence
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+from kafkajet.errors import BufferExhaustedError, IllegalStateError
+from kafkajet.producer.futures import RecordMetadata
+from kafkajet.producer.producer import Producer
+
+log = logging.getLogger("kafkajet.aio")
+
+_YIELD_EVERY = 256  # sends between turns given to the loop's other tasks (about 2 ms of sending)
+_RECORD_OVERHEAD = 128  # record and batch framing an allocation must cover beyond key and value
+
+
+class AIOProducer:
+    """`async with AIOProducer(bootstrap_servers=...) as p: await (await p.send(topic, value))`.
+
+    Takes the Producer's configuration (a dict of Java keys and/or snake_case keyword arguments).
+    `await send(...)` returns once the record is queued, with an asyncio future of its RecordMetadata;
+    `send_and_wait()` awaits that too. max.block.ms bounds how long send() waits (asynchronously) for
+    metadata and buffer memory. Cancelling the future a send() returned does not recall the record: it is
+    still delivered or fails, and a failure nobody can hear of any more is logged.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self._config = dict(config or {})
+        self._kwargs = kwargs
+        self._producer: Producer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # (future, metadata, exception) from the sender thread, resolved on the loop by _deliver().
+        self._completed: collections.deque[tuple[asyncio.Future[RecordMetadata], RecordMetadata,
+                                                 BaseException | None]] = collections.deque()
+        self._scheduled = False
+        self._memory_freed: asyncio.Event | None = None
+        self._stopped = False
+        self._batch_size = 0
+        self._unyielded = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create the underlying producer (off the loop: it resolves the bootstrap servers and starts a thread)."""
+        if self._stopped:
+            raise IllegalStateError("this AIOProducer was stopped; create a new one")
+        if self._producer is not None:
+            return
+        self._loop = loop = asyncio.get_running_loop()
+        self._producer = await loop.run_in_executor(None, partial(Producer, self._config, **self._kwargs))
+        self._memory_freed = asyncio.Event()
+        self._batch_size = self._producer._accumulator.batch_size
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Deliver what is pending (at most `timeout` seconds, then fail the rest) and close."""
+        p = self._producer
+        self._stopped = True
+        if p is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(None, p.close, timeout)
+        self._deliver()  # every outcome is known now: resolve the futures before returning
+
+    async def __aenter__(self) -> AIOProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    @property
+    def producer(self) -> Producer:
+        """The thread Producer underneath (for metrics(), partitions_for() and the transactional calls)."""
+        if self._producer is None:
+            raise IllegalStateError("AIOProducer not started: use `async with AIOProducer(...)` or await start()")
+        return self._producer
+
+    # --- sending -----------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue one record; returns an asyncio future that resolves to its RecordMetadata or raises its error."""
+        p = self._producer
+        if p is None:
+            p = self.producer  # raises: not started
+        if p._metadata.cluster.partition_counts.get(topic) is None:
+            await self._wait_for_topic(p, topic)
+        need = self._batch_size
+        if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
+            need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
+        pool = p._pool
+        # Read without the pool's lock: only the sender thread changes these meanwhile, and only upwards.
+        if pool._non_pooled_available + len(pool._free) * pool.poolable_size < need:
+            await self._wait_for_memory(p, need)
+        self._unyielded += 1
+        if self._unyielded >= _YIELD_EVERY:
+            # A loop of sends that never wait (memory to spare) would otherwise hold the event loop for as
+            # long as the caller keeps sending: give other tasks a turn now and then.
+            self._unyielded = 0
+            await asyncio.sleep(0)
+        loop = self._loop
+        assert loop is not None
+        fut: asyncio.Future[RecordMetadata] = loop.create_future()
+        # Only this loop allocates from the pool, and the sender thread only frees: the memory checked above
+        # is still there, so send() does not block.
+        p.send(topic, value, key, headers, partition, timestamp_ms, callback=partial(self._on_delivery, fut))
+        return fut
+
+    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
+                            headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+                            partition: int | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
+        """send(), then wait for the record's acknowledgement."""
+        return await (await self.send(topic, value, key, headers, partition, timestamp_ms))
+
+    async def send_batch(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None = None,
+                         headers: Sequence[Any] | None = None, partitions: Sequence[int | None] | None = None,
+                         timestamps_ms: Sequence[int | None] | None = None) -> asyncio.Future[list[RecordMetadata]]:
+        """Producer.send_batch() from the loop: queue many records to one topic; returns an asyncio future of
+        every RecordMetadata in input order (or the first failure; the BatchFuture is its `batch` attribute
+        for errors())."""
+        p = self.producer
+        if p._metadata.cluster.partition_counts.get(topic) is None:
+            await self._wait_for_topic(p, topic)
+        # Memory for the records and a batch per partition they may open: what send_batch() will allocate.
+        sized = sum(len(v) for v in values if type(v) is bytes) + _RECORD_OVERHEAD * len(values)
+        count = p._metadata.cluster.partition_count(topic) or 1
+        need = min(sized + p._accumulator.batch_size * (count + 1), p._pool.total_memory)
+        if p._pool.available_memory() < need:
+            await self._wait_for_memory(p, need)
+        batch = p.send_batch(topic, values, keys, headers, partitions, timestamps_ms)
+        fut = asyncio.wrap_future(batch, loop=self._loop)  # one hop to the loop per batch, not per record
+        fut.batch = batch  # type: ignore[attr-defined]
+        return fut
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Wait until every record sent so far has an outcome (KafkaTimeoutError after `timeout` seconds)."""
+        await asyncio.get_running_loop().run_in_executor(None, self.producer.flush, timeout)
+        self._deliver()
+
+    async def partitions_for(self, topic: str) -> list[Any]:
+        p = self.producer
+        return await asyncio.get_running_loop().run_in_executor(None, p.partitions_for, topic)
+
+    def metrics(self) -> dict[str, float]:
+        return self.producer.metrics()
+
+    # --- waiting without blocking the loop ---------------------------------------------------------------
+
+    async def _wait_for_topic(self, p: Producer, topic: str) -> None:
+        if type(topic) is not str or not topic:
+            raise TypeError(f"topic must be a non-empty str, got {topic!r}")
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, p.partitions_for, topic)  # bounded by max.block.ms, raises after it
+
+    async def _wait_for_memory(self, p: Producer, need: int) -> None:
+        """Wait (on the loop) until the pool has `need` bytes, at most max.block.ms."""
+        pool, loop, event = p._pool, self._loop, self._memory_freed
+        assert loop is not None and event is not None
+        deadline = loop.time() + p._max_block_ms / 1000.0
+
+        def freed() -> None:  # on the sender thread, after each release
+            loop.call_soon_threadsafe(event.set)
+
+        pool.on_release = freed
+        p._wakeup()  # the sender drains now instead of waiting out linger.ms
+        try:
+            while pool.available_memory() < need:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise BufferExhaustedError(
+                        f"Failed to allocate {need} bytes within {int(p._max_block_ms)} ms (max.block.ms): "
+                        f"{pool.available_memory()} of {pool.total_memory} bytes free. The producer is sending "
+                        "slower than records arrive: check the broker connection, or raise buffer.memory / "
+                        "max.block.ms")
+                event.clear()
+                if pool.available_memory() >= need:
+                    break
+                # Not asyncio.wait_for(): on 3.11 it can swallow a cancellation that races the event.
+                timer = loop.call_later(remaining, event.set)
+                try:
+                    await event.wait()
+                finally:
+                    timer.cancel()
+        finally:
+            pool.on_release = None
+
+    # --- completions -------------------------------------------------------------------------------------
+
+    def _on_delivery(self, fut: asyncio.Future[RecordMetadata], md: RecordMetadata,
+                     exc: BaseException | None) -> None:
+        """On the sender thread: queue the outcome, and wake the loop once for everything queued meanwhile."""
+        self._completed.append((fut, md, exc))
+        if not self._scheduled:
+            self._scheduled = True
+            loop = self._loop
+            assert loop is not None
+            try:
+                loop.call_soon_threadsafe(self._deliver)
+            except RuntimeError:  # the loop closed before stop(): nobody is left to hear the outcome
+                self._scheduled = False
+                log.warning("AIOProducer: the event loop closed before stop(); outcomes are dropped")
+
+    def _deliver(self) -> None:
+        """On the loop: resolve every queued future."""
+        # Cleared before draining: an outcome queued after this line either is drained below or schedules
+        # another call, never neither.
+        self._scheduled = False
+        completed = self._completed
+        while completed:
+            fut, md, exc = completed.popleft()
+            if fut.cancelled():
+                if exc is not None:
+                    log.warning("a record whose send() future was cancelled failed: %s-%d: %r",
+                                md.topic, md.partition, exc)
+                continue
+            if exc is None:
+                fut.set_result(md)
+            else:
+                fut.set_exception(exc)
+
+
+__all__ = ["AIOProducer"]
