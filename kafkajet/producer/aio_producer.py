@@ -185,11 +185,11 @@ class AIOProducer:
             while pool.available_memory() < need:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise BufferExhaustedError(
+                    raise p.explain_exhausted(BufferExhaustedError(
                         f"Failed to allocate {need} bytes within {int(p._max_block_ms)} ms (max.block.ms): "
                         f"{pool.available_memory()} of {pool.total_memory} bytes free. The producer is sending "
                         "slower than records arrive: check the broker connection, or raise buffer.memory / "
-                        "max.block.ms")
+                        "max.block.ms"))
                 event.clear()
                 if pool.available_memory() >= need:
                     break

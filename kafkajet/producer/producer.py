@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
-from kafkajet.errors import IllegalStateError, KafkaError, ProducerClosedError
+from kafkajet.errors import BufferExhaustedError, IllegalStateError, KafkaError, ProducerClosedError
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
@@ -282,7 +282,10 @@ class Producer:
             self._txn.maybe_add_partition((topic, partition))
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable as callback(metadata, exception), got {callback!r}")
-        fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline, callback)
+        try:
+            fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline, callback)
+        except BufferExhaustedError as e:
+            raise self.explain_exhausted(e)  # noqa: B904  (it sets the connection error as the cause)
         if wake:
             self._wakeup()
         return fut
@@ -346,6 +349,21 @@ class Producer:
             count = cluster.partition_count(topic) or 0
         return cluster, count
 
+    def explain_exhausted(self, err: BufferExhaustedError) -> BufferExhaustedError:
+        """`err` with the reason memory is not coming back, when there is one: the records holding it cannot be
+        delivered (no leader, a connection refused or failing TLS/SASL), and a bigger buffer would not help."""
+        for batch in sorted(self._accumulator.incomplete_batches(), key=lambda b: b.created_ms):
+            cause = batch.last_error or self._sender.cause_for(batch)
+            if cause is not None:
+                exhausted = BufferExhaustedError(
+                    f"{str(err).split('. The producer is sending')[0]}. The records holding the memory cannot be "
+                    f"delivered: {batch.topic}-{batch.partition}: {cause}. Check that the brokers in "
+                    "bootstrap.servers are up and reachable with these security settings; a larger buffer.memory "
+                    "would not help")
+                exhausted.__cause__ = cause
+                return exhausted
+        return err
+
     def _queue_batch(self, topic: str, batch: PreparedBatch, by_partition: dict[int, list[int]],
                      deadline: float) -> BatchFuture:
         """Append each partition's records to the accumulator; the future over all of them, in input order."""
@@ -355,9 +373,14 @@ class Producer:
         if self._txn is not None:
             for partition in by_partition:
                 self._txn.maybe_add_partition((topic, partition))
-        for partition, indices in by_partition.items():
-            wake |= self._accumulator.append_many(topic, partition, indices, ts, ks, vals, hs,  # type: ignore[arg-type]
-                                                  deadline, segments, columns)
+        try:
+            for partition, indices in by_partition.items():
+                wake |= self._accumulator.append_many(topic, partition, indices, ts, ks, vals,  # type: ignore[arg-type]
+                                                      hs, deadline, segments, columns)
+        except BufferExhaustedError as e:
+            if wake:
+                self._wakeup()
+            raise self.explain_exhausted(e)  # noqa: B904  (it sets the connection error as the cause)
         if wake:
             self._wakeup()
         return BatchFuture(len(vals), segments, ts, batch.key_sizes, batch.value_sizes)

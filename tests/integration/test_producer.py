@@ -21,7 +21,7 @@ from kafkajet import (
     RecordMetadata,
 )
 from kafkajet.admin import Admin
-from kafkajet.errors import IllegalStateError
+from kafkajet.errors import IllegalStateError, KafkaConnectionError
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
 
@@ -116,13 +116,16 @@ def test_buffer_exhaustion_blocks_then_raises_within_max_block(topic_name: str) 
         p.send(topic_name, b"warm-up").result(timeout=30)
         own.stop()  # nothing drains any more: memory can only run out
         futs = []
-        with pytest.raises(BufferExhaustedError, match=r"Failed to allocate 16384 bytes within \d+ ms"):
+        with pytest.raises(BufferExhaustedError, match=r"Failed to allocate 16384 bytes within \d+ ms") as err:
             start = time.monotonic()
             for i in range(1000):
                 start = time.monotonic()
                 futs.append(p.send(topic_name, b"x" * 1000, partition=i % 6))
         blocked = time.monotonic() - start
         assert 0.9 <= blocked < 3.0, blocked
+        # The error names the real trouble (the broker went away), not a buffer that is too small.
+        assert "cannot be delivered" in str(err.value) and "buffer.memory would not help" in str(err.value)
+        assert isinstance(err.value.__cause__, KafkaConnectionError), repr(err.value.__cause__)
         p.close(0)
         assert all(f.done() for f in futs)
 
