@@ -236,6 +236,9 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
       _bool),
     K("linger.ms", "int", 5, "how long a batch waits for more records before it is sent", _int_range(0, INT_MAX)),
     K("batch.size", "int", 16384, "target size in bytes of one partition's batch", _int_range(0, INT_MAX)),
+    K("batch.max.size", "int", 1048576, "how far a batch still waiting to be sent may grow past batch.size "
+      "(kafkajet's, not Java's; at most max.request.size; set it to batch.size for Java's fixed batches)",
+      _int_range(0, INT_MAX)),
     K("buffer.memory", "int", 33554432, "bytes of memory for records waiting to be sent", _int_range(0)),
     K("max.block.ms", "int", 60000, "how long send() may block for metadata or buffer memory",
       _int_range(0)),

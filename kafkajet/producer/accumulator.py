@@ -44,8 +44,11 @@ class RecordAccumulator:
         idempotence: IdempotenceManager | None = None,
         clock: Clock | None = None,
         guarantee_order: bool = False,
+        batch_max_size: int = 0,
     ) -> None:
         self.batch_size = batch_size
+        # How far a batch may grow while it waits in its deque (batch.max.size); at most batch_size: no growth.
+        self.batch_max_size = batch_max_size
         self.compression = compression
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
@@ -90,12 +93,13 @@ class RecordAccumulator:
             if dq:
                 last = dq[-1]
                 if not last.full:
+                    before = len(last.buf)
                     fut = last.try_append(timestamp, key, value, headers, callback)
                     if fut is not None:
-                        # Only news wakes the sender: this batch just filled. Full batches queued behind it
-                        # were announced when they filled; waking for each append while the sender waits for
-                        # in-flight room was a wake-up (and a GIL hand-over) per record.
-                        return fut, last.full
+                        # Only news wakes the sender: this batch just became ready (reached batch.size) or
+                        # closed. Waking for each append while the sender waits for in-flight room was a
+                        # wake-up (and a GIL hand-over) per record.
+                        return fut, last.full or before < self.batch_size <= len(last.buf)
             self._appends_in_progress += 1
         try:
             size = self._capacity_for(key, value, headers)
@@ -107,7 +111,7 @@ class RecordAccumulator:
                     if fut is not None:
                         # Another thread opened a batch while we waited for memory.
                         self.pool.deallocate(buf, size)
-                        return fut, dq[-1].full
+                        return fut, dq[-1].full or len(dq[-1].buf) >= self.batch_size
                 batch = self._new_batch(topic, partition, dq, buf, size)
                 fut = batch.try_append(timestamp, key, value, headers, callback)
                 assert fut is not None  # the first record of an empty batch always goes in
@@ -115,6 +119,15 @@ class RecordAccumulator:
         finally:
             with self._lock:
                 self._appends_in_progress -= 1
+
+    def _grow(self, batch: ProducerBatch, end: int) -> bool:
+        """Reserve memory for `batch` (the open tail of its deque, under the lock) to reach `end` bytes: in steps
+        of batch.size, without waiting, only if nobody waits for memory. False: the batch closes instead."""
+        target = min(batch.max_limit, max(end, batch.capacity + self.batch_size))
+        if target <= batch.capacity or not self.pool.try_reserve(target - batch.capacity):
+            return False
+        batch.capacity = batch.limit = target
+        return True
 
     def _capacity_for(self, key: bytes | None, value: bytes | None, headers: Headers) -> int:
         """A new batch's size: batch.size, or more if the record that opens it needs more."""
@@ -136,7 +149,9 @@ class RecordAccumulator:
                    size: int) -> ProducerBatch:
         """Open a batch in `buf` at the end of the partition's deque (under the lock); the caller appends to it
         in the same hold, so its first record always goes in."""
-        batch = ProducerBatch(topic, partition, buf, size, self._clock())
+        grows = self.batch_max_size > size
+        batch = ProducerBatch(topic, partition, buf, size, self._clock(), self.batch_max_size if grows else 0,
+                              self._grow if grows else None)
         batch.order = (next(self._batch_order),)
         dq.append(batch)
         self._incomplete.add(batch)
@@ -162,10 +177,16 @@ class RecordAccumulator:
 
         def fill(batch: ProducerBatch, pos: int) -> int:
             first = batch.count
-            if columns is None:
-                end = batch.append_run(indices, pos, timestamps, keys, values, headers)
-            else:
-                end = batch.append_columns(indices, pos, columns, timestamps, keys, values, headers)
+            end = pos
+            while True:
+                if columns is None:
+                    end = batch.append_run(indices, end, timestamps, keys, values, headers)
+                else:
+                    end = batch.append_columns(indices, end, columns, timestamps, keys, values, headers)
+                # Out of room but still waiting in its deque: grow it by a step and go on, as send() does.
+                if end == n or not batch.grow_to(min(len(batch.buf) + self.batch_size, batch.max_limit)):
+                    break
+                batch.full = False
             if end > pos:
                 segments.append((batch, first, indices[pos:end]))
             return end
@@ -177,7 +198,7 @@ class RecordAccumulator:
                     dq = self._queues[tp] = deque()
                 if dq and not dq[-1].full:
                     pos = fill(dq[-1], pos)
-                    if dq[-1].full:
+                    if dq[-1].full or len(dq[-1].buf) >= self.batch_size:
                         wake = True
                     if pos == n:
                         return wake
@@ -259,7 +280,8 @@ class RecordAccumulator:
                 result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
                 continue
             waited = now - first.created_ms
-            full = len(dq) > 1 or first.full
+            # Ready at batch.size (Java's meaning), though it may grow past it until the sender takes it.
+            full = len(dq) > 1 or first.full or len(first.buf) >= self.batch_size
             if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
                 result.nodes.add(leader)
             else:

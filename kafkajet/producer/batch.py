@@ -12,6 +12,7 @@ from typing import Any
 
 from kafkajet.errors import KafkaError
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, fire_callbacks
+from kafkajet.producer.metrics import BatchStats
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
     TABLE_SIZE,
@@ -47,10 +48,11 @@ class ProducerBatch:
         "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
-        "_sealed_sequence", "pooled", "callbacks",
+        "_sealed_sequence", "pooled", "callbacks", "max_limit", "grow", "max_record",
     )
 
-    def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float) -> None:
+    def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float,
+                 max_limit: int = 0, grow: Callable[[ProducerBatch, int], bool] | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
@@ -59,7 +61,12 @@ class ProducerBatch:
         buf += _HEADER_ROOM
         self.buf = buf
         self.capacity = capacity
-        self.limit = capacity  # how long buf may grow, header included
+        self.limit = capacity  # how long buf may grow, header included, with the memory reserved so far
+        # While the batch waits in its deque it may take records past `capacity` up to max_limit
+        # (batch.max.size), each step reserved from the pool by grow(batch, bytes needed) without blocking.
+        self.max_limit = max(capacity, max_limit)
+        self.max_record = 0  # the largest record send() appended (record-size-max)
+        self.grow = grow
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -103,14 +110,16 @@ class ProducerBatch:
             self.base_timestamp = timestamp
         mark = len(buf)
         end = mark + append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
-        if end > self.limit and count:
+        if end > self.limit and count and not self.grow_to(end):
             del buf[mark:]
             self.full = True
             return None
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        if end >= self.limit:
+        if end - mark > self.max_record:
+            self.max_record = end - mark
+        if end >= self.max_limit:
             self.full = True
         fut = RecordFuture(self, count, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
         if callback is not None:
@@ -119,6 +128,11 @@ class ProducerBatch:
             else:
                 self.callbacks.append((count, callback, fut))
         return fut
+
+    def grow_to(self, end: int) -> bool:
+        """Make room for the buffer to reach `end` bytes, within max_limit and the pool's free memory."""
+        grow = self.grow
+        return end <= self.max_limit and grow is not None and grow(self, end)
 
     def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
         """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
@@ -199,6 +213,12 @@ class ProducerBatch:
         if pos < n and not self.full:
             return self.append_run(indices, pos, timestamps, keys, values, headers)
         return pos
+
+    def stats(self, now_ms: float) -> BatchStats:
+        """What the metrics record of this batch as it leaves (sealed: buf holds the uncompressed batch)."""
+        records_bytes = len(self.buf) - BATCH_HEADER_SIZE
+        return BatchStats(self.topic, self.size_in_bytes, len(self.buf), records_bytes, self.count,
+                          self.max_record or records_bytes // max(self.count, 1), now_ms - self.created_ms)
 
     @property
     def size_in_bytes(self) -> int:

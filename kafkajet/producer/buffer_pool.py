@@ -50,6 +50,15 @@ class BufferPool:
                 return bytearray()
             return self._wait_for(size, max_time_ms)
 
+    def try_reserve(self, size: int) -> bool:
+        """Account `size` more bytes without waiting, for a batch that grows: only when nobody is queued for
+        memory (first come, first served) and the bytes are free. Given back with deallocate(buf, total)."""
+        with self._lock:
+            if self._closed or self._waiters or self._available() < size:
+                return False
+            self._reserve(size)
+            return True
+
     def _available(self) -> int:
         return self._non_pooled_available + len(self._free) * self.poolable_size
 

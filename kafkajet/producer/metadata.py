@@ -111,6 +111,11 @@ class Metadata:
                 del self._topics[t]
             return list(self._topics)
 
+    @property
+    def last_refresh_ms(self) -> float:
+        """When metadata last arrived (kafkajet.clock ms; 0 before the first)."""
+        return self._last_refresh_ms
+
     def update(self, cluster: Cluster, now_ms: float) -> None:
         with self._cond:
             self.cluster = cluster

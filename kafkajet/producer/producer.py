@@ -151,6 +151,7 @@ class Producer:
             "bufferpool-wait-time-total": lambda: self._pool.wait_time_total_s,
             "requests-in-flight": self._client.in_flight_count,
             "waiting-threads": self._pool.queued,
+            "metadata-age": self._metadata_age_s,
         })
         self._thread = threading.Thread(
             target=self._sender.run, name=f"kafkajet-network-thread | {self.client_id}", daemon=True
@@ -163,6 +164,7 @@ class Producer:
     def _make_accumulator(self, cfg: ProducerConfig) -> RecordAccumulator:
         return RecordAccumulator(
             batch_size=cfg["batch.size"],
+            batch_max_size=min(cfg["batch.max.size"], cfg["max.request.size"]),
             compression=int(Compression.from_name(cfg["compression.type"])),
             linger_ms=cfg["linger.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"],
@@ -607,7 +609,13 @@ class Producer:
         return list(cluster.partitions_for(topic))
 
     def metrics(self) -> dict[str, float]:
+        """Java's producer metrics by their Java names (rates and averages over the last 30 s), plus
+        topic.<name>.record-send-rate / byte-rate / compression-rate per topic."""
         return self._metrics.snapshot()
+
+    def _metadata_age_s(self) -> float:
+        last = self._metadata.last_refresh_ms
+        return (now_ms() - last) / 1000.0 if last else 0.0
 
     def __repr__(self) -> str:
         state = "closed" if self._close_called else "failed" if self._sender.fatal_error else "open"

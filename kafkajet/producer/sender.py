@@ -334,7 +334,7 @@ class Sender:
         }
         self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
                          context=("produce", batches))
-        self.metrics.request_sent([b.size_in_bytes for b in batches], sum(b.count for b in batches))
+        self.metrics.request_sent([b.stats(now) for b in batches], sum(b.count for b in batches))
 
     # --- responses --------------------------------------------------------------------------------
 
@@ -405,6 +405,7 @@ class Sender:
             for b in batches:
                 self._complete(b, -1, -1)
             return
+        self.metrics.throttle_time(response.body.get("throttle_time_ms", 0))
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.body.get("responses", ()):
             for p in topic.get("partition_responses", ()):
@@ -495,7 +496,7 @@ class Sender:
         # Read before the batch completes: completing gives its buffer back to the pool.
         sizes = self._record_sizes(b) if self.interceptors else None
         self.accumulator.complete(b, base_offset, log_append_time, None)
-        self.metrics.records_sent(b.count)
+        self.metrics.records_sent(b.count, b.topic)
         if sizes is not None:
             self._tell_interceptors(b, [
                 RecordMetadata(b.topic, b.partition, base_offset + i if base_offset >= 0 else -1,

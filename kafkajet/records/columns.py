@@ -41,6 +41,23 @@ _held = 0
 _UNIFORM_MIN = 16  # shorter runs are cheaper to assemble than a table is to start
 
 
+_MEMO_DELTAS = 64  # timestamp deltas whose tables are kept: the ones runs of many batches share
+
+
+def _prefix_run(size: int, delta: int, klen: int, vlen: int, headers: bool, offset: int, count: int) -> list[bytes]:
+    """Prefix bytes of `count` records of this shape at offset deltas offset..offset+count-1."""
+    if delta < _MEMO_DELTAS:
+        return _prefixes(size, delta, klen, vlen, headers, offset + count)[offset:offset + count]
+    # A large timestamp delta (a batch that grew over many calls, or waited long) is seldom seen again: a
+    # table for it would be built from offset 0 for one use, and many such would churn the memo.
+    head = (VARINT if headers else _ZERO_VARINT)[size] + _ATTR_TS[delta]
+    if klen < 0:
+        tail = VARINT[vlen]
+        return [head + o + tail for o in _OFF_NULL_KEY[offset:offset + count]]
+    tail = VARINT[klen]
+    return [head + o + tail for o in VARINT[offset:offset + count]]
+
+
 def _prefixes(size: int, delta: int, klen: int, vlen: int, headers: bool, upto: int) -> list[bytes]:
     """Prefix bytes of a record of this shape at offset deltas 0..upto-1 (or more)."""
     global _held
@@ -71,10 +88,9 @@ def _append_uniform(buf: bytearray, offset: int, count: int, size: int, delta: i
     """_append_span() for `count` records of one `size` (a room check already done)."""
     stop = start + count
     klen = -1 if kl is None else kl[0]
-    pre = _prefixes(size, delta, klen, vlen, headers is not None, offset + count)
     width = (2 if keys is None else 4) + (0 if headers is None else 1)
     parts: list[bytes] = [b""] * (width * count)
-    parts[0::width] = pre[offset:offset + count]
+    parts[0::width] = _prefix_run(size, delta, klen, vlen, headers is not None, offset, count)
     if headers is None:
         parts[0] = parts[0][1:]  # the record before the first closed itself: no header count to lead with
     if keys is None:
