@@ -79,19 +79,33 @@ class Stats:
         self.window_max_latency = 0
 
     def record(self, latency: int, nbytes: int, now: float) -> None:
-        self.count += 1
+        self.record_many([latency], nbytes, now)
+
+    def record_many(self, latencies: list[int], nbytes: int, now: float) -> None:
+        """Records acknowledged together (a batch's, at `now`): their latencies and their bytes in total.
+        Summed per call rather than per record: the per-record version cost a quarter of the tool's speed."""
+        n = len(latencies)
+        if not n:
+            return
+        total, top = sum(latencies), max(latencies)
+        self.count += n
         self.bytes += nbytes
-        self.total_latency += latency
-        if latency > self.max_latency:
-            self.max_latency = latency
-        self.window_count += 1
+        self.total_latency += total
+        if top > self.max_latency:
+            self.max_latency = top
+        self.window_count += n
         self.window_bytes += nbytes
-        self.window_total_latency += latency
-        if latency > self.window_max_latency:
-            self.window_max_latency = latency
-        if self.iteration % self.sampling == 0:
-            self.latencies[self.index] = latency
-            self.index += 1
+        self.window_total_latency += total
+        if top > self.window_max_latency:
+            self.window_max_latency = top
+        # Every sampling-th record by arrival, as one record at a time would have picked them.
+        picked = latencies[(-self.iteration) % self.sampling::self.sampling]
+        room = len(self.latencies) - self.index
+        if picked and room > 0:
+            picked = picked[:room]
+            self.latencies[self.index:self.index + len(picked)] = array.array("i", picked)
+            self.index += len(picked)
+        self.iteration += n
         if now - self.window_start >= self.interval_s:
             if self.steady_state and self.count == self.window_count:
                 self._out.line("In steady state.")
@@ -99,7 +113,6 @@ class Stats:
                 self._out.line(self.window_line(now))
             self.window_start = now
             self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
-        self.iteration += 1
 
     def window_line(self, now: float) -> str:
         elapsed = max(now - self.window_start, 1e-9)
@@ -456,12 +469,11 @@ class PerfRun:
             for _ in range(lo, hi):
                 self._failed(seg.error)
             return
-        stats, steady = self.stats, self.steady if seg.steady else None
-        for i in range(lo, hi):
-            latency = int((now - starts[i]) * 1000)
-            stats.record(latency, sizes[i], now)
-            if steady is not None:
-                steady.record(latency, sizes[i], now)
+        latencies = [int((now - start) * 1000) for start in starts[lo:hi]]
+        nbytes = sum(sizes[lo:hi])
+        self.stats.record_many(latencies, nbytes, now)
+        if seg.steady and self.steady is not None:
+            self.steady.record_many(latencies, nbytes, now)
 
     def _failed(self, err: BaseException) -> None:
         self.failed += 1
