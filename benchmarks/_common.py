@@ -14,7 +14,9 @@ from typing import Any
 
 # What each client imports: loaded before the clock starts, so a run measures producing, not importing.
 # pyarrow only where the run uses it: it adds about 35 MB to a process's RSS.
-CLIENT_MODULES = {"kafkajet": ("kafkajet.producer.producer",), "kafkajet send_arrow": ("kafkajet.producer.producer", "kafkajet.producer.arrow", "pyarrow"),
+CLIENT_MODULES = {"kafkajet": ("kafkajet.producer.producer",),
+                  "kafkajet send_arrow": ("kafkajet.producer.producer", "kafkajet.producer.arrow", "pyarrow"),
+                  "kafkajet AIOProducer": ("kafkajet.producer.producer", "kafkajet.aio"),
                   "kafka-python": ("kafka",), "aiokafka": ("aiokafka",), "confluent-kafka": ("confluent_kafka",),
                   "broker ceiling": ("ceiling",)}
 
@@ -22,8 +24,15 @@ CLIENT_MODULES = {"kafkajet": ("kafkajet.producer.producer",), "kafkajet send_ar
 def preload(client: str) -> None:
     import importlib
 
-    for module in CLIENT_MODULES.get(client) or CLIENT_MODULES[client.split()[0]]:
+    modules = CLIENT_MODULES.get(client) or CLIENT_MODULES[client.split()[0]]
+    for module in modules:
         importlib.import_module(module)
+    if "pyarrow" in modules:
+        import pyarrow as pa
+
+        # pyarrow imports pandas (when installed) the first time it builds an array: 0.5 s that belongs to
+        # neither the client nor the workload.
+        pa.array([b"x"], pa.binary())
 
 
 def report(acked: int, wall: float, **extra: Any) -> None:
