@@ -37,7 +37,9 @@ def test_the_error_classes_used_here_are_classified_as_java_does() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock: RdkafkaMockCluster) -> None:
+@pytest.mark.parametrize("in_flight", [5, 1])
+def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock: RdkafkaMockCluster,
+                                                                         in_flight: int) -> None:
     topic = "retriable"
     rdmock.create_topic(topic, TOPIC_PARTITIONS, 3)
     for p in range(TOPIC_PARTITIONS):
@@ -45,7 +47,8 @@ def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock:
     for b in rdmock.broker_ids:  # each broker answers its next four Produce requests with these
         rdmock.broker_push_request_error_rtts(b, PRODUCE, [(e.code, 0) for e in RETRIABLE])
     records = make_records(3_000, keys=60)
-    with Producer(bootstrap_servers=rdmock.bootstraps, linger_ms=5) as p:
+    with Producer(bootstrap_servers=rdmock.bootstraps, linger_ms=5,
+                  max_in_flight_requests_per_connection=in_flight) as p:
         futures = [p.send(topic, value=v, key=k) for k, v in records]
         p.flush(45)
         metas = [f.result(timeout=5) for f in futures]
@@ -53,7 +56,14 @@ def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock:
     assert [rdmock.broker_error_stack_count(b, PRODUCE) for b in rdmock.broker_ids] == [0, 0, 0], \
         "some injected errors were never met"
     assert retries > 0
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS))
+    # With several requests in flight, order after a retry is the broker's to keep: Kafka refuses a
+    # partition's batch whose sequence does not follow the last one written (OUT_OF_ORDER_SEQUENCE_NUMBER),
+    # and the producer retries it in turn. librdkafka's mock accepts a first sequence other than 0 for a new
+    # producer (seen: a batch with base sequence 180 stored at offset 0 while sequence 0 was being retried),
+    # so there only one in flight (Java's guarantee without the broker's help) is checked for order; the
+    # MockCluster and Tansu suites check order with five in flight against brokers that enforce sequences.
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS),
+                order=in_flight == 1)
 
 
 @pytest.mark.timeout(60)

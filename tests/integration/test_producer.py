@@ -63,8 +63,10 @@ def test_linger_holds_a_lone_record_about_linger_ms(broker: EmbeddedBroker, topi
 
 def test_a_full_batch_goes_without_waiting_for_linger(broker: EmbeddedBroker, topic_name: str) -> None:
     create_topic(broker.bootstrap_servers, topic_name, 1)
+    # batch.max.size = batch.size: Java's fixed batches, so the first one closes at 2 KiB and the rest linger
+    # (a growing batch would take all 30 records before the sender takes it).
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=120_000, batch_size=2048,
-                  delivery_timeout_ms=200_000) as p:
+                  batch_max_size=2048, delivery_timeout_ms=200_000) as p:
         futs = [p.send(topic_name, b"x" * 100, partition=0) for _ in range(30)]  # > 2 batches of 2 KiB
         # The first batch filled up: it must go now, not after two minutes of linger.
         md = futs[0].result(timeout=20)

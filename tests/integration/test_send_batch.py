@@ -152,7 +152,7 @@ def test_a_completed_batch_keeps_no_copy_of_its_records() -> None:
     # done, neither its sent bytes nor its buffer may stay with it, or every record sent stays in memory.
     with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=2)
-        with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5) as p:
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5, batch_max_size=16384) as p:
             results = [p.send_batch("t", [b"%06d" % i * 16 for i in range(2000)]) for _ in range(5)]
             p.flush(timeout=30)
             assert all(r.errors(timeout=30) == [] for r in results)

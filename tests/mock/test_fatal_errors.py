@@ -7,6 +7,7 @@ transactional or idempotent request has failed with errors." from send(), with t
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import time
 
 import pyarrow as pa
@@ -28,9 +29,18 @@ def _caused_by(error: BaseException | None, cls: type[BaseException]) -> bool:
 
 
 def test_queued_records_fail_with_the_fatal_error_and_later_sends_raise_at_once(cluster: MockCluster) -> None:
-    cluster.push_request_errors("InitProducerId", ["CLUSTER_AUTHORIZATION_FAILED"])
+    # The broker answers InitProducerId only once the records are queued: otherwise the fatal error can win
+    # the race and send() itself raises (the case the second half of this test checks).
+    queued_all = threading.Event()
+
+    def refuse_when_queued(header: object, body: object, broker: int) -> str:
+        queued_all.wait(10)
+        return "CLUSTER_AUTHORIZATION_FAILED"
+
+    cluster.control("InitProducerId", refuse_when_queued)  # type: ignore[arg-type]
     with Producer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=10_000) as p:
         queued = [p.send("t", value=b"v%d" % i, key=b"k%d" % (i % 5)) for i in range(50)]
+        queued_all.set()
         done, pending = concurrent.futures.wait(queued, timeout=15)
         assert not pending
         assert all(_caused_by(f.exception(), ClusterAuthorizationFailedError) for f in done)

@@ -1,0 +1,118 @@
+"""Where a record's time goes: CPU microseconds per record on the caller's thread and on the client's own
+threads, for kafkajet's send() (plain, with a callback, from AIOProducer) and confluent-kafka's produce().
+
+    .venv/bin/python benchmarks/send_cost.py [--records 300000]
+
+A 2-core machine runs the caller, the client's thread(s) and the broker: a client's speed is bounded by the
+sum of its per-record CPU on both threads (they share one GIL in Python). This prints that sum beside the
+records/s it allowed, so a target can be checked against what the per-record work makes possible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+from _common import create_topic, spawn
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
+    value = b"x" * 100
+    ok = 0
+
+    def cb(md: Any, exc: Any) -> None:
+        nonlocal ok
+        ok += exc is None
+
+    if client.startswith("kafkajet"):
+        from kafkajet import Producer
+        from kafkajet.aio import AIOProducer
+
+        if client == "kafkajet AIOProducer":
+            async def go() -> tuple[float, float, float]:
+                async with AIOProducer(bootstrap_servers=bootstrap) as p:
+                    await p.send_and_wait(topic, b"warm-up")
+                    t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
+                    for start in range(0, n, 1000):
+                        futs = [await p.send(topic, value) for _ in range(min(1000, n - start))]
+                        await asyncio.gather(*futs)
+                    return time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+            wall, cpu, main = asyncio.run(go())
+            ok = n
+        else:
+            with Producer(bootstrap_servers=bootstrap) as p:
+                p.send(topic, b"warm-up").result(30)
+                send = p.send
+                t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
+                if client == "kafkajet callback":
+                    for _ in range(n):
+                        send(topic, value, callback=cb)
+                else:
+                    for _ in range(n):
+                        send(topic, value)
+                p.flush()
+                wall, cpu, main = time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+                ok = int(p.metrics()["record-send-total"]) - 1
+    else:
+        from confluent_kafka import Producer as CProducer
+
+        p = CProducer({"bootstrap.servers": bootstrap, "queue.buffering.max.messages": 2_000_000})
+        p.produce(topic, b"warm-up")
+        p.flush(30)
+        produce, poll = p.produce, p.poll
+        t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
+        def delivered(err: Any, msg: Any) -> None:
+            cb(msg, err)
+
+        for _ in range(n):
+            produce(topic, value, on_delivery=delivered)
+            poll(0)
+        p.flush(60)
+        wall, cpu, main = time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+    return {"ok": ok, "wall": wall, "cpu": cpu, "main": main}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--worker", nargs=3)
+    args = ap.parse_args()
+    if args.worker:
+        client, bootstrap, topic = args.worker
+        r = run(client, bootstrap, topic, args.records)
+        print(json.dumps({"acked": r["ok"], **r}), flush=True)
+        return
+    from kafkajet.testing import EmbeddedBroker
+
+    clients = ["kafkajet", "kafkajet callback", "kafkajet AIOProducer", "confluent-kafka"]
+    print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
+          f"{'sum us/rec':>11s}")
+    with EmbeddedBroker() as broker:
+        for client in clients:
+            topic = f"cost-{client.replace(' ', '-')}-{os.getpid()}"
+            create_topic(broker.bootstrap_servers, topic)
+            r = spawn([__file__, "--records", str(args.records), "--worker", client, broker.bootstrap_servers,
+                       topic], client)
+            if r is None or r["acked"] != args.records:
+                print(f"{client:22s} FAILED ({r})")
+                continue
+            n = args.records
+            per = 1e6 / n
+            print(f"{client:22s} {n / r['wall']:>10,.0f} {r['main'] * per:>14.2f} "
+                  f"{(r['cpu'] - r['main']) * per:>22.2f} {r['cpu'] * per:>11.2f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
