@@ -87,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--worker", nargs=3)
+    ap.add_argument("--clients", default="kafkajet,kafkajet callback,kafkajet AIOProducer,confluent-kafka")
     args = ap.parse_args()
     if args.worker:
         client, bootstrap, topic = args.worker
@@ -95,7 +96,7 @@ def main() -> None:
         return
     from kafkajet.testing import EmbeddedBroker
 
-    clients = ["kafkajet", "kafkajet callback", "kafkajet AIOProducer", "confluent-kafka"]
+    clients = args.clients.split(",")
     print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
           f"{'sum us/rec':>11s}")
     with EmbeddedBroker() as broker:

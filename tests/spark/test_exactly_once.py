@@ -178,3 +178,34 @@ def test_prepared_transactions_are_completed_by_another_client() -> None:
         with pytest.raises(IllegalStateError, match="no transactional.id"), \
                 Producer(bootstrap_servers=cluster.bootstrap_servers) as plain:
             plain.prepare_transaction()
+
+
+def test_a_speculative_attempt_fences_the_first_so_only_one_attempt_can_ever_commit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two attempts of task 0 (spark.speculation, or a retry racing a slow first attempt): the later one's
+    # init_transactions aborts what the earlier prepared. Whichever message the driver commits, at most one
+    # attempt's rows become visible: committing the fenced one fails the write instead of showing its rows.
+    import pyarrow as pa
+
+    from kafkajet.errors import KafkaError
+    from kafkajet.spark import writer
+
+    monkeypatch.setattr(writer, "_task_id", lambda: 0)
+    monkeypatch.setattr(writer, "_batch_id", lambda: None)
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("spec", partitions=2)
+        cfg = {"bootstrap.servers": cluster.bootstrap_servers}
+
+        def attempt(tag: str) -> Any:
+            rows = pa.record_batch([pa.array([f"{tag}-{i}".encode() for i in range(500)], pa.binary())],
+                                   names=["value"])
+            return writer.write_prepared(cfg, "spec", iter([rows]), "spec-job")
+
+        first = attempt("first")
+        second = attempt("second")  # same transactional id: fences the first attempt
+        with pytest.raises(KafkaError):
+            writer.complete_all(cfg, [first], True, "spec-job")
+        assert writer.complete_all(cfg, [second], True, "spec-job") == 500
+        got = Counter(r.value.decode() for r in read_topic_confluent(  # type: ignore[union-attr]
+            cluster.bootstrap_servers, "spec", 2, isolation_level="read_committed"))
+        assert got == Counter(f"second-{i}" for i in range(500))
