@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import resource
+import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 # What each client imports: loaded before the clock starts, so a run measures producing, not importing.
@@ -61,3 +63,26 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 6) -> None:
 
     with Admin(bootstrap) as admin:
         admin.create_topics([topic], num_partitions=partitions)
+
+
+def rate_table(title: str, rates: dict[str, list[float | None]], baseline: str,
+               ratio: Callable[[str, float, float], str] | None = None) -> bool:
+    """Print the Markdown table of each job's median rows/s (a job with any failed rep reads FAILED) and its
+    ratio against `baseline` (`ratio(job, baseline_median, job_median)` may word it differently); True if
+    every job succeeded."""
+    def median(job: str) -> float | None:
+        got = rates[job]
+        return statistics.median(got) if got and all(v is not None for v in got) else None  # type: ignore[type-var]
+
+    base = median(baseline) if baseline in rates else None
+    print(f"\n{title}\n")
+    print(f"| job | rows/s | {baseline} ratio |\n| --- | ---: | ---: |")
+    ok = True
+    for job in rates:
+        m = median(job)
+        ok &= m is not None
+        text = ""
+        if base and m and job != baseline:
+            text = ratio(job, base, m) if ratio is not None else f"{base / m:.2f}x"
+        print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {text} |")
+    return ok

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from _common import rate_table
 
 PARTITIONS = 6
 
@@ -148,24 +149,13 @@ def main() -> None:
                 print(f"  rep {rep + 1}/{args.reps} {job:34s} {detail}", file=sys.stderr, flush=True)
         spark.stop()
 
-    def median(job: str) -> float | None:
-        values = rates[job]
-        return statistics.median(values) if values and all(v is not None for v in values) else None  # type: ignore[type-var]
+    def ratio(job: str, base: float, m: float) -> str:
+        if job == "kafkajet sink exactlyOnce":
+            return f"(exactlyOnce / at-least-once: {m / base:.2f}x)"
+        return f"{base / m:.2f}x"
 
-    base = median("kafkajet sink") if "kafkajet sink" in rates else None
-    print(f"\n{args.rows:,} rows of 100 B, local[2], median of {args.reps}\n")
-    print("| job | rows/s | kafkajet sink ratio |\n| --- | ---: | ---: |")
-    failed = False
-    for job in chosen:
-        m = median(job)
-        failed |= m is None
-        if base and m and job == "kafkajet sink exactlyOnce":
-            ratio = f"(exactlyOnce / at-least-once: {m / base:.2f}x)"
-        else:
-            ratio = f"{base / m:.2f}x" if base and m and job != "kafkajet sink" else ""
-        print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {ratio} |")
-    sys.exit(1 if failed else 0)
-
+    title = f"{args.rows:,} rows of 100 B, local[2], median of {args.reps}"
+    sys.exit(0 if rate_table(title, {job: rates[job] for job in chosen}, "kafkajet sink", ratio) else 1)
 
 if __name__ == "__main__":
     main()

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from _common import rate_table
 
 PARTITIONS = 4
 VALUE = 100
@@ -118,21 +119,8 @@ def main() -> None:
                 print(f"  rep {rep + 1}/{args.reps} {job:28s} {detail}", file=sys.stderr, flush=True)
         spark.stop()
 
-    def median(job: str) -> float | None:
-        got = rates[job]
-        return statistics.median(got) if got and all(v is not None for v in got) else None  # type: ignore[type-var]
-
-    base = median("kafkajet source")
-    print(f"\n{args.rows:,} rows of {VALUE} B in {PARTITIONS} partitions, local[2], median of {args.reps}\n")
-    print("| job | rows/s | kafkajet source ratio |\n| --- | ---: | ---: |")
-    failed = False
-    for job in jobs:
-        m = median(job)
-        failed |= m is None
-        ratio = f"{base / m:.2f}x" if base and m and job != "kafkajet source" else ""
-        print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {ratio} |")
-    sys.exit(1 if failed else 0)
-
+    title = f"{args.rows:,} rows of {VALUE} B in {PARTITIONS} partitions, local[2], median of {args.reps}"
+    sys.exit(0 if rate_table(title, rates, "kafkajet source") else 1)
 
 if __name__ == "__main__":
     main()
