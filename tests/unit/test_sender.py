@@ -69,7 +69,21 @@ class RecordingClient(FakeNetworkClient):
         return super().send(node_id, api_key, body, now, version=version, expect_response=expect_response,
                             context=context)
 
+    # Strict about what the real client needs: the time of each call, a node, an API key.
+    def ready(self, node_id: int, now: float) -> bool:
+        assert isinstance(now, float), now
+        return super().ready(node_id, now)
+
+    def connection_delay(self, node_id: int, now: float) -> float:
+        assert isinstance(now, float), now
+        return super().connection_delay(node_id, now)
+
+    def least_loaded_node(self, now: float) -> int | None:
+        assert isinstance(now, float), now
+        return super().least_loaded_node(now)
+
     def api_version(self, node_id: int, api: int) -> int:
+        assert node_id in self.nodes and isinstance(api, ApiKey), (node_id, api)
         return 9
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
@@ -1073,3 +1087,147 @@ def test_a_fenced_transactional_producer_fails_the_batch_and_the_producer() -> N
     assert isinstance(fut.exception(timeout=0), ProducerFencedError)
     assert len(rig.produces()) == 1  # not retried
     assert txn.state is State.FATAL_ERROR and isinstance(rig.sender.fatal_error, ProducerFencedError)
+
+
+def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> None:
+    # Java's maybeSendAndPollTransactionalRequest: a pass that sent or awaits a coordinator request sends no
+    # produce data, even for partitions already in the transaction.
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    assert len(rig.produces()) == 1
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.append(b"b", 0)
+    rig.append(b"c", 1)
+    rig.run()  # AddPartitionsToTxn for partition 1 goes: nothing else in this pass
+    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1 and len(rig.produces()) == 1
+    rig.run()  # awaiting its answer
+    assert len(rig.produces()) == 1
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(1))
+    rig.run()
+    rig.run()
+    assert len(rig.produces()) == 2 and sorted(rig.produces()[1].produce_partitions) == [(TOPIC, 0), (TOPIC, 1)]
+    assert rig.produces()[1].sent_ms == rig.clock.now
+
+
+def test_a_coordinator_that_cannot_be_reached_does_not_hold_back_produce() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.append(b"b", 0)
+    rig.append(b"c", 1)
+    rig.client.down.add(COORDINATOR)
+    rig.run()  # AddPartitionsToTxn cannot go; partition 0's batch may
+    assert rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN) == []
+    assert [r.produce_partitions for r in rig.produces()] == [[(TOPIC, 0)], [(TOPIC, 0)]]
+
+
+def test_a_coordinator_request_without_an_answer_is_looked_up_and_sent_again_after_the_backoff() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.run()
+    rig.client.disconnect(COORDINATOR)
+    rig.client.up(COORDINATOR)
+    rig.run()  # no answer: the coordinator is forgotten, the request waits for the backoff
+    assert ("txn", "tx") not in txn.coordinators
+    rig.run(RETRY_BACKOFF_MS)
+    rig.client.respond(ApiKey.FIND_COORDINATOR, {"error_code": 0, "node_id": COORDINATOR, "host": "10.0.0.2",
+                                                 "port": 9094})
+    rig.run()
+    rig.run()
+    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1
+
+
+def test_a_batch_retried_while_an_abort_begins_fails_as_aborted_not_with_the_abortable_error() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    fut = rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()  # in flight
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN,
+                       add_partitions_answer(1, code=TopicAuthorizationFailedError.code))
+    rig.run()
+    assert txn.state is State.ABORTABLE_ERROR
+    txn.begin_abort()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.run()
+    err = fut.exception(timeout=0)
+    assert isinstance(err, TransactionAbortedError), err
+    assert str(err) == "Failing batch since transaction was aborted"
+
+
+def test_init_producer_id_retries_a_retriable_broker_error() -> None:
+    from kafkajet.errors import CoordinatorLoadInProgressError
+
+    rig = make_rig(idempotent=True)
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID,
+                       init_producer_id_body(error_code=CoordinatorLoadInProgressError.code))
+    rig.run()
+    assert rig.sender.fatal_error is None and rig.fatal == []
+    rig.run(RETRY_BACKOFF_MS)
+    assert len(rig.client.pending(ApiKey.INIT_PRODUCER_ID)) == 1
+
+
+def test_a_fatal_init_producer_id_error_says_what_was_asked() -> None:
+    rig = make_rig(idempotent=True)
+    rig.run()
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(error_code=ClusterAuthorizationFailedError.code))
+    rig.run()
+    assert str(rig.sender.fatal_error).endswith(
+        ": InitProducerId: could not obtain a producer id for idempotence")
+
+
+def test_init_producer_id_to_a_busy_node_waits_for_its_connection_delay_only_when_there_is_one() -> None:
+    rig = make_rig(idempotent=True, max_in_flight=0)  # no node has room: ready() is False, delay 0
+    rig.run()
+    assert rig.client.requests == [] and rig.client.polls[-1] == MAX_POLL_MS  # woken by a connection, not spun
+    rig.client.connection_delay = lambda node, now: 0.5  # type: ignore[method-assign]
+    rig.run()
+    assert rig.client.polls[-1] == 0.5
+
+
+def test_a_retried_batch_that_expires_names_the_error_of_its_last_attempt() -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.client.down.add(0)
+    rig.run(5_000)
+    err = fut.exception(timeout=0)
+    assert isinstance(err, DeliveryTimeoutError) and isinstance(err.cause, NotLeaderOrFollowerError)
+
+
+def test_a_failed_batch_carries_no_offset_and_no_log_append_time() -> None:
+    rig = make_rig()
+    rig.connect()
+    rig.append()
+    (batch,) = rig.accumulator.incomplete_batches()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert (batch.base_offset, batch.log_append_time) == (-1, -1) and isinstance(batch.error, InvalidRecordError)
