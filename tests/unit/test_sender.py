@@ -1231,3 +1231,134 @@ def test_a_failed_batch_carries_no_offset_and_no_log_append_time() -> None:
     rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
     rig.run()
     assert (batch.base_offset, batch.log_append_time) == (-1, -1) and isinstance(batch.error, InvalidRecordError)
+
+
+# --- sequence errors (idempotence) ------------------------------------------------------------------------------
+
+
+def answer_out_of_order(rig: Rig, req: SentRequest, code: int, message: str | None = None) -> None:
+    """Answer `req` now, ahead of older requests still unanswered."""
+    body = produce_body(req, code)
+    if message is not None:
+        body["responses"][0]["partition_responses"][0]["error_message"] = message
+    req.answered = True
+    rig.client._ready.append(rig.client._response(req, body, None))
+
+
+def test_out_of_order_sequence_for_the_next_expected_batch_fails_it_and_bumps_the_epoch() -> None:
+    from kafkajet.errors import OutOfOrderSequenceNumberError
+
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    answer_out_of_order(rig, rig.produces()[0], OutOfOrderSequenceNumberError.code, "seq 0 expected 3")
+    rig.run()
+    err = fut.exception(timeout=0)
+    assert isinstance(err, OutOfOrderSequenceNumberError) and str(err).endswith(": t-0: seq 0 expected 3")
+    assert rig.idempotence is not None and rig.idempotence.bump_requested
+    rig.append(b"next")
+    rig.run()
+    b = batch_header(rig.produces()[-1])
+    assert (b.producer_epoch, b.base_sequence) == (1, 0) and len(rig.produces()) == 2
+
+
+def test_an_error_without_a_message_names_only_the_partition() -> None:
+    rig = make_rig()
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert str(fut.exception(timeout=0)).endswith(": t-0")
+
+
+def test_unknown_producer_id_for_the_next_expected_batch_retries_it_under_a_new_epoch() -> None:
+    from kafkajet.errors import UnknownProducerIdError
+
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    answer_out_of_order(rig, rig.produces()[0], UnknownProducerIdError.code)
+    rig.run()
+    assert not fut.done()
+    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert len(rig.produces()) == 2
+    b = batch_header(rig.produces()[1])
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (1000, 1, 0)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], base_offset=8))
+    rig.run()
+    assert fut.result(timeout=0).offset == 8
+
+
+@pytest.mark.parametrize("error", ["OutOfOrderSequenceNumberError", "InvalidProducerEpochError"])
+def test_a_sequence_error_behind_an_unresolved_batch_is_retried_not_failed(error: str) -> None:
+    import kafkajet.errors as errors
+
+    code = getattr(errors, error).code
+    rig = make_rig(idempotent=True, batch_size=256)
+    rig.connect()
+    first = [rig.append(b"x" * 50) for _ in range(3)]  # one full batch
+    rig.run()
+    second = rig.append(b"y")
+    rig.run()
+    assert len(rig.produces()) == 2
+    answer_out_of_order(rig, rig.produces()[1], code)  # the second answers first: the first is unresolved
+    rig.run()
+    assert not second.done(), "a batch behind an unresolved one must wait for it, not fail"
+    assert rig.idempotence is not None and not rig.idempotence.bump_requested
+    assert rig.sender.metrics.totals["record-retry-total"] == 1
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=0))
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    rig.run()
+    assert [f.result(timeout=0).offset for f in first] == [0, 1, 2]
+    b = batch_header(rig.produces()[-1])
+    assert b.base_sequence == 3 and b.records_count == 1  # the same numbers again
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=3))
+    rig.run()
+    assert second.result(timeout=0).offset == 3
+
+
+def test_message_too_large_for_a_single_record_fails_it_and_two_records_split() -> None:
+    rig = make_rig()
+    rig.connect()
+    lone = rig.append(b"big")
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], MessageTooLargeError.code))
+    rig.run()
+    assert isinstance(lone.exception(timeout=0), MessageTooLargeError)
+    pair = [rig.append(b"a"), rig.append(b"b")]
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], MessageTooLargeError.code))
+    rig.run()
+    rig.run()
+    assert sum(batch_header(r).records_count for r in rig.produces()[2:]) == 2
+    assert not any(f.done() for f in pair)  # split and sent again, not failed
+
+
+def test_an_idempotent_split_renumbers_under_a_new_epoch() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    futs = [rig.append(b"r%d" % i) for i in range(10)]
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], MessageTooLargeError.code))
+    rig.run()
+    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    rig.run()
+    halves = [batch_header(r) for r in rig.produces()[1:]]
+    assert [(b.producer_epoch, b.base_sequence, b.records_count) for b in halves] == [(1, 0, 5), (1, 5, 5)]
+    assert not any(f.done() for f in futs)
+
+
+def test_interceptors_get_topic_partition_and_no_offsets_under_acks_zero() -> None:
+    seen = Recorder()
+    rig = make_rig(acks=0, interceptors=[seen])
+    rig.connect()
+    rig.accumulator.append(TOPIC, 1, 11, None, b"a", None, None)
+    rig.accumulator.append(TOPIC, 1, 12, None, b"b", None, None)
+    rig.run()
+    rig.run()
+    assert [(md.topic, md.partition, md.offset, md.timestamp) for md, _ in seen.acks] == [
+        (TOPIC, 1, -1, 11), (TOPIC, 1, -1, 12)]
