@@ -1362,3 +1362,27 @@ def test_interceptors_get_topic_partition_and_no_offsets_under_acks_zero() -> No
     rig.run()
     assert [(md.topic, md.partition, md.offset, md.timestamp) for md, _ in seen.acks] == [
         (TOPIC, 1, -1, 11), (TOPIC, 1, -1, 12)]
+
+
+def test_interceptors_get_the_brokers_log_append_time_when_it_set_one() -> None:
+    seen = Recorder()
+    rig = make_rig(interceptors=[seen])
+    rig.connect()
+    rig.accumulator.append(TOPIC, 0, 11, None, b"a", None, None)
+    rig.run()
+    body = produce_body(rig.produces()[0], base_offset=5)
+    body["responses"][0]["partition_responses"][0]["log_append_time_ms"] = 777
+    rig.client.respond(ApiKey.PRODUCE, body)
+    rig.run()
+    assert [(md.offset, md.timestamp) for md, _ in seen.acks] == [(5, 777)]
+
+
+def test_metadata_due_in_under_a_millisecond_is_not_sent_early() -> None:
+    rig = make_rig()
+    rig.connect()
+    requests = len(rig.client.requests)
+    rig.run(300_000 - 0.5)  # metadata.max.age.ms is 300 s: due in half a millisecond
+    assert len(rig.client.requests) == requests
+    assert rig.client.polls[-1] == 0.5
+    rig.run(0.5)
+    assert len(rig.client.pending(ApiKey.METADATA)) == 1
