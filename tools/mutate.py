@@ -2,11 +2,13 @@
 
 Runs mutmut (configured under [tool.mutmut] in pyproject.toml) over one core module, or all of them, against
 the fast unit tests, then prints the score per module and each surviving mutant's name; `mutmut show NAME`
-prints its diff. A habit, not a gate: `make test` does not run it.
+prints its diff. A habit, not a gate: `make test` does not run it. `--max-children N` (or `-j N`) caps mutmut's
+workers (default: one per core), for a machine shared with other work.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -18,15 +20,20 @@ CORE = ("partitioner", "accumulator", "batch", "buffer_pool", "idempotence", "se
 
 
 def main(argv: list[str]) -> int:
-    modules = argv or list(CORE)
+    parser = argparse.ArgumentParser(description="mutmut over the producer's core modules")
+    parser.add_argument("modules", nargs="*", metavar="MODULE")
+    parser.add_argument("-j", "--max-children", type=int, default=None, help="mutmut workers (default: one per core)")
+    args = parser.parse_args(argv)
+    modules = args.modules or list(CORE)
     unknown = [m for m in modules if m not in CORE]
     if unknown:
         print(f"unknown module(s) {unknown}: choose from {', '.join(CORE)}", file=sys.stderr)
         return 2
     mutmut = [sys.executable, "-m", "mutmut"]
+    children = [] if args.max_children is None else ["--max-children", str(args.max_children)]
     for module in modules:
         # One module's mutants at a time; mutmut keeps earlier results in mutants/ and reuses them.
-        subprocess.run([*mutmut, "run", f"kafkajet.producer.{module}.*"], cwd=ROOT, check=False,
+        subprocess.run([*mutmut, "run", *children, f"kafkajet.producer.{module}.*"], cwd=ROOT, check=False,
                        stdout=subprocess.DEVNULL)
     out = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True).stdout
     status: dict[str, Counter[str]] = {m: Counter() for m in modules}

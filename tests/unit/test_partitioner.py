@@ -314,3 +314,180 @@ def test_the_default_partitioner_switches_at_exactly_batch_size_bytes_to_another
         current = part.sticky._current["u"]
         part.record_appended("u", current, 1000)
         assert part.partition("u", None, 3, []) in {0, 1, 2} - {current}
+
+
+# --- what mutation testing found unchecked ----------------------------------------------------------------------
+
+
+def _java_murmur2(data: bytes) -> int:
+    """Java's Utils.murmur2 transcribed line by line (a word at a time from bytes, the switch falling through),
+    to check kafkajet's unpack-all-words version at every length, past the 64-word table too."""
+    mask = 0xFFFFFFFF
+    m = 0x5BD1E995
+    h = (0x9747B28C ^ len(data)) & mask
+    for i in range(len(data) // 4):
+        k = data[4 * i] | data[4 * i + 1] << 8 | data[4 * i + 2] << 16 | data[4 * i + 3] << 24
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    tail = len(data) & ~3
+    rem = len(data) % 4
+    if rem == 3:
+        h ^= data[tail + 2] << 16
+    if rem >= 2:
+        h ^= data[tail + 1] << 8
+    if rem >= 1:
+        h ^= data[tail]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_the_reference_murmur2_is_javas() -> None:
+    assert [_java_murmur2(d) for d, _ in VECTORS] == [e for _, e in VECTORS]
+
+
+def test_murmur2_matches_java_at_every_length_up_to_past_the_word_table() -> None:
+    rng = random.Random(5)
+    for n in range(0, 300):
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert murmur2(data) == _java_murmur2(data), n
+    high = bytes([0xFF] * 7)  # top bits set in every byte: sign and shift slips show
+    assert murmur2(high) == _java_murmur2(high)
+
+
+def test_invalid_partition_names_the_partition_record_topic_and_range() -> None:
+    from kafkajet.producer.partitioner import invalid_partition
+
+    assert str(invalid_partition("t", 7, 3)).endswith(
+        "Invalid partition 7 of topic 't': not in the range [0...3) (the topic has 3 partitions)")
+    assert "Invalid partition '7' for record 2 of topic 't'" in str(invalid_partition("t", "7", 3, 2))
+    assert "for record 0 of" in str(invalid_partition("t", 7, 3, 0))
+
+
+def test_sticky_run_ends_one_size_and_mixed_sizes_exactly() -> None:
+    assert sticky_run_ends([], 100) == []
+    assert sticky_run_ends([84] * 25, 1000) == [10, 20, 25]  # 100 bytes a record
+    assert sticky_run_ends([84] * 20, 1000) == [10, 20]
+    assert sticky_run_ends([85] * 20, 1000) == [10, 20]  # 101 bytes: the tenth passes 1000
+    assert sticky_run_ends([83] * 21, 1000) == [11, 21]  # 99 bytes: ten make 990, the eleventh reaches it
+    assert sticky_run_ends([84, 84, 85] * 4, 300) == [3, 6, 9, 12]
+    assert sticky_run_ends([0, 84] + [84] * 9, 200) == [3, 5, 7, 9, 11]
+    assert sticky_run_ends([1000, 0, 0], 500) == [1, 3]
+    assert sticky_run_ends([5], 1) == [1]
+
+
+def test_sticky_partition_picks_again_when_its_partition_is_gone() -> None:
+    sp = StickyPartitioner(batch_size=1000, rng=random.Random(2))
+    sp._current["t"] = 3
+    assert sp.partition("t", [0, 1, 2], 3) in (0, 1, 2)  # partition 3 is not in a 3-partition topic
+    assert sp._produced["t"] == 0
+    sp._current["u"] = 2
+    assert sp.partition("u", [0, 1, 2], 3) == 2  # still there: kept
+    sp2 = StickyPartitioner(batch_size=1000, rng=random.Random(2))
+    assert sp2.partition("v", [], 4) in range(4)  # nothing available: any partition of the topic
+
+
+def test_sticky_moves_only_for_its_own_partition_and_stays_on_a_lone_available_one() -> None:
+    sp = StickyPartitioner(batch_size=100, rng=random.Random(4))
+    p = sp.partition("t", [5], 6)
+    assert p == 5
+    sp.record_appended("t", 5, 100, [5], 6)
+    assert sp.partition("t", [5], 6) == 5  # the only choice: switching to itself, not failing
+    assert sp._produced["t"] == 0  # a new run counts from zero
+    sp.record_appended("t", 4, 1000, [5], 6)  # another partition's bytes: ignored
+    assert sp._produced["t"] == 0
+    sp.record_appended("t", 5, 99, [5], 6)
+    assert sp._produced["t"] == 99
+    # The previous partition is not among the available ones: nothing to remove, any available one goes.
+    sp2 = StickyPartitioner(batch_size=100, rng=random.Random(4))
+    sp2._current["t"] = 1
+    sp2.record_appended("t", 1, 100, [2, 3], 6)
+    assert sp2._current["t"] in (2, 3)
+    # Without the partition count, record_appended() still moves off: among partitions up to its own.
+    for seed in range(20):
+        sp3 = StickyPartitioner(batch_size=100, rng=random.Random(seed))
+        sp3._current["t"] = 1
+        sp3.record_appended("t", 1, 100)
+        assert sp3._current["t"] == 0  # partitions 0 and 1 known, 1 just filled
+
+
+def test_take_counts_bytes_from_zero_after_each_move_and_repicks_a_vanished_partition() -> None:
+    sp = StickyPartitioner(batch_size=300, rng=random.Random(9))
+    calls: list[str] = []
+
+    def available(topic: str) -> list[int]:
+        calls.append(topic)
+        return [0, 1, 2]
+
+    first = sp.take("t", 100, available, 3)
+    assert calls == ["t"] and sp._produced["t"] == 100
+    assert sp.take("t", 100, available, 3) == first and calls == ["t"]  # no look-up while it stays
+    assert sp.take("t", 100, available, 3) == first  # 300 bytes: this record still goes there ...
+    assert len(calls) == 2 and sp._current["t"] != first and sp._produced["t"] == 0  # ... then it moves
+    sp._current["t"] = 3
+    assert sp.take("t", 10, available, 3) in (0, 1, 2)  # partition 3 is gone: picked again
+    assert sp._produced["t"] == 10
+
+
+def test_the_planner_memo_of_key_hashes_is_bounded_and_exact() -> None:
+    from kafkajet.producer import partitioner as mod
+
+    planner = PartitionPlanner(resolve_partitioner("default", 16384), 16384, False)
+    assert planner.hash_key(b"key1") == murmur2(b"key1") & 0x7FFFFFFF == planner.key_hashes[b"key1"]
+    planner.key_hashes.update({b"%d" % i: 0 for i in range(mod._KEY_HASH_MEMO_SIZE - 2)})
+    assert len(planner.key_hashes) == mod._KEY_HASH_MEMO_SIZE - 1
+    planner.hash_key(b"one more")  # the memo is one short of full: it grows to its bound
+    assert len(planner.key_hashes) == mod._KEY_HASH_MEMO_SIZE
+    planner.hash_key(b"past the bound")  # full: cleared first
+    assert planner.key_hashes == {b"past the bound": murmur2(b"past the bound") & 0x7FFFFFFF}
+
+
+def test_keyed_runs_use_the_memo_fill_it_and_list_partitions_in_order() -> None:
+    planner = PartitionPlanner(resolve_partitioner("default", 16384), 16384, False)
+    planner.key_hashes[b"planted"] = 5  # a memo hit is trusted: 5 % 3 == 2
+    keys = [b"hello", b"planted", b"a", b"b", b"c", b"key1"]
+    out = planner.plan("t", keys, [b"v"] * 6, None, 3, [0, 1, 2], keyless=False)
+    assert list(out) == sorted(out)
+    where = {i: p for p, idx in out.items() for i in idx}
+    assert where == {0: partition_for_key(b"hello", 3), 1: 2, 2: partition_for_key(b"a", 3),
+                     3: partition_for_key(b"b", 3), 4: partition_for_key(b"c", 3), 5: partition_for_key(b"key1", 3)}
+    assert planner.key_hashes[b"hello"] == murmur2(b"hello") & 0x7FFFFFFF
+
+
+def test_the_mixed_path_uses_the_memo_and_ignores_it_when_keys_are_ignored() -> None:
+    planner = PartitionPlanner(resolve_partitioner("default", 16384), 16384, False)
+    planner.key_hashes[b"planted"] = 4  # 4 % 3 == 1
+    out = planner.plan("t", [b"planted", None, b"new"], [b"v"] * 3, [None, None, 0], 3, [0, 1, 2],
+                       keyless=False)
+    assert 0 in out[1] and 2 in out[0]
+    planner.plan("t", [b"fresh", None], [b"v"] * 2, [None, 1], 3, [0, 1, 2], keyless=False)
+    assert planner.key_hashes[b"fresh"] == murmur2(b"fresh") & 0x7FFFFFFF
+
+
+def test_sticky_runs_with_null_values_count_overhead_only_and_report_bytes() -> None:
+    part = resolve_partitioner("default", 1000)
+    planner = PartitionPlanner(part, 1000, False)
+    out = planner.plan("t", [None] * 70, [None] * 70, None, 4, [0, 1, 2, 3], keyless=True)
+    runs = sorted(len(idx) for idx in out.values())
+    # RECORD_OVERHEAD bytes a null record: 63 reach 1000 (62 make 992), the other 7 begin the next run.
+    assert sum(runs) == 70 and sorted(i for idx in out.values() for i in idx) == list(range(70))
+    sticky = part.sticky  # type: ignore[attr-defined]
+    assert sticky._produced["t"] == 7 * RECORD_OVERHEAD
+
+
+def test_round_robin_and_random_fall_back_to_every_partition_when_none_is_available() -> None:
+    rr = resolve_partitioner("round_robin", 16384)
+    assert [rr.partition("t", None, 2, []) for _ in range(3)] == [0, 1, 0]
+    rnd = resolve_partitioner("random", 16384)
+    random.seed(3)
+    assert {rnd.partition("t", None, 2, []) for _ in range(100)} == {0, 1}
+
+
+def test_a_user_partitioner_may_return_the_first_and_the_last_partition() -> None:
+    for want in (0, 3):
+        assert resolve_partitioner(lambda k, a, v, w=want: w, 16384).partition("t", None, 4, []) == want

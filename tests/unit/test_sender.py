@@ -6,12 +6,13 @@ sent, answers them, and checks what happened to the records, to the millisecond 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from kafkajet.errors import (
+    AuthenticationError,
     ClusterAuthorizationFailedError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
@@ -20,6 +21,9 @@ from kafkajet.errors import (
     KafkaError,
     MessageTooLargeError,
     NotLeaderOrFollowerError,
+    ProducerFencedError,
+    TopicAuthorizationFailedError,
+    TransactionAbortedError,
 )
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.buffer_pool import BufferPool
@@ -27,7 +31,8 @@ from kafkajet.producer.futures import RecordFuture
 from kafkajet.producer.idempotence import MAX_EPOCH, IdempotenceManager
 from kafkajet.producer.metadata import Metadata
 from kafkajet.producer.metrics import ProducerMetrics
-from kafkajet.producer.sender import Sender
+from kafkajet.producer.sender import MAX_POLL_MS, Sender
+from kafkajet.producer.transactions import State, TransactionManager
 from kafkajet.protocol import ApiKey
 from kafkajet.records import decode_batches
 from tests.helpers.fake_network import (
@@ -42,17 +47,60 @@ from tests.helpers.fake_network import (
 TOPIC = "t"
 NODES = {0: ("127.0.0.1", 9092), 1: ("127.0.0.1", 9093)}
 RETRY_BACKOFF_MS = 100.0
+COORDINATOR = 2  # the transaction coordinator: a broker the metadata answers do not list
+
+
+@dataclass
+class RecordingClient(FakeNetworkClient):
+    """The fake network, also recording each poll's timeout and each request's version, with what a
+    transactional sender calls besides: the brokers' API versions and the coordinators' addresses."""
+
+    polls: list[float] = field(default_factory=list)
+    versions: list[tuple[ApiKey, int | None]] = field(default_factory=list)
+    added: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    def poll(self, timeout_ms: float, now: float) -> list[Any]:
+        self.polls.append(timeout_ms)
+        return super().poll(timeout_ms, now)
+
+    def send(self, node_id: int, api_key: int, body: dict[str, Any], now: float, *, version: int | None = None,
+             expect_response: bool = True, context: Any = None) -> int:
+        self.versions.append((ApiKey(api_key), version))
+        return super().send(node_id, api_key, body, now, version=version, expect_response=expect_response,
+                            context=context)
+
+    # Strict about what the real client needs: the time of each call, a node, an API key.
+    def ready(self, node_id: int, now: float) -> bool:
+        assert isinstance(now, float), now
+        return super().ready(node_id, now)
+
+    def connection_delay(self, node_id: int, now: float) -> float:
+        assert isinstance(now, float), now
+        return super().connection_delay(node_id, now)
+
+    def least_loaded_node(self, now: float) -> int | None:
+        assert isinstance(now, float), now
+        return super().least_loaded_node(now)
+
+    def api_version(self, node_id: int, api: int) -> int:
+        assert node_id in self.nodes and isinstance(api, ApiKey), (node_id, api)
+        return 9
+
+    def add_node(self, node_id: int, host: str, port: int) -> None:
+        self.added[node_id] = (host, port)
+        self.nodes[node_id] = (host, port)
 
 
 @dataclass
 class Rig:
     sender: Sender
-    client: FakeNetworkClient
+    client: RecordingClient
     clock: FakeClock
     accumulator: RecordAccumulator
     metadata: Metadata
     idempotence: IdempotenceManager | None
     fatal: list[KafkaError]
+    txn: TransactionManager | None = None
 
     def append(self, value: bytes = b"v", partition: int = 0) -> RecordFuture:
         fut, _ = self.accumulator.append(TOPIC, partition, 0, None, value, None, None)
@@ -76,24 +124,29 @@ class Rig:
 
 def make_rig(*, linger_ms: float = 0.0, idempotent: bool = False, retries: int = 2**31 - 1,
              delivery_timeout_ms: float = 120_000.0, batch_size: int = 16384, guarantee_order: bool = False,
-             max_in_flight: int = 5, acks: int = -1, interceptors: list[Any] | None = None) -> Rig:
+             max_in_flight: int = 5, acks: int = -1, interceptors: list[Any] | None = None,
+             transactional: bool = False) -> Rig:
     clock = FakeClock()
-    client = FakeNetworkClient(nodes=dict(NODES), max_in_flight=max_in_flight)
+    client = RecordingClient(nodes=dict(NODES), max_in_flight=max_in_flight)
     metadata = Metadata(max_age_ms=300_000, max_idle_ms=300_000, retry_backoff_ms=RETRY_BACKOFF_MS,
                         retry_backoff_max_ms=1000)
     metadata.add_topic(TOPIC, clock.now)
-    idem = IdempotenceManager() if idempotent else None
+    idem = IdempotenceManager() if idempotent or transactional else None
+    txn = TransactionManager("tx", 60_000, idem, RETRY_BACKOFF_MS) if idem is not None and transactional else None
     pool = BufferPool(32 * 1024 * 1024, batch_size)
     accumulator = RecordAccumulator(
         batch_size=batch_size, compression=0, linger_ms=linger_ms, retry_backoff_ms=RETRY_BACKOFF_MS,
         retry_backoff_max_ms=1000, delivery_timeout_ms=delivery_timeout_ms, pool=pool, idempotence=idem,
         clock=clock, guarantee_order=guarantee_order)
+    if txn is not None:  # as the Producer wires them
+        accumulator.send_allowed = txn.is_send_allowed
+        accumulator.transactional = True
     fatal: list[KafkaError] = []
     sender = Sender(client=client, metadata=metadata, accumulator=accumulator, idempotence=idem,  # type: ignore[arg-type]
                     metrics=ProducerMetrics(), acks=acks, retries=retries, interceptors=interceptors, request_timeout_ms=30_000,
                     max_request_size=1024 * 1024, retry_backoff_ms=RETRY_BACKOFF_MS, allow_auto_create_topics=True,
-                    clock=clock, on_fatal=fatal.append)
-    return Rig(sender, client, clock, accumulator, metadata, idem, fatal)
+                    clock=clock, on_fatal=fatal.append, transactions=txn)
+    return Rig(sender, client, clock, accumulator, metadata, idem, fatal, txn)
 
 
 def batch_header(req: SentRequest, partition: int = 0) -> Any:
@@ -589,3 +642,747 @@ def test_a_failed_metadata_answer_is_retried_after_the_backoff() -> None:
     assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 1
     rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
     assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 2
+
+
+# --- closing ------------------------------------------------------------------------------------------------
+
+
+def test_initiate_close_closes_the_accumulator_stops_the_loop_and_wakes_the_thread() -> None:
+    rig = make_rig()
+    rig.sender.initiate_close()
+    assert rig.accumulator.closed is True and rig.sender._running is False and rig.sender._forced is False
+    assert rig.client.wakeups == 1
+
+
+def test_after_force_close_a_retriable_error_fails_the_batch_instead_of_retrying() -> None:
+    rig = make_rig()
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.sender.force_close()
+    assert rig.accumulator.closed is True and rig.sender._running is False and rig.client.wakeups == 1
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    with pytest.raises(NotLeaderOrFollowerError):
+        fut.result(timeout=0)
+
+
+# --- what the pass waits for ------------------------------------------------------------------------------------
+
+
+def test_the_poll_waits_for_linger_then_no_more_than_max_poll_ms() -> None:
+    rig = make_rig(linger_ms=100)
+    rig.connect()
+    rig.append()
+    rig.run(30)
+    assert rig.client.polls[-1] == 70  # the batch is due in 70 ms: the poll must not sleep past it
+    rig.run(70)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    rig.run()
+    assert rig.client.polls[-1] == MAX_POLL_MS  # nothing due: the longest sleep, not metadata.max.age.ms
+    assert min(rig.client.polls) >= 0.0
+
+
+def test_the_poll_waits_for_a_connection_delay_when_no_leader_connection_is_ready() -> None:
+    rig = make_rig(linger_ms=0)
+    rig.connect()
+    rig.client.down.add(0)
+    rig.append()
+    rig.run()
+    assert rig.client.polls[-1] == 50.0  # FakeNetworkClient's connection delay for a down node
+
+
+def test_metadata_waits_for_the_connection_delay_of_a_node_not_ready() -> None:
+    rig = make_rig()
+    rig.client.down.update({1})
+    rig.client.max_in_flight = 0  # node 0 is up but has no room: no connection delay, so nothing to wait for
+    rig.run()
+    assert [r.api_key for r in rig.client.requests] == []
+    assert rig.client.polls[-1] == MAX_POLL_MS
+
+
+def test_a_metadata_request_asks_for_the_topics_and_auto_creation() -> None:
+    rig = make_rig()
+    rig.run()
+    (req,) = rig.client.pending(ApiKey.METADATA)
+    assert req.body == {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": True}
+    rig.run()
+    assert len(rig.client.pending(ApiKey.METADATA)) == 1  # one in flight at a time
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 1]}))
+    rig.run()
+    assert rig.metadata.cluster.leader_for(TOPIC, 1) == 1 and rig.client.nodes == NODES
+
+
+def test_a_down_node_metadata_is_asked_of_sets_the_error_callers_see() -> None:
+    rig = make_rig()
+    rig.client.down.update({0, 1})
+    rig.client.least_loaded_node = lambda now: 0  # type: ignore[method-assign]
+    rig.run()
+    assert rig.client.requests == []
+    assert "node 0 is down" in str(rig.metadata.last_error)
+    assert rig.client.polls[-1] == 50.0
+
+
+def test_no_node_for_metadata_waits_the_retry_backoff() -> None:
+    rig = make_rig()
+    rig.client.down.update({0, 1})
+    rig.run()
+    assert rig.client.requests == [] and rig.client.polls[-1] == RETRY_BACKOFF_MS
+
+
+def test_an_empty_metadata_answer_counts_as_a_failure() -> None:
+    rig = make_rig()
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, None)
+    rig.run()
+    assert "empty metadata response" in str(rig.metadata.last_error)
+    assert rig.metadata.cluster.leader_for(TOPIC, 0) is None
+
+
+# --- idempotence: producer id ---------------------------------------------------------------------------------
+
+
+def test_init_producer_id_waits_for_its_backoff_after_a_retriable_error() -> None:
+    rig = make_rig(idempotent=True)
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.run()
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, error=KafkaConnectionError("reset"))
+    rig.run()
+    rig.run(RETRY_BACKOFF_MS - 1)
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.INIT_PRODUCER_ID]) == 1
+    assert rig.client.polls[-1] == 1.0  # the retry is due in 1 ms
+    rig.run(1)
+    init = rig.client.pending(ApiKey.INIT_PRODUCER_ID)
+    assert len(init) == 1 and init[0].body == {"transactional_id": None, "transaction_timeout_ms": 2147483647,
+                                               "producer_id": -1, "producer_epoch": -1}
+
+
+def test_init_producer_id_with_no_node_waits_the_retry_backoff() -> None:
+    rig = make_rig(idempotent=True)
+    rig.client.down.update({0, 1})
+    rig.run()
+    assert rig.client.requests == [] and rig.client.polls[-1] == RETRY_BACKOFF_MS
+
+
+def test_init_producer_id_waits_for_a_connection_delay() -> None:
+    rig = make_rig(idempotent=True)
+    rig.run()  # Metadata to node 0 (left unanswered: no metadata wait), InitProducerId to node 1
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, error=KafkaConnectionError("reset"))
+    rig.run()
+    rig.client.down.add(1)
+    rig.client.least_loaded_node = lambda now: 1  # type: ignore[method-assign]
+    rig.run(RETRY_BACKOFF_MS)
+    assert rig.client.pending(ApiKey.INIT_PRODUCER_ID) == [] and rig.client.polls[-1] == 50.0
+
+
+def test_a_fatal_error_reaches_idempotence_metadata_waiters_and_every_batch() -> None:
+    rig = make_rig(idempotent=True)
+    futs = [rig.append(b"a")]
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.run()
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(error_code=ClusterAuthorizationFailedError.code))
+    rig.run()
+    err = rig.sender.fatal_error
+    assert isinstance(err, ClusterAuthorizationFailedError) and "InitProducerId" in str(err)
+    assert rig.idempotence is not None and rig.idempotence.fatal_error is err
+    assert rig.fatal == [err]
+    with pytest.raises(ClusterAuthorizationFailedError):
+        rig.metadata.wait_for_topic("other", 0, lambda: None, clock=rig.clock)
+    assert futs[0].exception(timeout=0) is err
+    rig.run(10_000)
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.INIT_PRODUCER_ID]) == 1
+
+
+def test_fatal_keeps_its_cause() -> None:
+    rig = make_rig()
+    cause = KafkaConnectionError("first")
+    err = KafkaError("fatal")
+    rig.sender._fatal(err, cause)
+    assert err.__cause__ is cause and rig.sender.fatal_error is err
+
+
+# --- authentication ---------------------------------------------------------------------------------------------
+
+
+def test_an_authentication_failure_fails_waiting_batches_and_bumps_the_epoch_for_a_numbered_one() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()  # numbered and in flight
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()  # waiting for its retry, numbered
+    error = AuthenticationError("bad password")
+    rig.client._auth_failures.append(error)
+    rig.run()
+    assert fut.exception(timeout=0) is error
+    assert rig.metadata.authentication_error is error
+    assert rig.idempotence is not None and rig.idempotence.bump_requested
+
+
+def test_an_authentication_failure_with_nothing_numbered_waiting_bumps_no_epoch() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.client._auth_failures.append(AuthenticationError("bad password"))
+    rig.client.down.add(0)
+    rig.run()
+    assert isinstance(fut.exception(timeout=0), AuthenticationError)
+    assert rig.idempotence is not None and not rig.idempotence.bump_requested
+
+
+# --- failures and retries, by their side effects ----------------------------------------------------------------
+
+
+def test_a_failed_record_has_no_offset_and_counts_as_an_error() -> None:
+    rig = make_rig()
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert isinstance(fut.exception(timeout=0), InvalidRecordError)
+    assert rig.sender.metrics.totals["record-error-total"] == 1
+    assert rig.sender.metrics.totals["record-retry-total"] == 0
+
+
+def test_a_retry_counts_its_records_and_an_idempotent_retry_leaves_the_in_flight_list() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    rig.append(b"a")
+    rig.append(b"b")
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    assert rig.sender.metrics.totals["record-retry-total"] == 2
+    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    b = batch_header(rig.produces()[1])
+    assert (b.base_sequence, b.records_count) == (0, 2)  # the retry keeps its numbers
+
+
+def test_a_failed_numbered_batch_names_itself_in_the_bump_reason() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert rig.idempotence is not None and rig.idempotence.bump_reason.startswith("batch for t-0 failed: ")
+
+
+def test_interceptors_hear_of_a_null_value_as_size_minus_one() -> None:
+    seen = Recorder()
+    rig = make_rig(interceptors=[seen])
+    rig.connect()
+    rig.accumulator.append(TOPIC, 0, 5, b"k", None, None, None)
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=3))
+    rig.run()
+    ((md, err),) = seen.acks
+    assert err is None and (md.offset, md.serialized_key_size, md.serialized_value_size) == (3, 1, -1)
+
+
+def test_every_interceptor_hears_every_record_even_after_one_raised() -> None:
+    seen = Recorder()
+    rig = make_rig(interceptors=[Raising(), seen, Raising()])
+    rig.connect()
+    rig.append(b"a")
+    rig.append(b"b")
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=0))
+    rig.run()
+    assert [md.offset for md, _ in seen.acks] == [0, 1]
+
+
+# --- transactions -----------------------------------------------------------------------------------------------
+
+
+def txn_rig(**kwargs: Any) -> tuple[Rig, TransactionManager]:
+    """A transactional rig after init_transactions(): the coordinator is node COORDINATOR."""
+    rig = make_rig(transactional=True, **kwargs)
+    txn = rig.txn
+    assert txn is not None
+    init = txn.initialize()
+    rig.run()
+    (find,) = rig.client.pending(ApiKey.FIND_COORDINATOR)
+    assert find.body == {"key": "tx", "key_type": 1} and rig.client.pending(ApiKey.INIT_PRODUCER_ID) == []
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.client.respond(ApiKey.FIND_COORDINATOR, {"error_code": 0, "node_id": COORDINATOR, "host": "10.0.0.2",
+                                                 "port": 9094})
+    rig.run()
+    assert rig.client.added == {COORDINATOR: ("10.0.0.2", 9094)}
+    rig.run()
+    (req,) = rig.client.pending(ApiKey.INIT_PRODUCER_ID)
+    assert req.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.INIT_PRODUCER_ID, 9)
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(1000, 3))
+    rig.run()
+    assert init.is_done and init.error is None and txn.state is State.READY
+    return rig, txn
+
+
+def add_partitions_answer(*partitions: int, code: int = 0) -> dict[str, Any]:
+    return {"error_code": 0, "results_by_topic_v3_and_below": [{"name": TOPIC, "results_by_partition": [
+        {"partition_index": p, "partition_error_code": code} for p in partitions]}]}
+
+
+def test_a_transaction_adds_its_partition_before_produce_then_commits() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    fut = rig.append()
+    rig.run()
+    (add,) = rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)
+    assert add.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.ADD_PARTITIONS_TO_TXN, 3)
+    assert rig.produces() == []  # not before the coordinator added the partition
+    assert rig.client.polls[-1] == MAX_POLL_MS  # the answer wakes the poll
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    (produce,) = rig.produces()
+    assert produce.body["transactional_id"] == "tx"
+    b = batch_header(produce)
+    assert (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) == (1000, 3, 0, True)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(produce, base_offset=4))
+    rig.run()
+    assert fut.result(timeout=0).offset == 4
+    commit = txn.begin_commit()
+    rig.run()
+    (end,) = rig.client.pending(ApiKey.END_TXN)
+    assert end.node == COORDINATOR and end.body["committed"] is True
+    rig.client.respond(ApiKey.END_TXN, {"error_code": 0})
+    rig.run()
+    assert commit.is_done and commit.error is None and txn.state is State.READY
+
+
+def test_a_commit_sends_what_waits_for_linger_at_once_and_the_next_transaction_lingers_again() -> None:
+    rig, txn = txn_rig(linger_ms=10_000)
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run(10)
+    assert rig.produces() == []  # lingering
+    commit = txn.begin_commit()
+    rig.run()
+    assert len(rig.produces()) == 1  # the commit flushed it
+    assert rig.client.pending(ApiKey.END_TXN) == []  # EndTxn waits for the batch
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    rig.run()
+    rig.client.respond(ApiKey.END_TXN, {"error_code": 0})
+    rig.run()
+    assert commit.is_done and commit.error is None
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run(10)
+    assert len(rig.produces()) == 1  # no flush any more: linger.ms applies again
+    assert rig.accumulator._flushes == 0
+
+
+def test_an_abortable_error_fails_the_unsent_batches_with_its_cause() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN,
+                       add_partitions_answer(0, code=TopicAuthorizationFailedError.code))
+    rig.run()
+    rig.run()
+    assert txn.state is State.ABORTABLE_ERROR
+    assert isinstance(fut.exception(timeout=0), TopicAuthorizationFailedError)
+    assert rig.produces() == []
+    assert rig.idempotence is not None and not rig.idempotence.bump_requested  # nothing numbered was lost
+    abort = txn.begin_abort()
+    rig.run()
+    assert abort.is_done and abort.error is None  # the coordinator never heard of it: no EndTxn
+    assert rig.client.pending(ApiKey.END_TXN) == []
+
+
+def test_an_abort_fails_queued_batches_as_aborted_and_a_numbered_one_bumps_the_epoch() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    first = rig.append(b"a")
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()  # numbered, in flight
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()  # waits for its retry with its sequence numbers
+    abort = txn.begin_abort()
+    rig.run()
+    err = first.exception(timeout=0)
+    assert isinstance(err, TransactionAbortedError) and "transaction was aborted" in str(err)
+    assert rig.idempotence is not None and rig.idempotence.bump_requested
+    rig.run()
+    (end,) = rig.client.pending(ApiKey.END_TXN)
+    assert end.body["committed"] is False
+    rig.client.respond(ApiKey.END_TXN, {"error_code": 0})
+    rig.run()
+    rig.run()
+    (bump,) = rig.client.pending(ApiKey.INIT_PRODUCER_ID)
+    assert (bump.body["producer_id"], bump.body["producer_epoch"]) == (1000, 3)
+    assert not abort.is_done
+
+
+def test_a_coordinator_that_is_down_is_forgotten_and_looked_up_again_after_the_backoff() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.client.down.add(COORDINATOR)
+    rig.run()
+    assert rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN) == []
+    assert rig.client.polls[-1] == 50.0  # its connection delay, below the retry backoff
+    assert ("txn", "tx") not in txn.coordinators
+    rig.client.up(COORDINATOR)
+    rig.run(RETRY_BACKOFF_MS - 1)
+    assert rig.client.pending(ApiKey.FIND_COORDINATOR) == []
+    rig.run(1)
+    assert len(rig.client.pending(ApiKey.FIND_COORDINATOR)) == 1
+
+
+def test_a_coordinator_not_ready_without_an_error_is_kept_and_waits_at_most_the_backoff() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.client.max_in_flight = 0  # not ready, no error: the connection is just busy
+    rig.run()
+    assert rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN) == []
+    assert txn.coordinators[("txn", "tx")] == COORDINATOR
+    assert rig.client.polls[-1] == 1.0  # a zero connection delay still waits a millisecond, never spins
+
+
+def test_find_coordinator_with_no_broker_waits_the_retry_backoff() -> None:
+    rig = make_rig(transactional=True)
+    assert rig.txn is not None
+    rig.txn.initialize()
+    rig.client.down.update({0, 1})
+    rig.run()
+    assert rig.client.requests == [] and rig.client.polls[-1] == RETRY_BACKOFF_MS
+
+
+def test_a_fenced_transactional_producer_fails_the_batch_and_the_producer() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], ProducerFencedError.code))
+    rig.run()
+    assert isinstance(fut.exception(timeout=0), ProducerFencedError)
+    assert len(rig.produces()) == 1  # not retried
+    assert txn.state is State.FATAL_ERROR and isinstance(rig.sender.fatal_error, ProducerFencedError)
+
+
+def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> None:
+    # Java's maybeSendAndPollTransactionalRequest: a pass that sent or awaits a coordinator request sends no
+    # produce data, even for partitions already in the transaction.
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    assert len(rig.produces()) == 1
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.append(b"b", 0)
+    rig.append(b"c", 1)
+    rig.run()  # AddPartitionsToTxn for partition 1 goes: nothing else in this pass
+    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1 and len(rig.produces()) == 1
+    rig.run()  # awaiting its answer
+    assert len(rig.produces()) == 1
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(1))
+    rig.run()
+    rig.run()
+    assert len(rig.produces()) == 2 and sorted(rig.produces()[1].produce_partitions) == [(TOPIC, 0), (TOPIC, 1)]
+    assert rig.produces()[1].sent_ms == rig.clock.now
+
+
+def test_a_coordinator_that_cannot_be_reached_does_not_hold_back_produce() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.append(b"b", 0)
+    rig.append(b"c", 1)
+    rig.client.down.add(COORDINATOR)
+    rig.run()  # AddPartitionsToTxn cannot go; partition 0's batch may
+    assert rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN) == []
+    assert [r.produce_partitions for r in rig.produces()] == [[(TOPIC, 0)], [(TOPIC, 0)]]
+
+
+def test_a_coordinator_request_without_an_answer_is_looked_up_and_sent_again_after_the_backoff() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    rig.run()
+    rig.client.disconnect(COORDINATOR)
+    rig.client.up(COORDINATOR)
+    rig.run()  # no answer: the coordinator is forgotten, the request waits for the backoff
+    assert ("txn", "tx") not in txn.coordinators
+    rig.run(RETRY_BACKOFF_MS)
+    rig.client.respond(ApiKey.FIND_COORDINATOR, {"error_code": 0, "node_id": COORDINATOR, "host": "10.0.0.2",
+                                                 "port": 9094})
+    rig.run()
+    rig.run()
+    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1
+
+
+def test_a_batch_retried_while_an_abort_begins_fails_as_aborted_not_with_the_abortable_error() -> None:
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    fut = rig.append(b"a", 0)
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
+    rig.run()
+    rig.run()  # in flight
+    txn.maybe_add_partition((TOPIC, 1))
+    rig.run()
+    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN,
+                       add_partitions_answer(1, code=TopicAuthorizationFailedError.code))
+    rig.run()
+    assert txn.state is State.ABORTABLE_ERROR
+    txn.begin_abort()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.run()
+    err = fut.exception(timeout=0)
+    assert isinstance(err, TransactionAbortedError), err
+    assert str(err) == "Failing batch since transaction was aborted"
+
+
+def test_init_producer_id_retries_a_retriable_broker_error() -> None:
+    from kafkajet.errors import CoordinatorLoadInProgressError
+
+    rig = make_rig(idempotent=True)
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 0]}))
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID,
+                       init_producer_id_body(error_code=CoordinatorLoadInProgressError.code))
+    rig.run()
+    assert rig.sender.fatal_error is None and rig.fatal == []
+    rig.run(RETRY_BACKOFF_MS)
+    assert len(rig.client.pending(ApiKey.INIT_PRODUCER_ID)) == 1
+
+
+def test_a_fatal_init_producer_id_error_says_what_was_asked() -> None:
+    rig = make_rig(idempotent=True)
+    rig.run()
+    rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(error_code=ClusterAuthorizationFailedError.code))
+    rig.run()
+    assert str(rig.sender.fatal_error).endswith(
+        ": InitProducerId: could not obtain a producer id for idempotence")
+
+
+def test_init_producer_id_to_a_busy_node_waits_for_its_connection_delay_only_when_there_is_one() -> None:
+    rig = make_rig(idempotent=True, max_in_flight=0)  # no node has room: ready() is False, delay 0
+    rig.run()
+    assert rig.client.requests == [] and rig.client.polls[-1] == MAX_POLL_MS  # woken by a connection, not spun
+    rig.client.connection_delay = lambda node, now: 0.5  # type: ignore[method-assign]
+    rig.run()
+    assert rig.client.polls[-1] == 0.5
+
+
+def test_a_retried_batch_that_expires_names_the_error_of_its_last_attempt() -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.client.down.add(0)
+    rig.run(5_000)
+    err = fut.exception(timeout=0)
+    assert isinstance(err, DeliveryTimeoutError) and isinstance(err.cause, NotLeaderOrFollowerError)
+
+
+def test_a_failed_batch_carries_no_offset_and_no_log_append_time() -> None:
+    rig = make_rig()
+    rig.connect()
+    rig.append()
+    (batch,) = rig.accumulator.incomplete_batches()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert (batch.base_offset, batch.log_append_time) == (-1, -1) and isinstance(batch.error, InvalidRecordError)
+
+
+# --- sequence errors (idempotence) ------------------------------------------------------------------------------
+
+
+def answer_out_of_order(rig: Rig, req: SentRequest, code: int, message: str | None = None) -> None:
+    """Answer `req` now, ahead of older requests still unanswered."""
+    body = produce_body(req, code)
+    if message is not None:
+        body["responses"][0]["partition_responses"][0]["error_message"] = message
+    req.answered = True
+    rig.client._ready.append(rig.client._response(req, body, None))
+
+
+def test_out_of_order_sequence_for_the_next_expected_batch_fails_it_and_bumps_the_epoch() -> None:
+    from kafkajet.errors import OutOfOrderSequenceNumberError
+
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    answer_out_of_order(rig, rig.produces()[0], OutOfOrderSequenceNumberError.code, "seq 0 expected 3")
+    rig.run()
+    err = fut.exception(timeout=0)
+    assert isinstance(err, OutOfOrderSequenceNumberError) and str(err).endswith(": t-0: seq 0 expected 3")
+    assert rig.idempotence is not None and rig.idempotence.bump_requested
+    rig.append(b"next")
+    rig.run()
+    b = batch_header(rig.produces()[-1])
+    assert (b.producer_epoch, b.base_sequence) == (1, 0) and len(rig.produces()) == 2
+
+
+def test_an_error_without_a_message_names_only_the_partition() -> None:
+    rig = make_rig()
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], InvalidRecordError.code))
+    rig.run()
+    assert str(fut.exception(timeout=0)).endswith(": t-0")
+
+
+def test_unknown_producer_id_for_the_next_expected_batch_retries_it_under_a_new_epoch() -> None:
+    from kafkajet.errors import UnknownProducerIdError
+
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    answer_out_of_order(rig, rig.produces()[0], UnknownProducerIdError.code)
+    rig.run()
+    assert not fut.done()
+    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert len(rig.produces()) == 2
+    b = batch_header(rig.produces()[1])
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (1000, 1, 0)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], base_offset=8))
+    rig.run()
+    assert fut.result(timeout=0).offset == 8
+
+
+@pytest.mark.parametrize("error", ["OutOfOrderSequenceNumberError", "InvalidProducerEpochError"])
+def test_a_sequence_error_behind_an_unresolved_batch_is_retried_not_failed(error: str) -> None:
+    import kafkajet.errors as errors
+
+    code = getattr(errors, error).code
+    rig = make_rig(idempotent=True, batch_size=256)
+    rig.connect()
+    first = [rig.append(b"x" * 50) for _ in range(3)]  # one full batch
+    rig.run()
+    second = rig.append(b"y")
+    rig.run()
+    assert len(rig.produces()) == 2
+    answer_out_of_order(rig, rig.produces()[1], code)  # the second answers first: the first is unresolved
+    rig.run()
+    assert not second.done(), "a batch behind an unresolved one must wait for it, not fail"
+    assert rig.idempotence is not None and not rig.idempotence.bump_requested
+    assert rig.sender.metrics.totals["record-retry-total"] == 1
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=0))
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    rig.run()
+    assert [f.result(timeout=0).offset for f in first] == [0, 1, 2]
+    b = batch_header(rig.produces()[-1])
+    assert b.base_sequence == 3 and b.records_count == 1  # the same numbers again
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=3))
+    rig.run()
+    assert second.result(timeout=0).offset == 3
+
+
+def test_message_too_large_for_a_single_record_fails_it_and_two_records_split() -> None:
+    rig = make_rig()
+    rig.connect()
+    lone = rig.append(b"big")
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], MessageTooLargeError.code))
+    rig.run()
+    assert isinstance(lone.exception(timeout=0), MessageTooLargeError)
+    pair = [rig.append(b"a"), rig.append(b"b")]
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], MessageTooLargeError.code))
+    rig.run()
+    rig.run()
+    assert sum(batch_header(r).records_count for r in rig.produces()[2:]) == 2
+    assert not any(f.done() for f in pair)  # split and sent again, not failed
+
+
+def test_an_idempotent_split_renumbers_under_a_new_epoch() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    futs = [rig.append(b"r%d" % i) for i in range(10)]
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], MessageTooLargeError.code))
+    rig.run()
+    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    rig.run()
+    halves = [batch_header(r) for r in rig.produces()[1:]]
+    assert [(b.producer_epoch, b.base_sequence, b.records_count) for b in halves] == [(1, 0, 5), (1, 5, 5)]
+    assert not any(f.done() for f in futs)
+
+
+def test_interceptors_get_topic_partition_and_no_offsets_under_acks_zero() -> None:
+    seen = Recorder()
+    rig = make_rig(acks=0, interceptors=[seen])
+    rig.connect()
+    rig.accumulator.append(TOPIC, 1, 11, None, b"a", None, None)
+    rig.accumulator.append(TOPIC, 1, 12, None, b"b", None, None)
+    rig.run()
+    rig.run()
+    assert [(md.topic, md.partition, md.offset, md.timestamp) for md, _ in seen.acks] == [
+        (TOPIC, 1, -1, 11), (TOPIC, 1, -1, 12)]
+
+
+def test_interceptors_get_the_brokers_log_append_time_when_it_set_one() -> None:
+    seen = Recorder()
+    rig = make_rig(interceptors=[seen])
+    rig.connect()
+    rig.accumulator.append(TOPIC, 0, 11, None, b"a", None, None)
+    rig.run()
+    body = produce_body(rig.produces()[0], base_offset=5)
+    body["responses"][0]["partition_responses"][0]["log_append_time_ms"] = 777
+    rig.client.respond(ApiKey.PRODUCE, body)
+    rig.run()
+    assert [(md.offset, md.timestamp) for md, _ in seen.acks] == [(5, 777)]
+
+
+def test_metadata_due_in_under_a_millisecond_is_not_sent_early() -> None:
+    rig = make_rig()
+    rig.connect()
+    requests = len(rig.client.requests)
+    rig.run(300_000 - 0.5)  # metadata.max.age.ms is 300 s: due in half a millisecond
+    assert len(rig.client.requests) == requests
+    assert rig.client.polls[-1] == 0.5
+    rig.run(0.5)
+    assert len(rig.client.pending(ApiKey.METADATA)) == 1
