@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -11,9 +12,11 @@ import pytest
 from kafka import KafkaProducer
 
 from kafkajet.errors import ConfigError
+from kafkajet.fetch import FetchClient
 from kafkajet.producer.partitioner import partition_for_key
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
+from tests.helpers.waiting import wait_for
 from tests.spark.conftest import make_topic  # noqa: E402
 
 
@@ -111,6 +114,38 @@ def test_a_failing_task_fails_the_job_with_the_kafka_cause(spark: Any, broker: E
     with pytest.raises(Exception, match="Invalid partition 7 for record 0 of topic"):
         (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
            .option("topic", topic_name).save())
+
+
+def test_a_broker_that_dies_mid_write_fails_the_job_naming_the_connection(spark: Any, topic_name: str) -> None:
+    # The user's trip from the issue: the broker killed during a large write failed after max.block.ms with
+    # "raise buffer.memory" advice only. The error must say the records cannot be delivered and why.
+    with EmbeddedBroker() as own:
+        make_topic(own, topic_name, 2)
+        df = spark.range(3_000_000, numPartitions=1).selectExpr("cast(repeat('x', 100) as binary) as value")
+        stopped = threading.Event()
+
+        def kill_once_rows_arrive() -> None:  # the write runs on this thread (Spark wants the caller's)
+            with FetchClient(own.bootstrap_servers) as fc:
+                wait_for(lambda: fc.offsets(topic_name, 0)[1] + fc.offsets(topic_name, 1)[1] > 10_000, 120,
+                         "the write to start")
+            own.stop()
+            stopped.set()
+
+        killer = threading.Thread(target=kill_once_rows_arrive)
+        killer.start()
+        try:
+            with pytest.raises(Exception) as failure:
+                (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", own.bootstrap_servers)
+                 .option("topic", topic_name).option("kafka.buffer.memory", str(1 << 20))
+                 .option("kafka.max.block.ms", "3000").save())
+        finally:
+            killer.join(130)
+        assert stopped.is_set(), "the broker was never stopped: the test tested nothing"
+    # One task, whose producer was sending when the broker went: its records cannot be delivered, and the
+    # error says so with the connection's failure, instead of advising a bigger buffer.
+    text = str(failure.value)
+    assert "cannot be delivered" in text and "connection to node" in text, text[-2000:]
+    assert "raise buffer.memory" not in text, text[-2000:]
 
 
 @pytest.mark.parametrize("options,columns,match", [
