@@ -51,7 +51,7 @@ def fire_callbacks(batch: BatchView, callbacks: Sequence[tuple[int, DeliveryCall
             try:
                 fn(failed, error)
             except Exception:
-                log.exception("exception in the delivery callback %r", fn)
+                log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
         return
     base, append_time = batch.base_offset, batch.log_append_time
     for index, fn, fut in callbacks:
@@ -61,7 +61,7 @@ def fire_callbacks(batch: BatchView, callbacks: Sequence[tuple[int, DeliveryCall
         try:
             fn(md, None)
         except Exception:
-            log.exception("exception in the delivery callback %r", fn)
+            log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
 
 
 class BatchView(Protocol):

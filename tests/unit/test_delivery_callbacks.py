@@ -171,3 +171,29 @@ def test_futures_are_resolved_when_the_callback_runs() -> None:
     rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=3))
     rig.run()
     assert seen == [(True, True)]
+
+
+def test_acks_zero_calls_back_without_an_offset() -> None:
+    rig = make_rig(acks=0)
+    rig.connect()
+    calls = Calls()
+    send(rig, calls, 0)
+    rig.run()  # written: with acks=0 that is the outcome
+    rig.run()
+    [(_, md, exc)] = calls.calls
+    assert exc is None and md.offset == -1 and md.timestamp == 1_000
+
+
+@pytest.mark.parametrize("append_time", [0, 1_700_000_000_000])
+def test_log_append_time_from_the_broker_replaces_the_create_time(append_time: int) -> None:
+    rig = make_rig()
+    rig.connect()
+    calls = Calls()
+    send(rig, calls, 0)
+    send(rig, calls, 1)
+    rig.run()
+    body = produce_body(rig.produces()[0], base_offset=5)
+    body["responses"][0]["partition_responses"][0]["log_append_time_ms"] = append_time
+    rig.client.respond(ApiKey.PRODUCE, body)
+    rig.run()
+    assert [(md.offset, md.timestamp) for _, md, _ in calls.calls] == [(5, append_time), (6, append_time)]

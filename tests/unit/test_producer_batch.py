@@ -463,3 +463,81 @@ def test_append_columns_past_the_table_size_in_records_goes_on_record_by_record(
     assert pos == n and b.count == n and not b.full
     records = b.records()
     assert len(records) == n and records[-1].offset == n - 1
+
+
+# --- metrics, growth and callbacks through splits ------------------------------------------------------------
+
+def test_stats_give_the_metrics_sizes_the_largest_record_and_the_queue_time() -> None:
+    from kafkajet.producer.metrics import BatchStats
+
+    b = new_batch(now_ms=100.0)
+    sizes = []
+    for value in (b"x" * 10, b"y" * 300, b"z" * 20):
+        before = len(b.buf)
+        b.try_append(5, b"k", value, None)
+        sizes.append(len(b.buf) - before)
+    records_bytes = len(b.buf) - BATCH_HEADER_SIZE
+    assert b.stats(130.0) == BatchStats("t", b.size_in_bytes, len(b.buf), records_bytes, 3, max(sizes), 30.0)
+    sealed(b, compression=int(Compression.GZIP))
+    st = b.stats(150.0)
+    assert st.size == b.size_in_bytes < st.uncompressed == len(b.buf)  # compressed on the wire
+    # A batch filled by the run path has no per-record maximum: its average stands in.
+    run = new_batch()
+    run.append_run([0, 1], 0, [5, 5], [None, None], [b"a" * 40, b"b" * 60], None)
+    assert run.stats(1000.0).max_record == (len(run.buf) - BATCH_HEADER_SIZE) // 2
+
+
+def test_a_batch_grows_exactly_up_to_its_max_limit() -> None:
+    asked: list[int] = []
+
+    def grow(batch: ProducerBatch, end: int) -> bool:
+        asked.append(end)
+        batch.capacity = batch.limit = end
+        return True
+
+    probe = new_batch()
+    probe.try_append(0, None, b"v" * 50, None)
+    size = len(probe.buf) - BATCH_HEADER_SIZE  # one record's bytes
+    b = ProducerBatch("t", 0, bytearray(), BATCH_HEADER_SIZE + 2 * size, 0.0,
+                      max_limit=BATCH_HEADER_SIZE + 3 * size, grow=grow)
+    for _ in range(3):
+        assert b.try_append(0, None, b"v" * 50, None) is not None  # the third ends exactly at the limit
+    assert len(b.buf) == b.max_limit and b.full  # reached exactly: closed
+    assert asked == [BATCH_HEADER_SIZE + 3 * size]
+    assert b.try_append(0, None, b"v", None) is None
+
+
+def test_callbacks_of_a_split_part_that_already_failed_run_with_its_error() -> None:
+    # close(0) can fail a split's parts before mark_split() hands the records over: their callbacks must still
+    # run, once, with the part's outcome.
+    b = new_batch()
+    calls: list[tuple[int, object]] = []
+    for i in range(4):
+        b.try_append(0, None, b"r%d" % i + b"." * 100, None, lambda md, exc, i=i: calls.append((i, exc)))
+    parts = b.split(BATCH_HEADER_SIZE + 2 * 120, 0.0)  # two records of about 110 bytes a part
+    assert len(parts) == 2
+    failure = KafkaError("closed")
+    parts[0].complete(-1, -1, failure)
+    b.mark_split()
+    assert [(i, exc) for i, exc in calls] == [(0, failure), (1, failure)]
+    parts[1].complete(7, -1, None)
+    assert [i for i, _ in calls] == [0, 1, 2, 3] and calls[2][1] is None
+
+
+def test_a_waiter_on_a_batch_wakes_when_it_is_split() -> None:
+    b = new_batch()
+    b.try_append(0, None, b"v", None)
+    b.split(16384, 0.0)
+    woke = threading.Event()
+
+    def wait() -> None:
+        if b.wait_done(30):
+            woke.set()
+
+    t = threading.Thread(target=wait)
+    t.start()
+    while b._done_event is None:  # the waiter registered its event
+        pass
+    b.mark_split()
+    t.join(30)
+    assert woke.is_set()
