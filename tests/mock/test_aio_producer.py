@@ -45,9 +45,10 @@ class Ticker:
 
 def test_the_loop_keeps_ticking_while_200k_records_wait_for_memory_behind_a_slow_broker(
         cluster: MockCluster) -> None:
-    # Every Produce answer takes 800 ms and the buffer holds 2 MiB (about 18,000 records): send() must wait for
-    # memory over and over. A send() that blocked the loop for it would stall the ticker for most of 800 ms.
-    cluster.set_rtt(cluster.broker_ids[0], 800)
+    # Every Produce answer takes 1 s and the buffer holds 2 MiB (about 18,000 records): send() must wait for
+    # memory over and over. A send() that blocked the loop for it would stall the ticker for most of a second
+    # each time; a loaded 2-core machine stalls it up to ~350 ms (GIL, three threads, CI's other processes).
+    cluster.set_rtt(cluster.broker_ids[0], 1000)
     n = 200_000
 
     async def main() -> tuple[Ticker, list[RecordMetadata]]:
@@ -66,7 +67,7 @@ def test_the_loop_keeps_ticking_while_200k_records_wait_for_memory_behind_a_slow
     assert len(mds) == n and all(isinstance(md, RecordMetadata) for md in mds)
     assert cluster.record_count("t") == n + 1
     assert ticker.ticks > 100  # the run took seconds: the ticker ran throughout, not only at the end
-    assert ticker.max_gap < 0.3, f"the event loop was blocked for {ticker.max_gap * 1000:.0f} ms"
+    assert ticker.max_gap < 0.6, f"the event loop was blocked for {ticker.max_gap * 1000:.0f} ms"
 
 
 def test_a_cancelled_await_does_not_recall_its_record(cluster: MockCluster) -> None:
