@@ -48,6 +48,7 @@ class AIOProducer:
         self._stopped = False
         self._batch_size = 0
         self._unyielded = 0
+        self.memory_waits = 0  # how often send() awaited buffer memory (on the loop, without blocking it)
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -180,6 +181,7 @@ class AIOProducer:
             loop.call_soon_threadsafe(event.set)
 
         pool.on_release = freed
+        self.memory_waits += 1
         p._wakeup()  # the sender drains now instead of waiting out linger.ms
         try:
             while pool.available_memory() < need:
