@@ -95,7 +95,10 @@ def test_idempotent_producer_keeps_producing_after_a_failed_batch(rdmock: Rdkafk
     assert len(init_requests) == 1, f"{len(init_requests)} InitProducerId requests: Java bumps the epoch locally"
     batches = stored_batches(rdmock, topic, TOPIC_PARTITIONS)
     assert len({b.producer_id for bs in batches.values() for b in bs}) == 1, "more than one producer id"
-    first_epoch = min(b.producer_epoch for bs in batches.values() for b in bs)
+    # A new producer id starts at epoch 0. Not the smallest stored epoch: when the failure comes back before
+    # the other partitions' round-1 batches are drained (batches that grow while they wait make this common),
+    # every stored batch already carries the bumped epoch.
+    first_epoch = 0
     round2_epochs = {b.producer_epoch for bs in batches.values() for b in bs if b.records[0].value.startswith(b"r2-")}
     assert len(round2_epochs) == 1 and round2_epochs.pop() > first_epoch, "round 2 was not sent at a bumped epoch"
     for partition, bs in batches.items():
