@@ -62,6 +62,8 @@ class KafkaTimeoutError(KafkaError, TimeoutError):
 class BufferExhaustedError(KafkaTimeoutError):
     """No buffer memory became free within max.block.ms."""
 
+    facts = ""  # what was asked for and what was free, without the advice (the producer may know the reason)
+
 
 class DeliveryTimeoutError(KafkaTimeoutError):
     """A record was not acknowledged within delivery.timeout.ms."""

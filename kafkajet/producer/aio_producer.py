@@ -15,7 +15,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from kafkajet.errors import BufferExhaustedError, IllegalStateError
+from kafkajet.errors import IllegalStateError
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.producer import Producer
 
@@ -187,11 +187,7 @@ class AIOProducer:
             while pool.available_memory() < need:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise p.explain_exhausted(BufferExhaustedError(
-                        f"Failed to allocate {need} bytes within {int(p._max_block_ms)} ms (max.block.ms): "
-                        f"{pool.available_memory()} of {pool.total_memory} bytes free. The producer is sending "
-                        "slower than records arrive: check the broker connection, or raise buffer.memory / "
-                        "max.block.ms"))
+                    raise p.explain_exhausted(pool.exhausted(need, p._max_block_ms, pool.available_memory()))
                 event.clear()
                 if pool.available_memory() >= need:
                     break

@@ -84,11 +84,7 @@ class BufferPool:
                     return bytearray()
                 remaining = deadline - self._clock()
                 if remaining <= 0:
-                    raise BufferExhaustedError(
-                        f"Failed to allocate {size} bytes within {int(max_time_ms)} ms (max.block.ms). "
-                        f"Total memory: {self.total_memory} bytes. Available memory: {self._available()} bytes. "
-                        f"Poolable size: {self.poolable_size} bytes. The producer is sending slower than records "
-                        "arrive: check the broker connection, or raise buffer.memory / max.block.ms")
+                    raise self.exhausted(size, max_time_ms, self._available())
                 if self.on_block is not None:
                     self.on_block()
                 cond.wait(remaining)
@@ -113,6 +109,17 @@ class BufferPool:
         on_release = self.on_release
         if on_release is not None:
             on_release()
+
+    def exhausted(self, size: int, max_time_ms: float, available: int) -> BufferExhaustedError:
+        """The error for `size` bytes not found within max_time_ms, whoever waited (a thread here, or an event
+        loop in AIOProducer)."""
+        facts = (f"Failed to allocate {size} bytes within {int(max_time_ms)} ms (max.block.ms). Total memory: "
+                 f"{self.total_memory} bytes. Available memory: {available} bytes. Poolable size: "
+                 f"{self.poolable_size} bytes")
+        err = BufferExhaustedError(f"{facts}. The producer is sending slower than records arrive: check the "
+                                   "broker connection, or raise buffer.memory / max.block.ms")
+        err.facts = facts
+        return err
 
     def available_memory(self) -> int:
         with self._lock:

@@ -358,7 +358,7 @@ class Producer:
             cause = batch.last_error or self._sender.cause_for(batch)
             if cause is not None:
                 exhausted = BufferExhaustedError(
-                    f"{str(err).split('. The producer is sending')[0]}. The records holding the memory cannot be "
+                    f"{err.facts or err}. The records holding the memory cannot be "
                     f"delivered: {batch.topic}-{batch.partition}: {cause}. Check that the brokers in "
                     "bootstrap.servers are up and reachable with these security settings; a larger buffer.memory "
                     "would not help")
