@@ -111,7 +111,7 @@ class RecordAccumulator:
                     if fut is not None:
                         # Another thread opened a batch while we waited for memory.
                         self.pool.deallocate(buf, size)
-                        return fut, dq[-1].full or len(dq[-1].buf) >= self.batch_size
+                        return fut, self._sendable(dq[-1])
                 batch = self._new_batch(topic, partition, dq, buf, size)
                 fut = batch.try_append(timestamp, key, value, headers, callback)
                 assert fut is not None  # the first record of an empty batch always goes in
@@ -119,6 +119,11 @@ class RecordAccumulator:
         finally:
             with self._lock:
                 self._appends_in_progress -= 1
+
+    def _sendable(self, batch: ProducerBatch) -> bool:
+        """Whether a batch may go without waiting out linger.ms: closed, or at batch.size (Java's meaning of
+        full), though it keeps growing until the sender takes it."""
+        return batch.full or len(batch.buf) >= self.batch_size
 
     def _grow(self, batch: ProducerBatch, end: int) -> bool:
         """Reserve memory for `batch` (the open tail of its deque, under the lock) to reach `end` bytes: in steps
@@ -198,7 +203,7 @@ class RecordAccumulator:
                     dq = self._queues[tp] = deque()
                 if dq and not dq[-1].full:
                     pos = fill(dq[-1], pos)
-                    if dq[-1].full or len(dq[-1].buf) >= self.batch_size:
+                    if self._sendable(dq[-1]):
                         wake = True
                     if pos == n:
                         return wake
@@ -280,8 +285,7 @@ class RecordAccumulator:
                 result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
                 continue
             waited = now - first.created_ms
-            # Ready at batch.size (Java's meaning), though it may grow past it until the sender takes it.
-            full = len(dq) > 1 or first.full or len(first.buf) >= self.batch_size
+            full = len(dq) > 1 or self._sendable(first)
             if full or waited >= self.linger_ms or exhausted or flushing or first.attempts > 0:
                 result.nodes.add(leader)
             else:
