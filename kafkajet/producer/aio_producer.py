@@ -107,9 +107,8 @@ class AIOProducer:
         need = self._batch_size
         if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
-        pool = p._pool
-        # Read without the pool's lock: only the sender thread changes these meanwhile, and only upwards.
-        if pool._non_pooled_available + len(pool._free) * pool.poolable_size < need:
+        # Read without the pool's lock: only the sender thread changes it meanwhile, and only upwards.
+        if p._pool._available() < need:
             await self._wait_for_memory(p, need)
         self._unyielded += 1
         if self._unyielded >= _YIELD_EVERY:
@@ -143,7 +142,7 @@ class AIOProducer:
         # Memory for the records and a batch per partition they may open: what send_batch() will allocate.
         sized = sum(len(v) for v in values if type(v) is bytes) + _RECORD_OVERHEAD * len(values)
         count = p._metadata.cluster.partition_count(topic) or 1
-        need = min(sized + p._accumulator.batch_size * (count + 1), p._pool.total_memory)
+        need = min(sized + self._batch_size * (count + 1), p._pool.total_memory)
         if p._pool.available_memory() < need:
             await self._wait_for_memory(p, need)
         batch = p.send_batch(topic, values, keys, headers, partitions, timestamps_ms)
