@@ -90,7 +90,6 @@ class ProducerMetrics:
         self._queue_time = _Windowed(self.WINDOW_S, now)
         self._record_size = _Windowed(self.WINDOW_S, now)
         self._compression = _Windowed(self.WINDOW_S, now)
-        self._bytes = _Windowed(self.WINDOW_S, now)
         self._throttle = _Windowed(self.WINDOW_S, now)
         # Java's per-topic sensors, named as it names them: topic.<name>.record-send-rate and so on.
         self._topics: dict[str, tuple[_Windowed, _Windowed, _Windowed]] = {}
@@ -124,7 +123,6 @@ class ProducerMetrics:
             window_s = self.WINDOW_S
             for b in batches:
                 self._batch_size.record(b.size, 1, now)
-                self._bytes.record(b.size, 1, now)
                 self._queue_time.record(b.queue_ms, 1, now)
                 self._record_size.record(b.records_bytes, b.records, now, b.max_record)
                 rate = b.size / b.uncompressed if b.uncompressed else 1.0
@@ -167,7 +165,7 @@ class ProducerMetrics:
                 "record-size-avg": self._record_size.avg(now),
                 "record-size-max": self._record_size.max(now),
                 "compression-rate-avg": self._compression.avg(now),
-                "outgoing-byte-rate": self._bytes.rate(now),
+                "outgoing-byte-rate": self._batch_size.rate(now),  # the same samples: bytes per batch sent
                 "produce-throttle-time-avg": self._throttle.avg(now),
                 "produce-throttle-time-max": self._throttle.max(now),
             }
