@@ -14,12 +14,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.stride_tricks import as_strided
 
 from kafkajet.errors import CorruptRecordError
 from kafkajet.records.batch import RecordBatch
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _PAD = bytes(16)  # lets the vectorised varint reader look past the last record without bounds checks
+# The run guess of _record_bodies: how many records one numpy check covers (growing while guesses hold), and
+# how long the walk stays in Python after a run shorter than _SHORT_RUN (varied lengths: guessing costs more
+# than it finds there).
+_RUN_WINDOW, _RUN_WINDOW_MAX, _SHORT_RUN, _PYTHON_STRETCH = 16, 16384, 4, 64
+_SHORT_RUNS_PER_RECORD = 16  # _gather: runs more often than every 16 records make a Python loop per run too slow
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -40,7 +46,7 @@ def to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, start: 
     if n == 0:
         return _empty(include_headers)
     buf = np.frombuffer(data, dtype=np.uint8)
-    body = np.frombuffer(starts, dtype=np.int64)
+    body = starts
     counts = np.fromiter((b.records_count for b in batches), dtype=np.int64, count=len(batches))
     ts_delta, w = _varints(buf, body + 1)  # after the attributes byte
     pos = body + 1 + w
@@ -54,7 +60,7 @@ def to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, start: 
     pos = value_start + np.maximum(value_len, 0)
     header_count, w = _varints(buf, pos)
     header_start = pos + w
-    ends = body + np.frombuffer(lengths, dtype=np.int64)
+    ends = body + lengths
     if np.any((header_count == 0) & (header_start != ends)) or np.any(header_start > ends):
         raise CorruptRecordError(f"{topic}-{partition}: a record's fields do not add up to its length")
 
@@ -88,32 +94,75 @@ def _empty(include_headers: bool) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
-def _record_bodies(data: bytes, batches: Sequence[RecordBatch]) -> tuple[array[int], array[int]]:
-    """Where each record's body starts (after its length prefix) and how long it is, batch by batch."""
+def _record_bodies(data: bytes, batches: Sequence[RecordBatch]) -> tuple[Any, Any]:
+    """Where each record's body starts (after its length prefix) and how long it is, batch by batch.
+
+    A record's start depends on every record before it, so the walk is sequential; but a producer's records
+    mostly come in runs of one length (same-size values, varint widths that change rarely). So after each
+    record decoded in Python, the next RUN_WINDOW records are guessed to repeat its length prefix and the guess
+    is checked for all of them at once with numpy: a record whose prefix bytes match starts where the guess
+    put the next one, so every record up to the first mismatch is exact. Where lengths vary, a short run sends
+    the walk back to Python for PYTHON_STRETCH records before it guesses again.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    start_chunks: list[Any] = []
+    length_chunks: list[Any] = []
     starts: array[int] = array("q")
     lengths: array[int] = array("q")
-    add_start, add_length = starts.append, lengths.append
+    window = _RUN_WINDOW
     pos = 0
     for b in batches:
         region_end = pos + len(b.records_data or b"")
-        for _ in range(b.records_count):
+        left = b.records_count
+        python_left = 0
+        while left:
             byte = data[pos]
             if byte < 0x80:
-                raw, pos = byte, pos + 1
+                raw, body = byte, pos + 1
             elif data[pos + 1] < 0x80:  # records of 64 B to 8 KiB: the common case, inline
-                raw, pos = (byte & 0x7F) | (data[pos + 1] << 7), pos + 2
+                raw, body = (byte & 0x7F) | (data[pos + 1] << 7), pos + 2
             else:
-                raw, pos = _slow_varint(data, pos)
+                raw, body = _slow_varint(data, pos)
             length = (raw >> 1) ^ -(raw & 1)
-            if length < 0 or pos + length > region_end:
-                raise CorruptRecordError(f"a record at byte {pos} of its batch declares length {length}, past the "
-                                         "end of the batch")
-            add_start(pos)
-            add_length(length)
-            pos += length
+            if length < 0 or body + length > region_end:
+                raise CorruptRecordError(f"a record at byte {body} of its batch declares length {length}, past "
+                                         "the end of the batch")
+            step = body - pos + length
+            fits = min(left, window, (region_end - pos) // step)
+            if python_left or fits < 2:
+                starts.append(body)
+                lengths.append(length)
+                pos += step
+                left -= 1
+                python_left = max(python_left - 1, 0)
+                continue
+            guess = pos + step * np.arange(1, fits, dtype=np.int64)
+            same = buf[guess] == byte
+            for j in range(1, body - pos):
+                same &= buf[guess + j] == data[pos + j]
+            run = 1 + (fits - 1 if same.all() else int(np.argmin(same)))
+            if starts:
+                start_chunks.append(np.frombuffer(starts, dtype=np.int64))
+                length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
+                starts, lengths = array("q"), array("q")
+            start_chunks.append(body + step * np.arange(run, dtype=np.int64))
+            length_chunks.append(np.full(run, length, dtype=np.int64))
+            pos += step * run
+            left -= run
+            if run == fits:
+                window = min(window * 4, _RUN_WINDOW_MAX)
+            else:
+                window = _RUN_WINDOW
+                if run < _SHORT_RUN:
+                    python_left = _PYTHON_STRETCH
         if pos != region_end:
             raise CorruptRecordError(f"a batch holds {region_end - pos} bytes after its {b.records_count} records")
-    return starts, lengths
+    if starts:
+        start_chunks.append(np.frombuffer(starts, dtype=np.int64))
+        length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
+    if not start_chunks:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(start_chunks), np.concatenate(length_chunks)
 
 
 def _slow_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -156,18 +205,43 @@ def _binary(buf: Any, starts: Any, lengths: Any) -> pa.Array:
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
-    if total:
-        # Byte k of the column comes from starts[i] + (k - offsets[i]) for the record i it belongs to.
-        gather = np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
-        data = buf[gather]
-    else:
-        data = np.zeros(0, dtype=np.uint8)
+    data = _gather(buf, starts, sizes, offsets) if total else np.zeros(0, dtype=np.uint8)
     null_count = int(nulls.sum())
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
     if total >= 1 << 31:
         raise CorruptRecordError(f"{total} bytes in one column: more than an Arrow binary column holds")
     return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
                                                   pa.py_buffer(data)], null_count=null_count)
+
+
+def _gather(buf: Any, starts: Any, sizes: Any, offsets: Any) -> Any:
+    """buf[starts[i]:starts[i]+sizes[i]] for every i, end to end.
+
+    Runs of records with one size at one stride (what a producer mostly writes) are copied as strided 2-D
+    views, a memcpy per run; where runs are short, a byte mask marks the wanted bytes instead (one pass over
+    buf; an index per byte would cost eight times the bytes).
+    """
+    n = len(starts)
+    step = np.diff(starts)
+    run_starts = np.ones(n, dtype=bool)
+    run_starts[1:] = sizes[1:] != sizes[:-1]
+    run_starts[2:] |= step[1:] != step[:-1]
+    bounds = np.nonzero(run_starts)[0].tolist()
+    if len(bounds) > n // _SHORT_RUNS_PER_RECORD + 1:
+        marks = np.zeros(len(buf) + 1, dtype=np.int8)
+        wanted = sizes > 0
+        marks[starts[wanted]] = 1
+        marks[(starts + sizes)[wanted]] = -1
+        return buf[np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)]
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    bounds.append(n)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+        size = int(sizes[a])
+        if size:
+            rows = as_strided(buf[int(starts[a]):], shape=(b - a, size), strides=(int(step[a]) if b - a > 1 else 0, 1))
+            at = int(offsets[a])
+            out[at:at + (b - a) * size].reshape(b - a, size)[...] = rows
+    return out
 
 
 def _constant_string(text: str, n: int) -> pa.Array:

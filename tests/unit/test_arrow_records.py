@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,6 +11,8 @@ from kafkajet.errors import CorruptRecordError
 from kafkajet.records import decode_batches
 from kafkajet.records.batch import encode_batch
 from kafkajet.spark.arrow_records import to_arrow
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def rows_by_records(data: bytes, start: int, end: int) -> list[tuple]:
@@ -27,7 +30,8 @@ def rows_by_arrow(data: bytes, start: int, end: int, topic: str = "t", partition
     cols = rb.to_pydict()
     assert set(cols["topic"]) <= {topic} and set(cols["partition"]) <= {partition}
     assert rb.schema.field("timestamp").type.tz == "UTC"
-    return [(k, v, o, int(ts.timestamp() * 1000) if ts is not None else None, tt,
+    # Milliseconds by integer division: float seconds * 1000 truncates 1.001 s to 1000 ms.
+    return [(k, v, o, (ts - EPOCH) // timedelta(milliseconds=1) if ts is not None else None, tt,
              [(h["key"], h["value"]) for h in hs])
             for k, v, o, ts, tt, hs in zip(cols["key"], cols["value"], cols["offset"], cols["timestamp"],
                                             cols["timestampType"], cols["headers"], strict=True)]
@@ -80,3 +84,32 @@ def test_a_record_whose_fields_overrun_its_length_is_corrupt() -> None:
     data[61] -= 2
     with pytest.raises(CorruptRecordError):
         to_arrow(decode_batches(bytes(data), decode=False, verify_crc=False), "t", 0, 0, 10, include_headers=False)
+
+
+def runs_sample() -> bytes:
+    """What producers mostly write: long runs of one record length (the run guess's and the strided copy's
+    path), broken by offset deltas growing a byte at 64 and 8192, a null value, a stretch of varied sizes, and
+    same-size keys at changing strides, and two lengths whose length prefixes differ in their second byte only."""
+    records: list[tuple] = [(1_000, None, b"v%05d" % i + b"x" * 94, None) for i in range(9000)]
+    records[100] = (1_000, None, None, None)
+    records[200:300] = [(1_000 + i, b"k" * (i % 7), b"y" * (i % 13), None) for i in range(100)]
+    records[5000:5003] = [(1_000, b"key", b"z" * 100, [("h", b"1")])] * 3
+    first = encode_batch(records, base_offset=0)  # type: ignore[arg-type]
+    # Lengths 64 apart share the first byte of their two-byte length prefix: only the second tells them apart.
+    second = encode_batch([(2_000, b"kk", b"w" * 300, None)] * 40 + [(2_000, b"kk", b"u" * 364, None)] * 40,
+                          base_offset=9000)  # type: ignore[arg-type]
+    return first + second
+
+
+def test_runs_of_one_length_decode_as_the_record_decoder_reads_them() -> None:
+    data = runs_sample()
+    assert rows_by_arrow(data, 0, 10**9) == rows_by_records(data, 0, 10**9)
+    assert len(rows_by_arrow(data, 0, 10**9)) == 9080
+
+
+def test_a_batch_with_bytes_after_its_runs_is_corrupt() -> None:
+    data = bytearray(encode_batch([(1, None, b"v" * 50, None)] * 100))  # type: ignore[list-item]
+    # The batch claims 99 records: its records region then ends 52 bytes after the last record walked.
+    data[57:61] = (99).to_bytes(4, "big")
+    with pytest.raises(CorruptRecordError, match="bytes after its 99 records"):
+        to_arrow(decode_batches(bytes(data), decode=False, verify_crc=False), "t", 0, 0, 10**9, include_headers=False)
