@@ -334,7 +334,11 @@ class Sender:
         }
         self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
                          context=("produce", batches))
-        self.metrics.request_sent([b.stats(now) for b in batches], sum(b.count for b in batches))
+        # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
+        # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained
+        # (record-queue-time-avg came out at -34 ms under a send() loop).
+        sent_at = self._clock()
+        self.metrics.request_sent([b.stats(sent_at) for b in batches], sum(b.count for b in batches))
 
     # --- responses --------------------------------------------------------------------------------
 

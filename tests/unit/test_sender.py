@@ -1386,3 +1386,15 @@ def test_metadata_due_in_under_a_millisecond_is_not_sent_early() -> None:
     assert rig.client.polls[-1] == 0.5
     rig.run(0.5)
     assert len(rig.client.pending(ApiKey.METADATA)) == 1
+
+
+def test_queue_time_ends_when_the_request_leaves_not_when_the_pass_began() -> None:
+    rig = make_rig(batch_size=256)
+    rig.connect()
+    began = rig.clock.now
+    rig.clock.advance(40)  # the pass read its time, then the caller filled a batch before it drained
+    rig.append(b"x" * 300)
+    rig.sender.run_once(began)
+    assert len(rig.produces()) == 1
+    s = rig.sender.metrics.snapshot()
+    assert s["record-queue-time-max"] == 0 and s["record-queue-time-avg"] == 0  # not -40
