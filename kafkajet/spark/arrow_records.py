@@ -23,8 +23,9 @@ HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value
 _PAD = bytes(16)  # lets the vectorised varint reader look past the last record without bounds checks
 # The run guess of _record_bodies: how many records one numpy check covers (growing while guesses hold), and
 # how long the walk stays in Python after a run shorter than _SHORT_RUN (varied lengths: guessing costs more
-# than it finds there).
-_RUN_WINDOW, _RUN_WINDOW_MAX, _SHORT_RUN, _PYTHON_STRETCH = 16, 16384, 4, 64
+# than it finds there), growing while guesses keep failing.
+_RUN_WINDOW, _RUN_WINDOW_MAX, _SHORT_RUN = 16, 16384, 4
+_PYTHON_STRETCH, _PYTHON_STRETCH_MAX = 64, 4096
 _SHORT_RUNS_PER_RECORD = 16  # _gather: runs more often than every 16 records make a Python loop per run too slow
 
 
@@ -98,63 +99,60 @@ def _record_bodies(data: bytes, batches: Sequence[RecordBatch]) -> tuple[Any, An
     """Where each record's body starts (after its length prefix) and how long it is, batch by batch.
 
     A record's start depends on every record before it, so the walk is sequential; but a producer's records
-    mostly come in runs of one length (same-size values, varint widths that change rarely). So after each
-    record decoded in Python, the next RUN_WINDOW records are guessed to repeat its length prefix and the guess
-    is checked for all of them at once with numpy: a record whose prefix bytes match starts where the guess
-    put the next one, so every record up to the first mismatch is exact. Where lengths vary, a short run sends
-    the walk back to Python for PYTHON_STRETCH records before it guesses again.
+    often come in runs of one length (same-size values, varint widths that change rarely). So the length
+    prefix of one record, decoded in Python, is guessed to repeat for the next records, and the guess is
+    checked for all of them at once with numpy: a record whose prefix bytes match starts where the guess put
+    the next one, so every record up to the first mismatch is exact. Where lengths vary, a failed guess sends
+    the walk back to plain Python for a stretch that doubles while guesses keep failing.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     start_chunks: list[Any] = []
     length_chunks: list[Any] = []
     starts: array[int] = array("q")
     lengths: array[int] = array("q")
-    window = _RUN_WINDOW
+    window, stretch = _RUN_WINDOW, _PYTHON_STRETCH
     pos = 0
     for b in batches:
         region_end = pos + len(b.records_data or b"")
         left = b.records_count
-        python_left = 0
         while left:
-            byte = data[pos]
-            if byte < 0x80:
-                raw, body = byte, pos + 1
-            elif data[pos + 1] < 0x80:  # records of 64 B to 8 KiB: the common case, inline
-                raw, body = (byte & 0x7F) | (data[pos + 1] << 7), pos + 2
-            else:
-                raw, body = _slow_varint(data, pos)
+            raw, body = _slow_varint(data, pos)
             length = (raw >> 1) ^ -(raw & 1)
             if length < 0 or body + length > region_end:
                 raise CorruptRecordError(f"a record at byte {body} of its batch declares length {length}, past "
                                          "the end of the batch")
             step = body - pos + length
             fits = min(left, window, (region_end - pos) // step)
-            if python_left or fits < 2:
-                starts.append(body)
-                lengths.append(length)
-                pos += step
-                left -= 1
-                python_left = max(python_left - 1, 0)
-                continue
-            guess = pos + step * np.arange(1, fits, dtype=np.int64)
-            same = buf[guess] == byte
-            for j in range(1, body - pos):
-                same &= buf[guess + j] == data[pos + j]
-            run = 1 + (fits - 1 if same.all() else int(np.argmin(same)))
-            if starts:
-                start_chunks.append(np.frombuffer(starts, dtype=np.int64))
-                length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
-                starts, lengths = array("q"), array("q")
-            start_chunks.append(body + step * np.arange(run, dtype=np.int64))
-            length_chunks.append(np.full(run, length, dtype=np.int64))
+            run = 1
+            if fits > 1:
+                guess = pos + step * np.arange(1, fits, dtype=np.int64)
+                same = buf[guess] == data[pos]
+                for j in range(1, body - pos):
+                    same &= buf[guess + j] == data[pos + j]
+                run += fits - 1 if same.all() else int(np.argmin(same))
+            if run >= _SHORT_RUN:
+                if starts:
+                    start_chunks.append(np.frombuffer(starts, dtype=np.int64))
+                    length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
+                    starts, lengths = array("q"), array("q")
+                start_chunks.append(body + step * np.arange(run, dtype=np.int64))
+                length_chunks.append(np.full(run, length, dtype=np.int64))
+            else:
+                for k in range(run):
+                    starts.append(body + k * step)
+                    lengths.append(length)
             pos += step * run
             left -= run
             if run == fits:
                 window = min(window * 4, _RUN_WINDOW_MAX)
+                stretch = _PYTHON_STRETCH
             else:
                 window = _RUN_WINDOW
-                if run < _SHORT_RUN:
-                    python_left = _PYTHON_STRETCH
+                if run < _SHORT_RUN and left:
+                    walk = min(left, stretch)
+                    pos = _walk(data, pos, region_end, walk, starts, lengths)
+                    left -= walk
+                    stretch = min(stretch * 2, _PYTHON_STRETCH_MAX)
         if pos != region_end:
             raise CorruptRecordError(f"a batch holds {region_end - pos} bytes after its {b.records_count} records")
     if starts:
@@ -163,6 +161,27 @@ def _record_bodies(data: bytes, batches: Sequence[RecordBatch]) -> tuple[Any, An
     if not start_chunks:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(start_chunks), np.concatenate(length_chunks)
+
+
+def _walk(data: bytes, pos: int, region_end: int, count: int, starts: array[int], lengths: array[int]) -> int:
+    """The next `count` records from pos, one length prefix at a time; the position after them."""
+    add_start, add_length = starts.append, lengths.append
+    for _ in range(count):
+        byte = data[pos]
+        if byte < 0x80:
+            raw, pos = byte, pos + 1
+        elif data[pos + 1] < 0x80:  # records of 64 B to 8 KiB: the common case, inline
+            raw, pos = (byte & 0x7F) | (data[pos + 1] << 7), pos + 2
+        else:
+            raw, pos = _slow_varint(data, pos)
+        length = (raw >> 1) ^ -(raw & 1)
+        if length < 0 or pos + length > region_end:
+            raise CorruptRecordError(f"a record at byte {pos} of its batch declares length {length}, past the "
+                                     "end of the batch")
+        add_start(pos)
+        add_length(length)
+        pos += length
+    return pos
 
 
 def _slow_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -219,7 +238,7 @@ def _gather(buf: Any, starts: Any, sizes: Any, offsets: Any) -> Any:
 
     Runs of records with one size at one stride (what a producer mostly writes) are copied as strided 2-D
     views, a memcpy per run; where runs are short, a byte mask marks the wanted bytes instead (one pass over
-    buf; an index per byte would cost eight times the bytes).
+    buf), or, when they are few, an index per wanted byte picks them.
     """
     n = len(starts)
     step = np.diff(starts)
@@ -228,6 +247,9 @@ def _gather(buf: Any, starts: Any, sizes: Any, offsets: Any) -> Any:
     run_starts[2:] |= step[1:] != step[:-1]
     bounds = np.nonzero(run_starts)[0].tolist()
     if len(bounds) > n // _SHORT_RUNS_PER_RECORD + 1:
+        total = int(offsets[-1])
+        if total * 8 < len(buf):  # few of buf's bytes (keys, say): an index per wanted byte beats a pass over buf
+            return buf[np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)]
         marks = np.zeros(len(buf) + 1, dtype=np.int8)
         wanted = sizes > 0
         marks[starts[wanted]] = 1
