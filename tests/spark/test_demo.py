@@ -21,6 +21,7 @@ def test_the_demo_pipeline_verifies_its_per_user_totals() -> None:
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
     assert any(line.startswith("load:   20,000 events") for line in lines)
+    assert any(line.startswith("read:   20,000 events (") for line in lines)  # every event back, once
     assert sum(line.startswith("stream: micro-batch") for line in lines) >= 4  # progress while it runs
     assert lines[-1].startswith("verdict: OK - 10,000 users"), lines[-3:]
 
