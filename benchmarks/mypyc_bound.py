@@ -1,0 +1,110 @@
+"""What compiling the send() path as it is (mypyc, no rewrite) would buy: a decision input for issue 16.
+
+    .venv/bin/python benchmarks/mypyc_bound.py [--records 300000] [--reps 3]
+
+Copies the package to a temporary directory, compiles the modules a send() runs through that mypyc accepts
+unchanged (records/record.py, producer/batch.py, accumulator.py, partitioner.py, clock.py; producer.py needs
+weak references and futures.py subclasses concurrent.futures.Future, which mypyc's native classes refuse),
+and runs the same send() loop, plain and with a delivery callback, against the interpreted and the compiled
+copy, each run in its own process, interleaved. Needs mypyc (installed with mypy) and a C compiler: this is a
+measurement for a decision, not a way to ship.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import create_topic
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPILED = ["kafkajet/records/record.py", "kafkajet/producer/batch.py", "kafkajet/producer/accumulator.py",
+            "kafkajet/producer/partitioner.py", "kafkajet/clock.py"]
+
+
+def worker(bootstrap: str, topic: str, n: int, callback: bool) -> None:
+    import kafkajet
+    from kafkajet import Producer
+
+    value = b"x" * 100
+    delivered = 0
+
+    def cb(md: object, exc: object) -> None:
+        nonlocal delivered
+        delivered += 1
+
+    with Producer(bootstrap_servers=bootstrap) as p:
+        p.send(topic, b"warm-up").result(30)
+        send = p.send
+        start, caller = time.perf_counter(), time.thread_time()
+        if callback:
+            for _ in range(n):
+                send(topic, value, callback=cb)
+        else:
+            for _ in range(n):
+                send(topic, value)
+        p.flush()
+        wall, caller = time.perf_counter() - start, time.thread_time() - caller
+        acked = int(p.metrics()["record-send-total"]) - 1
+    print(json.dumps({"file": kafkajet.__file__, "rps": n / wall, "caller_us": caller / n * 1e6, "acked": acked}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--worker", nargs=3)
+    args = ap.parse_args()
+    if args.worker:
+        bootstrap, topic, mode = args.worker
+        worker(bootstrap, topic, args.records, mode == "callback")
+        return
+    mypyc = shutil.which("mypyc", path=str(Path(sys.executable).parent)) or shutil.which("mypyc")
+    if mypyc is None or shutil.which("cc") is None:
+        sys.exit("mypyc_bound needs mypyc (pip install mypy) and a C compiler (cc)")
+    from kafkajet.testing import EmbeddedBroker
+
+    with tempfile.TemporaryDirectory(prefix="kafkajet-mypyc-") as tmp:
+        shutil.copytree(ROOT / "kafkajet", Path(tmp) / "kafkajet")
+        print(f"  compiling {len(COMPILED)} modules with mypyc ...", file=sys.stderr, flush=True)
+        subprocess.run([mypyc, *COMPILED], cwd=tmp, check=True, capture_output=True)
+        copies = {"interpreted": str(ROOT), "mypyc": tmp}
+        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        with EmbeddedBroker() as broker:
+            for rep in range(args.reps):
+                for mode in ("plain", "callback"):
+                    for name, path in copies.items():
+                        topic = f"mypyc-{rep}-{mode}-{name}"
+                        create_topic(broker.bootstrap_servers, topic)
+                        out = subprocess.run(
+                            [sys.executable, __file__, "--records", str(args.records), "--worker",
+                             broker.bootstrap_servers, topic, mode],
+                            capture_output=True, text=True, cwd=tmp, timeout=600,
+                            env={**os.environ, "PYTHONPATH": path})
+                        if out.returncode != 0:
+                            sys.exit(f"{name} {mode} failed:\n{out.stderr[-2000:]}")
+                        r = json.loads(out.stdout.strip().splitlines()[-1])
+                        if not r["file"].startswith(path) or r["acked"] != args.records:
+                            sys.exit(f"{name} {mode}: wrong package or lost records: {r}")
+                        results.setdefault((mode, name), []).append(r)
+                        print(f"  rep {rep + 1}/{args.reps} {mode:8s} {name:11s} {r['rps']:>9,.0f} records/s, "
+                              f"caller {r['caller_us']:.2f} us per send()", file=sys.stderr, flush=True)
+    print("| send() loop | interpreted records/s | mypyc records/s | ratio | caller us, interpreted -> mypyc |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for mode in ("plain", "callback"):
+        med = {name: statistics.median(r["rps"] for r in results[(mode, name)]) for name in copies}
+        cost = {name: statistics.median(r["caller_us"] for r in results[(mode, name)]) for name in copies}
+        print(f"| {mode} | {med['interpreted']:,.0f} | {med['mypyc']:,.0f} | {med['mypyc'] / med['interpreted']:.2f}x "
+              f"| {cost['interpreted']:.2f} -> {cost['mypyc']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
