@@ -44,10 +44,12 @@ def report(acked: int, wall: float, **extra: Any) -> None:
                       "rss_mb": ru.ru_maxrss / 1024, **extra}), flush=True)
 
 
-def spawn(argv: list[str], label: str, timeout_s: float = 900) -> dict[str, Any] | None:
+def spawn(argv: list[str], label: str, timeout_s: float = 900, *, cwd: str | None = None,
+          env: dict[str, str] | None = None) -> dict[str, Any] | None:
     """Run `python argv...` and return its result line, or None (with its stderr shown) if it crashed."""
     try:
-        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout_s, cwd=cwd,
+                             env=env)
     except subprocess.TimeoutExpired:
         print(f"  {label} did not finish within {timeout_s} s", file=sys.stderr)
         return None

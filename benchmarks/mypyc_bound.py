@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import create_topic
+from _common import create_topic, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = ["kafkajet/records/record.py", "kafkajet/producer/batch.py", "kafkajet/producer/accumulator.py",
@@ -84,15 +84,10 @@ def main() -> None:
                     for name, path in copies.items():
                         topic = f"mypyc-{rep}-{mode}-{name}"
                         create_topic(broker.bootstrap_servers, topic)
-                        out = subprocess.run(
-                            [sys.executable, __file__, "--records", str(args.records), "--worker",
-                             broker.bootstrap_servers, topic, mode],
-                            capture_output=True, text=True, cwd=tmp, timeout=600,
-                            env={**os.environ, "PYTHONPATH": path})
-                        if out.returncode != 0:
-                            sys.exit(f"{name} {mode} failed:\n{out.stderr[-2000:]}")
-                        r = json.loads(out.stdout.strip().splitlines()[-1])
-                        if not r["file"].startswith(path) or r["acked"] != args.records:
+                        r = spawn([__file__, "--records", str(args.records), "--worker", broker.bootstrap_servers,
+                                   topic, mode], f"{name} {mode}", 600, cwd=tmp,
+                                  env={**os.environ, "PYTHONPATH": path})
+                        if r is None or not r["file"].startswith(path) or r["acked"] != args.records:
                             sys.exit(f"{name} {mode}: wrong package or lost records: {r}")
                         results.setdefault((mode, name), []).append(r)
                         print(f"  rep {rep + 1}/{args.reps} {mode:8s} {name:11s} {r['rps']:>9,.0f} records/s, "
