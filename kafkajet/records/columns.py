@@ -44,18 +44,10 @@ _UNIFORM_MIN = 16  # shorter runs are cheaper to assemble than a table is to sta
 # Tables are kept for the runs that recur: small timestamp deltas at small offset deltas, i.e. batches of a
 # fixed size filled call after call. A batch that grew past that (batch.max.size) or waited long reaches offsets
 # and deltas seldom seen again; a table for it would be built from offset 0 for one use, and many such churned
-# the memo (a tenth of send_batch()'s time went to building tables), so those runs are split instead.
+# the memo (a fifth of send_batch()'s caller time went to building tables), so those runs take _append_span's
+# general layout, which builds nothing per shape.
 _MEMO_DELTAS = 64
 _MEMO_OFFSETS = 1024
-
-
-def _memoised(delta: int, offset: int, count: int) -> bool:
-    return delta < _MEMO_DELTAS and offset + count <= _MEMO_OFFSETS
-
-
-def _prefix_run(size: int, delta: int, klen: int, vlen: int, headers: bool, offset: int, count: int) -> list[bytes]:
-    """Prefix bytes of `count` records of this shape at offset deltas offset..offset+count-1 (memoised runs)."""
-    return _prefixes(size, delta, klen, vlen, headers, offset + count)[offset:offset + count]
 
 
 def _prefixes(size: int, delta: int, klen: int, vlen: int, headers: bool, upto: int) -> list[bytes]:
@@ -85,33 +77,13 @@ def _prefixes(size: int, delta: int, klen: int, vlen: int, headers: bool, upto: 
 def _append_uniform(buf: bytearray, offset: int, count: int, size: int, delta: int, keys: Sequence[bytes] | None,
                     values: Sequence[bytes], kl: Sequence[int] | None, vlen: int, headers: Sequence[bytes] | None,
                     start: int) -> int:
-    """_append_span() for `count` records of one `size` (a room check already done)."""
+    """_append_span() for `count` records of one `size` whose prefixes are kept in tables (a room check
+    already done)."""
     stop = start + count
     klen = -1 if kl is None else kl[0]
-    if not _memoised(delta, offset, count):
-        # Split: the head (length, attributes, timestamp delta) and the tail (key or value length) are the same
-        # for every record here, only the offset delta differs; each is a part of its own, none built per record.
-        head = (_ZERO_VARINT if headers is None else VARINT)[size] + _ATTR_TS[delta]
-        width = (4 if keys is None else 6) + (0 if headers is None else 1)
-        parts: list[bytes] = [b""] * (width * count)
-        parts[0::width] = [head] * count
-        if headers is None:
-            parts[0] = head[1:]  # the record before the first closed itself: no header count to lead with
-        if keys is None:
-            parts[1::width] = _OFF_NULL_KEY[offset:offset + count]
-            parts[2::width] = [VARINT[vlen]] * count
-            parts[3::width] = values[start:stop]
-        else:
-            parts[1::width] = VARINT[offset:offset + count]
-            parts[2::width] = [VARINT[klen]] * count
-            parts[3::width] = keys[start:stop]
-            parts[4::width] = [VARINT[vlen]] * count
-            parts[5::width] = values[start:stop]
-        _write(buf, parts, width, headers, start, stop)
-        return count
     width = (2 if keys is None else 4) + (0 if headers is None else 1)
-    parts = [b""] * (width * count)
-    parts[0::width] = _prefix_run(size, delta, klen, vlen, headers is not None, offset, count)
+    parts: list[bytes] = [b""] * (width * count)
+    parts[0::width] = _prefixes(size, delta, klen, vlen, headers is not None, offset + count)[offset:offset + count]
     if headers is None:
         parts[0] = parts[0][1:]  # the record before the first closed itself: no header count to lead with
     if keys is None:
@@ -190,7 +162,7 @@ def _append_span(buf: bytearray, limit: int, offset: int, delta: int, keys: Sequ
             if offset:
                 return 0
             count = 1  # a record into an empty batch always goes in
-        if count >= _UNIFORM_MIN:
+        if count >= _UNIFORM_MIN and delta < _MEMO_DELTAS and offset + count <= _MEMO_OFFSETS:
             return _append_uniform(buf, offset, count, size, delta, keys, values, kl, vl[0], headers, start)
         heads = [zero_heads[size]] * count
         heads[0] = VARINT[size]  # the record before the first closed itself
