@@ -42,12 +42,11 @@ def to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, start: 
              include_headers: bool) -> pa.RecordBatch:
     """The records of `batches` (decoded with decode=False) with start <= offset < end, as Spark's columns."""
     data = b"".join([*(bytes(b.records_data or b"") for b in batches), _PAD])
-    starts, lengths = _record_bodies(data, batches)
-    n = len(starts)
+    body, lengths = _record_bodies(data, batches)
+    n = len(body)
     if n == 0:
         return _empty(include_headers)
     buf = np.frombuffer(data, dtype=np.uint8)
-    body = starts
     counts = np.fromiter((b.records_count for b in batches), dtype=np.int64, count=len(batches))
     ts_delta, w = _varints(buf, body + 1)  # after the attributes byte
     pos = body + 1 + w
