@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from _common import create_topic, spawn
@@ -31,30 +30,14 @@ COMPILED = ["kafkajet/records/record.py", "kafkajet/producer/batch.py", "kafkaje
 
 
 def worker(bootstrap: str, topic: str, n: int, callback: bool) -> None:
+    """send_cost.py's kafkajet loop, against whichever copy of the package PYTHONPATH put first."""
+    from send_cost import run
+
     import kafkajet
-    from kafkajet import Producer
 
-    value = b"x" * 100
-    delivered = 0
-
-    def cb(md: object, exc: object) -> None:
-        nonlocal delivered
-        delivered += 1
-
-    with Producer(bootstrap_servers=bootstrap) as p:
-        p.send(topic, b"warm-up").result(30)
-        send = p.send
-        start, caller = time.perf_counter(), time.thread_time()
-        if callback:
-            for _ in range(n):
-                send(topic, value, callback=cb)
-        else:
-            for _ in range(n):
-                send(topic, value)
-        p.flush()
-        wall, caller = time.perf_counter() - start, time.thread_time() - caller
-        acked = int(p.metrics()["record-send-total"]) - 1
-    print(json.dumps({"file": kafkajet.__file__, "rps": n / wall, "caller_us": caller / n * 1e6, "acked": acked}))
+    r = run("kafkajet callback" if callback else "kafkajet", bootstrap, topic, n)
+    print(json.dumps({"file": kafkajet.__file__, "rps": n / r["wall"], "caller_us": r["main"] / n * 1e6,
+                      "acked": r["ok"]}))
 
 
 def main() -> None:
