@@ -1089,9 +1089,8 @@ def test_a_fenced_transactional_producer_fails_the_batch_and_the_producer() -> N
     assert txn.state is State.FATAL_ERROR and isinstance(rig.sender.fatal_error, ProducerFencedError)
 
 
-def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> None:
-    # Java's maybeSendAndPollTransactionalRequest: a pass that sent or awaits a coordinator request sends no
-    # produce data, even for partitions already in the transaction.
+def txn_rig_producing() -> tuple[Rig, TransactionManager]:
+    """A transaction with partition 0 added (AddPartitionsToTxn answered) and a first record's Produce sent."""
     rig, txn = txn_rig()
     txn.begin()
     txn.maybe_add_partition((TOPIC, 0))
@@ -1100,6 +1099,13 @@ def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> N
     rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
     rig.run()
     rig.run()
+    return rig, txn
+
+
+def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> None:
+    # Java's maybeSendAndPollTransactionalRequest: a pass that sent or awaits a coordinator request sends no
+    # produce data, even for partitions already in the transaction.
+    rig, txn = txn_rig_producing()
     assert len(rig.produces()) == 1
     txn.maybe_add_partition((TOPIC, 1))
     rig.append(b"b", 0)
@@ -1116,14 +1122,7 @@ def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> N
 
 
 def test_a_coordinator_that_cannot_be_reached_does_not_hold_back_produce() -> None:
-    rig, txn = txn_rig()
-    txn.begin()
-    txn.maybe_add_partition((TOPIC, 0))
-    rig.append(b"a", 0)
-    rig.run()
-    rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(0))
-    rig.run()
-    rig.run()
+    rig, txn = txn_rig_producing()
     rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
     rig.run()
     txn.maybe_add_partition((TOPIC, 1))
