@@ -6,6 +6,7 @@ belong to one client and one workload only. The child prints one JSON line last;
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import statistics
@@ -58,6 +59,16 @@ def spawn(argv: list[str], label: str, timeout_s: float = 900, *, cwd: str | Non
         return None
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def paired_loop_args(doc: str) -> argparse.Namespace:
+    """The options of the scripts that time one send() loop in two forms, interleaved, each run in a child:
+    records per run, repetitions, and (given only to the child) the worker's three arguments."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--worker", nargs=3)
+    return ap.parse_args()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 6) -> None:

@@ -12,7 +12,6 @@ measurement for a decision, not a way to ship.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import create_topic, spawn
+from _common import create_topic, paired_loop_args, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = ["kafkajet/records/record.py", "kafkajet/producer/batch.py", "kafkajet/producer/accumulator.py",
@@ -41,11 +40,7 @@ def worker(bootstrap: str, topic: str, n: int, callback: bool) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--worker", nargs=3)
-    args = ap.parse_args()
+    args = paired_loop_args(__doc__)
     if args.worker:
         bootstrap, topic, mode = args.worker
         worker(bootstrap, topic, args.records, mode == "callback")

@@ -13,13 +13,12 @@ timestamp) over the same records, in 1 MiB batches.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 
-from _common import create_topic, spawn
+from _common import create_topic, paired_loop_args, spawn
 
 
 def run(mode: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
@@ -79,11 +78,7 @@ def drain_encoding_us(n: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--worker", nargs=3)
-    args = ap.parse_args()
+    args = paired_loop_args(__doc__)
     if args.worker:
         mode, bootstrap, topic = args.worker
         print(json.dumps(run(mode, bootstrap, topic, args.records)), flush=True)
