@@ -15,7 +15,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from kafkajet.errors import IllegalStateError
+from kafkajet.errors import IllegalStateError, ProducerClosedError
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.producer import Producer
 
@@ -87,6 +87,13 @@ class AIOProducer:
             raise IllegalStateError("AIOProducer not started: use `async with AIOProducer(...)` or await start()")
         return self._producer
 
+    def _open_producer(self, api: str) -> Producer:
+        """The producer for a call that queues records: refused at once once stop() was called (the thread
+        producer is closed, so a topic's metadata would otherwise be waited for until max.block.ms)."""
+        if self._stopped:
+            raise ProducerClosedError(f"{api}() called after stop(); create a new AIOProducer")
+        return self.producer
+
     # --- sending -----------------------------------------------------------------------------------------
 
     async def send(
@@ -100,8 +107,8 @@ class AIOProducer:
     ) -> asyncio.Future[RecordMetadata]:
         """Queue one record; returns an asyncio future that resolves to its RecordMetadata or raises its error."""
         p = self._producer
-        if p is None:
-            p = self.producer  # raises: not started
+        if p is None or self._stopped:
+            p = self._open_producer("send")  # raises: not started, or stopped
         if p._metadata.cluster.partition_counts.get(topic) is None:
             await self._wait_for_topic(p, topic)
         need = self._batch_size
@@ -136,7 +143,7 @@ class AIOProducer:
         """Producer.send_batch() from the loop: queue many records to one topic; returns an asyncio future of
         every RecordMetadata in input order (or the first failure; the BatchFuture is its `batch` attribute
         for errors())."""
-        p = self.producer
+        p = self._open_producer("send_batch")
         if p._metadata.cluster.partition_counts.get(topic) is None:
             await self._wait_for_topic(p, topic)
         # Memory for the records and a batch per partition they may open: what send_batch() will allocate.

@@ -566,6 +566,9 @@ class Producer:
         if self._thread.is_alive():
             self._sender.force_close()
             self._thread.join(5.0)
+        # Java's Metadata.close(): a send() or partitions_for() still waiting for a topic would otherwise wait
+        # out max.block.ms for an answer no thread will fetch.
+        self._metadata.fatal(ProducerClosedError("the producer was closed while waiting for the topic's metadata"))
         if first:
             self._pool.close()
             for icp in self._interceptors:
@@ -605,6 +608,9 @@ class Producer:
         wait_ms = self._max_block_ms if timeout is None else timeout * 1000.0
         cluster = self._metadata.cluster
         if not cluster.partition_count(topic):
+            if self._close_called:  # no sender thread is left to fetch it: waiting could only time out
+                raise ProducerClosedError(f"partitions_for({topic!r}) called after close(); the producer no longer "
+                                          "fetches metadata: create a new Producer (or an Admin) to look it up")
             cluster = self._metadata.wait_for_topic(topic, wait_ms, self._wakeup)
         return list(cluster.partitions_for(topic))
 

@@ -10,7 +10,7 @@ import pytest
 from kafkajet import RecordMetadata
 from kafkajet.admin import Admin
 from kafkajet.aio import AIOProducer
-from kafkajet.errors import IllegalStateError
+from kafkajet.errors import IllegalStateError, ProducerClosedError
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
 
@@ -49,5 +49,27 @@ def test_a_stopped_producer_refuses_to_start_again(broker: EmbeddedBroker) -> No
         await p.stop()
         with pytest.raises(IllegalStateError, match="stopped"):
             await p.start()
+
+    asyncio.run(main())
+
+
+def test_send_after_stop_is_refused_at_once_naming_stop(broker: EmbeddedBroker, topic_name: str) -> None:
+    # Not the 60 s metadata wait of a closed producer, and not "close()", which the asyncio user never called.
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([topic_name], num_partitions=1)
+
+    async def main() -> None:
+        p = AIOProducer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=3000)
+        await p.start()
+        await p.send_and_wait(topic_name, b"before")
+        await p.stop()
+        loop = asyncio.get_running_loop()
+        for topic in (topic_name, topic_name + "-never-seen"):
+            start = loop.time()
+            with pytest.raises(ProducerClosedError, match=r"send\(\) called after stop\(\)"):
+                await p.send(topic, b"after")
+            with pytest.raises(ProducerClosedError, match=r"send_batch\(\) called after stop\(\)"):
+                await p.send_batch(topic, [b"after"])
+            assert loop.time() - start < 1
 
     asyncio.run(main())

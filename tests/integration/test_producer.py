@@ -24,6 +24,7 @@ from kafkajet.admin import Admin
 from kafkajet.errors import IllegalStateError, KafkaConnectionError
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
+from tests.helpers.waiting import wait_for
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 6) -> None:
@@ -99,6 +100,40 @@ def test_close_zero_fails_pending_futures_at_once(broker: EmbeddedBroker, topic_
             f.result(timeout=1)
     with pytest.raises(ProducerClosedError):
         p.send(topic_name, b"after close")
+
+
+def test_partitions_for_a_new_topic_after_close_is_refused_at_once(broker: EmbeddedBroker, topic_name: str) -> None:
+    # The closed producer has no sender thread to fetch metadata: the call must not wait out max.block.ms.
+    # A topic it knew still answers from what it had, as Java's partitionsFor does.
+    create_topic(broker.bootstrap_servers, topic_name, 2)
+    p = Producer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=3000)
+    assert len(p.partitions_for(topic_name)) == 2
+    p.close()
+    assert len(p.partitions_for(topic_name)) == 2
+    start = time.monotonic()
+    with pytest.raises(ProducerClosedError, match=r"partitions_for\('never-seen'\) called after close\(\)"):
+        p.partitions_for("never-seen")
+    assert time.monotonic() - start < 1
+
+
+def test_close_wakes_a_caller_waiting_for_metadata(broker: EmbeddedBroker, topic_name: str) -> None:
+    # Java's Metadata.close(): a send() waiting for a topic that never appears ends when the producer closes.
+    p = Producer(bootstrap_servers=broker.bootstrap_servers, allow_auto_create_topics=False, max_block_ms=60_000)
+    outcome: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            p.send(topic_name, b"x")
+        except BaseException as e:  # the outcome is what the test checks
+            outcome.append(e)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    wait_for(lambda: topic_name in p._metadata.topics(), 10, "send() to start waiting for the topic")
+    p.close()
+    sender.join(10)
+    assert not sender.is_alive(), "send() still waiting for metadata after close()"
+    assert len(outcome) == 1 and isinstance(outcome[0], ProducerClosedError), outcome
 
 
 def test_unknown_topic_without_auto_creation_times_out_naming_it(broker: EmbeddedBroker, topic_name: str) -> None:
