@@ -16,12 +16,15 @@ from kafkajet.errors import (
     BufferExhaustedError,
     ConfigError,
     DeliveryTimeoutError,
+    IllegalStateError,
     InvalidPartitionError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
+    ProducerFencedError,
     RecordTooLargeError,
     SerializationError,
+    TransactionAbortedError,
 )
 from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
 
@@ -58,7 +61,8 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "Admin", "AuthenticationError", "BatchFuture", "InvalidPartitionError", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
-    "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo", "Producer", "ProducerClosedError", "Record",
-    "RecordFuture", "RecordMetadata", "RecordTooLargeError", "SerializationError", "TopicPartition", "__version__",
+    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
+    "IllegalStateError", "InvalidPartitionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo",
+    "Producer", "ProducerClosedError", "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata",
+    "RecordTooLargeError", "SerializationError", "TopicPartition", "TransactionAbortedError", "__version__",
 ]

@@ -268,6 +268,11 @@ class Admin:
                 conn.close()
             self._connections.clear()
 
+    def __repr__(self) -> str:
+        # What tells two clients apart in a log line; never the configuration (it may hold passwords).
+        servers = ",".join(format_address(h, port) for h, port in self._bootstrap)
+        return f"<Admin {self.client_id} {'closed' if self._closed else 'open'} bootstrap={servers!r}>"
+
     def __enter__(self) -> Admin:
         return self
 

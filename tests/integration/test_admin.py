@@ -117,3 +117,12 @@ def test_configured_like_the_producer(broker: EmbeddedBroker, topic_name: str) -
         assert topic_name in admin.list_topics()
     with pytest.raises(ConfigError, match="unknown admin setting 'foo'"):
         Admin({"bootstrap.servers": broker.bootstrap_servers, "foo": 1})
+
+
+def test_repr_shows_the_client_its_servers_and_state_never_secrets() -> None:
+    admin = Admin("127.0.0.1:1,localhost:2", security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                  sasl_username="alice", sasl_password="s3cret", client_id="etl")
+    assert repr(admin) == "<Admin etl open bootstrap='127.0.0.1:1,localhost:2'>"
+    admin.close()
+    assert repr(admin) == "<Admin etl closed bootstrap='127.0.0.1:1,localhost:2'>"
+    assert "s3cret" not in repr(admin) and "alice" not in repr(admin)

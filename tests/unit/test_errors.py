@@ -90,3 +90,16 @@ def test_error_classes_name_the_public_module() -> None:
     assert errors.InvalidTopicError.__module__ == "kafkajet.errors"
     assert errors.ConfigError.__module__ == "kafkajet.errors"
     assert errors.InvalidTopicError is pickle.loads(pickle.dumps(errors.InvalidTopicError))
+
+
+def test_every_error_the_readme_names_is_importable_from_kafkajet() -> None:
+    # A user reading the README writes `from kafkajet import <what it named>`.
+    import re
+
+    import kafkajet
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([A-Z][A-Za-z]*Error)`", readme))
+    assert {"IllegalStateError", "ProducerFencedError"} <= named, named
+    missing = sorted(n for n in named if n not in kafkajet.__all__ or getattr(kafkajet, n) is not getattr(errors, n))
+    assert not missing, f"named in README.md but not importable from kafkajet: {missing}"
