@@ -94,7 +94,11 @@ class FetchClient:
         if err is not None:
             raise err
         offset: int = p["offset"]
-        return None if offset < 0 else offset
+        # Kafka says "no record that late" with offset -1 and timestamp -1; some brokers (Tansu) answer offset 0
+        # with timestamp -1 instead. A record that was found has a timestamp at or after the one asked for.
+        if offset < 0 or p.get("timestamp", 0) < 0:
+            return None
+        return offset
 
     def _conn(self, topic: str, partition: int) -> BlockingConnection:
         if (topic, partition) not in self._leaders:

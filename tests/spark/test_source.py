@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -74,6 +75,21 @@ def test_starting_by_timestamp_uses_the_brokers_time_index(spark: Any) -> None:
         with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy=latest"):
             read(startingTimestamp=str(base + 10**9)).collect()
         assert read(startingTimestamp=str(base + 10**9), startingOffsetsByTimestampStrategy="latest").count() == 0
+
+
+def test_a_starting_timestamp_in_the_future_follows_the_strategy_on_the_real_broker(
+    spark: Any, broker: EmbeddedBroker, topic_name: str
+) -> None:
+    # Tansu says "no record that late" as offset 0 with timestamp -1. Spark's rule for a start with no offset:
+    # startingOffsetsByTimestampStrategy, default error; latest starts at the end. An end with none is the end.
+    make_topic(broker, topic_name, 2)
+    produce(broker, topic_name, [b"%d" % i for i in range(20)], 2)
+    future = str(int(time.time() * 1000) + 86_400_000)
+    with pytest.raises(Exception, match="no record at or after timestamp"):
+        source(spark, broker, subscribe=topic_name, startingTimestamp=future).collect()
+    assert source(spark, broker, subscribe=topic_name, startingTimestamp=future,
+                  startingOffsetsByTimestampStrategy="latest").count() == 0
+    assert source(spark, broker, subscribe=topic_name, endingTimestamp=future).count() == 20
 
 
 def test_ranges_are_split_across_tasks_without_losing_or_repeating_a_record(
