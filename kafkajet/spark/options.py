@@ -5,14 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafkajet.config import parse_producer_config
+from kafkajet.config import PRODUCER, parse_producer_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.option_names import OptionNames
 
 REJECTED = ("key.serializer", "value.serializer")
 
+SINK_OPTIONS = OptionNames(
+    "sink",
+    ("topic", "exactlyOnce", "transactionalIdPrefix",
+     # Test hooks (writer.py): fail a task, or the driver after its Kafka commit, once.
+     "kafkajet.test.fail.after.rows", "kafkajet.test.fail.marker", "kafkajet.test.fail.after.commit.marker"),
+    kafka={f"kafka.{k}" for k in PRODUCER.by_name},
+    summary="topic, exactlyOnce, transactionalIdPrefix and kafka.* producer settings (kafka.bootstrap.servers, "
+            "kafka.linger.ms, ...; python -m kafkajet config lists them)",
+)
+
 
 def producer_config(options: Mapping[str, str]) -> dict[str, str]:
-    """Every kafka.* option, prefix removed, validated against the producer's config table."""
+    """Every kafka.* option, prefix removed, validated against the producer's config table; any other option
+    not the sink's is refused (a misspelt exactlyOnce must not write at-least-once)."""
+    SINK_OPTIONS.check(options)
     # Spark lower-cases option keys; Kafka's keys are lower case already.
     cfg = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
     for key in REJECTED:

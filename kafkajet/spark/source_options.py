@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.option_names import OptionNames
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
 
@@ -21,17 +22,6 @@ BASE_SCHEMA = ("key binary, value binary, topic string, partition int, offset lo
                "timestampType int")
 HEADERS_FIELD = "headers array<struct<key: string, value: binary>>"
 
-# Options of Spark's Kafka source this one takes (lower case, as Spark passes them).
-_SOURCE_OPTIONS = {
-    "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
-    "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
-    "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
-    "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders",
-    # Accepted for compatibility; they tune the JVM consumer Spark uses and mean nothing here.
-    "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms", "groupidprefix",
-    # kafkajet's own: the deadline of every broker round trip.
-    "kafkajet.timeout.ms",
-}
 # Consumer settings a source manages itself: Spark's Kafka source refuses them with the same advice.
 _REFUSED_KAFKA = {
     "auto.offset.reset": "set the source option startingOffsets instead",
@@ -42,6 +32,25 @@ _REFUSED_KAFKA = {
 }
 _KAFKA_KEYS = {"bootstrap.servers", "isolation.level", "client.id", "request.timeout.ms", "group.id",
                *SECURITY_KEYS}
+
+# The options of Spark's Kafka source this one takes, spelled as Spark documents them.
+SOURCE_OPTIONS = OptionNames(
+    "source",
+    ("subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets", "startingTimestamp",
+     "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+     "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+     "minPartitions", "maxRecordsPerPartition", "failOnDataLoss", "includeHeaders",
+     # Accepted for compatibility; they tune the JVM consumer Spark uses and mean nothing here.
+     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix",
+     # kafkajet's own: the deadline of every broker round trip.
+     "kafkajet.timeout.ms"),
+    # The refused consumer settings count as known: their own message says what to do instead.
+    kafka={f"kafka.{k}" for k in (*_KAFKA_KEYS, *_REFUSED_KAFKA)},
+    summary="Spark's Kafka source options (subscribe, subscribePattern, assign, startingOffsets, endingOffsets, "
+            "maxOffsetsPerTrigger, failOnDataLoss, includeHeaders, ...) and kafka.bootstrap.servers, "
+            "kafka.isolation.level, kafka.client.id, kafka.request.timeout.ms and the security settings "
+            "(kafka.security.protocol, kafka.ssl.*, kafka.sasl.*)",
+)
 
 
 @dataclass(frozen=True)
@@ -98,18 +107,10 @@ class SourceOptions:
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     opts = {k.lower(): v for k, v in options.items()}
     kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
-    for key in opts:
-        if not key.startswith("kafka.") and key not in _SOURCE_OPTIONS and key != "path":
-            raise ConfigError(f"unknown option {key!r} for the kafkajet source; its options are Spark's Kafka "
-                              "source's (subscribe, subscribePattern, assign, startingOffsets, endingOffsets, "
-                              "maxOffsetsPerTrigger, failOnDataLoss, includeHeaders, ...) and kafka.* settings")
+    SOURCE_OPTIONS.check(opts)
     for key in kafka:
         if key in _REFUSED_KAFKA:
             raise ConfigError(f"kafka.{key} is not supported by the source: {_REFUSED_KAFKA[key]}")
-        if key not in _KAFKA_KEYS:
-            raise ConfigError(f"unknown option kafka.{key} for the kafkajet source; it takes kafka.bootstrap.servers,"
-                              " kafka.isolation.level, kafka.client.id, kafka.request.timeout.ms and the security "
-                              "settings (kafka.security.protocol, kafka.ssl.*, kafka.sasl.*)")
     if not kafka.get("bootstrap.servers"):
         raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
                           ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
@@ -162,8 +163,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
 def _subscription(opts: Mapping[str, str]) -> Subscription:
     given = [k for k in ("subscribe", "subscribepattern", "assign") if opts.get(k)]
     if len(given) != 1:
-        named = {"subscribe": "subscribe", "subscribepattern": "subscribePattern", "assign": "assign"}
-        found = ", ".join(named[k] for k in given) or "none"
+        found = ", ".join(SOURCE_OPTIONS.spelled(k) for k in given) or "none"
         raise ConfigError(f"set exactly one of the options subscribe (comma-separated topics), subscribePattern "
                           f"(a regex over topic names) or assign (JSON like {{\"topic\": [0, 1]}}); given: {found}")
     if "subscribe" in given:
@@ -222,9 +222,9 @@ def _int(opts: Mapping[str, str], key: str, default: int | None, *, minimum: int
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"option {key}={raw!r} must be an integer") from None
+        raise ConfigError(f"option {SOURCE_OPTIONS.spelled(key)}={raw!r} must be an integer") from None
     if value < minimum:
-        raise ConfigError(f"option {key}={value} must be at least {minimum}")
+        raise ConfigError(f"option {SOURCE_OPTIONS.spelled(key)}={value} must be at least {minimum}")
     return value
 
 
@@ -233,7 +233,7 @@ def _bool(opts: Mapping[str, str], key: str, default: bool) -> bool:
     if raw is None:
         return default
     if raw.strip().lower() not in ("true", "false"):
-        raise ConfigError(f"option {key}={raw!r} must be true or false")
+        raise ConfigError(f"option {SOURCE_OPTIONS.spelled(key)}={raw!r} must be true or false")
     return raw.strip().lower() == "true"
 
 

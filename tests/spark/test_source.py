@@ -121,8 +121,11 @@ def test_planning_errors_reach_the_user_before_any_task(spark: Any, broker: Embe
         source(spark, broker, subscribe=topic_name + "-missing").collect()
     with pytest.raises(Exception, match="exactly one of the options subscribe"):
         source(spark, broker, subscribe="a", subscribePattern="a.*").collect()
-    with pytest.raises(Exception, match="unknown option kafka.max.poll.records"):
+    with pytest.raises(Exception, match="unknown option 'kafka.max.poll.records'"):
         source(spark, broker, subscribe="a", **{"kafka.max.poll.records": "5"}).collect()
+    with pytest.raises(Exception, match="unknown option 'startingoffset' for the kafkajet source; did you mean "
+                                        "'startingOffsets'"):
+        source(spark, broker, subscribe="a", startingOffset="earliest").collect()
 
 
 class Collector:

@@ -155,7 +155,11 @@ def test_a_broker_that_dies_mid_write_fails_the_job_naming_the_connection(spark:
     ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "kafka.value.serializer": "x"},
      "cast('v' as binary) as value", "kafka.value.serializer is not supported"),
     ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "kafka.linger.msec": "5"},
-     "cast('v' as binary) as value", "did you mean 'linger.ms'"),
+     "cast('v' as binary) as value", "did you mean 'kafka.linger.ms'"),
+    # A misspelt exactlyOnce wrote at-least-once without a word; the name comes back as documented, not as
+    # Spark lower-cased it.
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "exactlyOnse": "true"},
+     "cast('v' as binary) as value", "unknown option 'exactlyonse' for the kafkajet sink; did you mean 'exactlyOnce'"),
 ])
 def test_planning_errors_are_clear(spark: Any, options: dict[str, str], columns: str, match: str) -> None:
     writer = spark.range(1).selectExpr(columns).write.format("kafkajet").mode("append")
