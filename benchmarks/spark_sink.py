@@ -92,7 +92,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from kafkajet.admin import Admin
-    from kafkajet.spark import KafkaDataSource
+    from kafkajet.spark import register
     from kafkajet.testing import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
@@ -101,7 +101,7 @@ def main() -> None:
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(KafkaDataSource)
+        register(spark, check_workers=False)  # Spark may have found it already (pyspark_kafkajet)
         df = spark.range(args.rows, numPartitions=4).selectExpr(
             "cast(concat(lpad(cast(id as string), 12, '0'), repeat('x', 88)) as binary) as value").cache()
         assert df.count() == args.rows

@@ -66,7 +66,7 @@ def main() -> None:
     from kafkajet import Producer
     from kafkajet.admin import Admin
     from kafkajet.fetch import FetchClient
-    from kafkajet.spark import KafkaDataSource
+    from kafkajet.spark import register
     from kafkajet.testing import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
@@ -87,7 +87,7 @@ def main() -> None:
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(KafkaDataSource)
+        register(spark, check_workers=False)  # Spark may have found it already (pyspark_kafkajet)
 
         def kafkajet_source() -> tuple[int, int]:
             df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)

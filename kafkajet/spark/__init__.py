@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkajet.spark.source import KafkaDataSource
+try:
+    from kafkajet.spark.source import KafkaDataSource
+except ImportError as e:
+    # Without the extras this would end in a bare "No module named 'pyspark'" from deep inside the import.
+    if (e.name or "").split(".")[0] not in ("pyspark", "py4j", "pyarrow", "numpy"):
+        raise
+    raise type(e)(f"kafkajet.spark needs PySpark 4.2 or later with pyarrow and numpy ({e}): "
+                  "pip install 'kafkajet[spark]'", name=e.name) from e
 
 __all__ = ["KafkaDataSource", "register"]
 
@@ -27,7 +34,19 @@ def register(spark: Any, *, check_workers: bool = True) -> None:
             raise ConfigError(f"Spark's Python workers failed to start ({type(e).__name__}). {WORKER_ADVICE}") from e
         if not all(found):
             raise ConfigError(f"Spark's Python workers cannot import kafkajet. {WORKER_ADVICE}")
-    spark.dataSource.register(KafkaDataSource)
+    try:
+        spark.dataSource.register(KafkaDataSource)
+    except Exception as e:
+        # Spark registered it already: it found the pyspark_kafkajet module (Spark 4's lookup of installed
+        # data sources), and a name found that way cannot be registered again.
+        if _condition(e) != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+
+
+def _condition(e: Exception) -> str | None:
+    """A PySpark error's condition ("DATA_SOURCE_ALREADY_EXISTS"); None for other exceptions."""
+    get = getattr(e, "getCondition", None) or getattr(e, "getErrorClass", None)
+    return get() if callable(get) else None
 
 
 def _worker_has_kafkajet(_: object) -> bool:

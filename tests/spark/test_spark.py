@@ -190,11 +190,11 @@ RETRY_JOB = """
 import os, sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
-from kafkajet.spark import KafkaDataSource
+import kafkajet.spark
 bootstrap, topic, marker = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
-spark.dataSource.register(KafkaDataSource)
+kafkajet.spark.register(spark, check_workers=False)
 (spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
  .write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
  .option("kafkajet.test.fail.after.rows", "5000").option("kafkajet.test.fail.marker", marker).save())
@@ -218,6 +218,39 @@ def test_a_task_failing_mid_write_is_retried_at_least_once(broker: EmbeddedBroke
     records = read_topic(broker.bootstrap_servers, topic_name, 20000, timeout_s=60)
     values = {int(r.value) for r in records}  # type: ignore[arg-type]
     assert values == set(range(20000))  # at least once: a retried task may have re-sent its first rows
+
+
+NO_REGISTER_JOB = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+bootstrap, topic = sys.argv[1:3]
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+# No kafkajet.spark.register(spark): Spark finds the format through the installed pyspark_kafkajet module.
+(spark.range(10).selectExpr("cast(cast(id as string) as binary) as value").write.format("kafkajet")
+ .mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save())
+back = spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+print("ROWS", back.count())
+import kafkajet.spark
+kafkajet.spark.register(spark)  # still fine once Spark found it itself
+print("REGISTERED")
+spark.stop()
+"""
+
+
+def test_the_format_works_without_register_in_a_fresh_session(broker: EmbeddedBroker, topic_name: str,
+                                                              tmp_path: Any) -> None:
+    # Forgetting register() ended in 156 lines of Py4J ending in ClassNotFoundException: kafkajet.DefaultSource.
+    import subprocess
+
+    make_topic(broker, topic_name, 1)
+    script = tmp_path / "job.py"
+    script.write_text(NO_REGISTER_JOB)
+    # Its own process: Spark looks for installed Python data sources once per JVM, before the first use.
+    out = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, topic_name],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ROWS 10" in out.stdout and "REGISTERED" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
 def test_read_committed_reads_only_committed_transactions(spark: Any) -> None:
