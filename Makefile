@@ -19,10 +19,10 @@ test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kafkajet tests benchmarks tools
+	$(VENV)/bin/ruff check kafkajet pyspark_kafkajet tests benchmarks tools
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy kafkajet
+	$(VENV)/bin/mypy kafkajet pyspark_kafkajet
 
 reliability: $(STAMP)
 	$(PY) -m pytest -q -m reliability -s
