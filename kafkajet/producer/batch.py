@@ -348,30 +348,32 @@ class ProducerBatch:
             self.error = error
             self.completed = True
             callbacks, self.callbacks = self.callbacks, None
-            if callbacks is not None:
+            if callbacks is None:
+                told = self._set_done()  # nothing to run first: done in the same lock hold
+            else:
                 self._firing = threading.get_ident()
         if callbacks is None:
-            self._tell(self._mark_done())
+            self._tell(*told)
             return True
         try:
             fire_callbacks(self, callbacks)
         finally:  # whatever escapes a callback, waiters must not wait forever
-            self._tell(self._mark_done())
+            with self._lock:
+                told = self._set_done()
+            self._tell(*told)
         return True
 
-    def _mark_done(self) -> list[tuple[RecordFuture, int]] | None:
-        """The callbacks ran: let the waiters go; the listeners registered so far, for the caller to tell."""
-        with self._lock:
-            self.done = True
-            self._firing = None
-            listeners, self._listeners = self._listeners, None
-            event = self._done_event
-        if event is not None:
-            event.set()
-        return listeners
+    def _set_done(self) -> tuple[list[tuple[RecordFuture, int]] | None, threading.Event | None]:
+        """Under the lock, once the callbacks ran: done, and who is to be told (listeners, the waiters' event)."""
+        self.done = True
+        self._firing = None
+        listeners, self._listeners = self._listeners, None
+        return listeners, self._done_event
 
     @staticmethod
-    def _tell(listeners: list[tuple[RecordFuture, int]] | None) -> None:
+    def _tell(listeners: list[tuple[RecordFuture, int]] | None, event: threading.Event | None) -> None:
+        if event is not None:
+            event.set()
         if listeners:
             for fut in dict.fromkeys(fut for fut, _ in listeners):
                 fut.batch_completed()
@@ -411,7 +413,10 @@ class ProducerBatch:
                 if not part.adopt_callback(where, fn, fut):
                     fire_callbacks(part, [(where, fn, fut)])
         finally:
-            listeners = self._mark_done()
+            with self._lock:
+                listeners, event = self._set_done()
+            if event is not None:
+                event.set()
         for fut, index in listeners or ():
             part, where = moved[index]
             if not part.register(fut, where):  # a close() that aborted everything got there first
