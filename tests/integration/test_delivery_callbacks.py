@@ -78,9 +78,12 @@ def returns_after_every_callback(p: Producer, topic: str, call: Callable[[], obj
         assert release.wait(60)
         ran.append(0)
 
+    def quick(i: int) -> Callable[[RecordMetadata, BaseException | None], None]:
+        return lambda md, exc: ran.append(i)
+
     p.send(topic, b"0", partition=0, callback=slow)
     for i in range(1, 10):
-        p.send(topic, b"%d" % i, partition=0, callback=lambda md, exc, i=i: ran.append(i))
+        p.send(topic, b"%d" % i, partition=0, callback=quick(i))
     assert entered.wait(30), "the first record's callback never ran"
     at_return: list[object] = []
 
