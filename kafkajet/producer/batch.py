@@ -47,7 +47,7 @@ class ProducerBatch:
         "topic", "partition", "tp", "buf", "capacity", "limit", "count", "base_timestamp", "max_timestamp",
         "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
-        "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order",
+        "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order", "done", "_firing",
         "_sealed_sequence", "pooled", "callbacks", "max_limit", "grow", "max_record",
     )
 
@@ -86,7 +86,12 @@ class ProducerBatch:
         self.wire: bytes | memoryview | None = None
         self._sealed_sequence = -1
         self.pooled = True  # whether buf came from the BufferPool and goes back to it
+        # Completion has two steps, as Java's (completeFutureAndFireCallbacks, then produceFuture.done()):
+        # `completed` when the outcome is known and the delivery callbacks are taken, `done` once they have run.
+        # flush(), close() and the futures' waiters wait for done, so none returns before a callback ran.
         self.completed = False
+        self.done = False
+        self._firing: int | None = None  # the thread running this batch's callbacks, between completed and done
         self.error: KafkaError | None = None
         self.base_offset = -1
         self.log_append_time = -1
@@ -310,10 +315,10 @@ class ProducerBatch:
     # --- completion ----------------------------------------------------------------------------------
 
     def register(self, fut: RecordFuture, index: int, callback: Callable[[Any], object] | None = None) -> bool:
-        """Attach a listener for record `index`; False if the batch already completed or split (the caller
-        then acts at once, or follows the record)."""
+        """Attach a listener for record `index`; False if the batch is done or split (the caller then acts at
+        once, or follows the record). Listeners run once the delivery callbacks have run."""
         with self._lock:
-            if self.completed:
+            if self.settled():  # on the callbacks' thread too: it would never get to the listeners
                 return False
             if callback is not None:
                 fut.keep_callback(callback)
@@ -333,7 +338,8 @@ class ProducerBatch:
             return True
 
     def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
-        """Resolve every record of the batch exactly once; False if it was already resolved."""
+        """Resolve every record of the batch exactly once; False if it was already resolved. As Java: the
+        delivery callbacks in send order, then done (waiters go), then the futures' listeners."""
         with self._lock:
             if self.completed:
                 return False
@@ -341,23 +347,50 @@ class ProducerBatch:
             self.log_append_time = log_append_time
             self.error = error
             self.completed = True
-            listeners, self._listeners = self._listeners, None
             callbacks, self.callbacks = self.callbacks, None
-            event = self._done_event
-        # As Java: delivery callbacks first, in send order, then the futures' waiters and listeners.
-        if callbacks:
+            if callbacks is None:
+                told = self._set_done()  # nothing to run first: done in the same lock hold
+            else:
+                self._firing = threading.get_ident()
+        if callbacks is None:
+            self._tell(*told)
+            return True
+        try:
             fire_callbacks(self, callbacks)
+        finally:  # whatever escapes a callback, waiters must not wait forever
+            with self._lock:
+                told = self._set_done()
+            self._tell(*told)
+        return True
+
+    def _set_done(self) -> tuple[list[tuple[RecordFuture, int]] | None, threading.Event | None]:
+        """Under the lock, once the callbacks ran: done, and who is to be told (listeners, the waiters' event)."""
+        self.done = True
+        self._firing = None
+        listeners, self._listeners = self._listeners, None
+        return listeners, self._done_event
+
+    @staticmethod
+    def _tell(listeners: list[tuple[RecordFuture, int]] | None, event: threading.Event | None) -> None:
         if event is not None:
             event.set()
         if listeners:
             for fut in dict.fromkeys(fut for fut, _ in listeners):
                 fut.batch_completed()
-        return True
+
+    def settled(self) -> bool:
+        """Done, or the calling thread is the one running the batch's callbacks: a callback that waits on a
+        record of its own batch has the outcome already, and would otherwise wait for itself. (No lock: only
+        this thread sets _firing to its own ident.)"""
+        return self.done or self._firing == threading.get_ident()
 
     def wait_done(self, timeout: float | None) -> bool:
-        """Block until the batch completes (or is split); False if `timeout` seconds passed first."""
+        """Block until the batch is done (its callbacks ran) or split; False if `timeout` seconds passed first.
+        True at once when settled() on the callbacks' thread."""
+        if self.done:
+            return True
         with self._lock:
-            if self.completed:
+            if self.settled():
                 return True
             event = self._done_event
             if event is None:
@@ -365,24 +398,29 @@ class ProducerBatch:
         return event.wait(timeout)
 
     def mark_split(self) -> None:
-        """The records moved (split() filled `moved`): listeners go with them, and waiters wake to follow."""
+        """The records moved (split() filled `moved`): callbacks and listeners go with them, and waiters wake
+        to follow."""
         assert self.moved is not None
+        moved = self.moved
         with self._lock:
             self.is_split = True
             self.completed = True
-            listeners, self._listeners = self._listeners, None
             callbacks, self.callbacks = self.callbacks, None
-            event = self._done_event
-        for index, fn, fut in callbacks or ():
-            part, where = self.moved[index]
-            if not part.adopt_callback(where, fn, fut):
-                fire_callbacks(part, [(where, fn, fut)])
+            self._firing = threading.get_ident()
+        try:
+            for index, fn, fut in callbacks or ():
+                part, where = moved[index]
+                if not part.adopt_callback(where, fn, fut):
+                    fire_callbacks(part, [(where, fn, fut)])
+        finally:
+            with self._lock:
+                listeners, event = self._set_done()
+            if event is not None:
+                event.set()
         for fut, index in listeners or ():
-            part, where = self.moved[index]
+            part, where = moved[index]
             if not part.register(fut, where):  # a close() that aborted everything got there first
                 fut.batch_completed()
-        if event is not None:
-            event.set()
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic}-{self.partition}, records={self.count}, "

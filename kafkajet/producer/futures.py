@@ -71,6 +71,7 @@ class BatchView(Protocol):
     topic: str
     partition: int
     completed: bool  # the outcome is known, or the records moved (is_split)
+    done: bool  # and the delivery callbacks have run: waiters may go (Java's produceFuture.done())
     is_split: bool
     error: KafkaError | None
     base_offset: int
@@ -79,6 +80,8 @@ class BatchView(Protocol):
     def locate(self, index: int) -> tuple[BatchView, int]: ...
 
     def register(self, fut: RecordFuture, index: int, callback: Callable[[Any], object] | None = None) -> bool: ...
+
+    def settled(self) -> bool: ...
 
     def wait_done(self, timeout: float | None) -> bool: ...
 
@@ -151,7 +154,8 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def done(self) -> bool:
         batch = self._batch
-        return batch.completed and (not batch.is_split or self.locate()[0].completed)
+        # settled(), not done: a delivery callback sees its own batch's records as done, as result() does.
+        return batch.settled() and (not batch.is_split or self.locate()[0].settled())
 
     def running(self) -> bool:
         return not self.done()
@@ -166,7 +170,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             batch = self.locate()[0]
-            if batch.completed:
+            if batch.settled():
                 return
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -236,7 +240,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         b, index = self.locate()
-        state = "pending" if not b.completed else (f"failed {type(b.error).__name__}" if b.error else "done")
+        state = "pending" if not b.done else (f"failed {type(b.error).__name__}" if b.error else "done")
         return f"<RecordFuture {b.topic}-{b.partition} #{index} {state}>"
 
 
@@ -274,15 +278,16 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     # --- the Future machinery: one record watched at a time --------------------------------------------
 
     def _first_pending(self) -> tuple[BatchView, int] | None:
-        """A record whose outcome is not known yet, or None when all are."""
+        """A record whose outcome is not known yet, or None when all are. settled(), not done: on the thread
+        running a batch's callbacks its listeners refuse to register, and this would look at it forever."""
         segments = self._segments
         while self._scan < len(segments):
             batch, first, idx = segments[self._scan]
-            if not batch.completed:
+            if not batch.settled():
                 return batch, first
             if batch.is_split:
                 for place in self._located(batch, first, len(idx)):
-                    if not place[0].completed:
+                    if not place[0].settled():
                         return place
             self._scan += 1
         return None
@@ -336,9 +341,9 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def done(self) -> bool:
         for batch, first, idx in self._segments:
-            if not batch.completed:
+            if not batch.settled():
                 return False
-            if batch.is_split and not all(b.completed for b, _ in self._located(batch, first, len(idx))):
+            if batch.is_split and not all(b.settled() for b, _ in self._located(batch, first, len(idx))):
                 return False
         return True
 
@@ -350,7 +355,7 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         pending = [(batch, first, len(idx)) for batch, first, idx in reversed(self._segments)]
         while pending:
             batch, first, count = pending.pop()
-            if not batch.completed:
+            if not batch.done:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 if not batch.wait_done(remaining):
                     raise KafkaTimeoutError(

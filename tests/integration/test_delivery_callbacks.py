@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 
 import pytest
 
 from kafkajet import Producer, RecordMetadata
 from kafkajet.admin import Admin
+from kafkajet.errors import IllegalStateError
+from kafkajet.producer.futures import RecordFuture
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
 
@@ -59,3 +62,88 @@ def test_a_callback_that_is_not_callable_is_refused_before_the_record_is_taken(b
             p.send(topic_name, b"v", callback="print")  # type: ignore[arg-type]
         p.flush(30)
         assert p.metrics()["record-send-total"] == 0
+
+
+# --- flush(), close() and commit_transaction() return only after the callbacks ran --------------------------------
+
+
+def returns_after_every_callback(p: Producer, topic: str, call: Callable[[], object]) -> None:
+    """Send ten records whose first callback blocks (on an Event), run `call` on another thread meanwhile, and
+    check that it returned only after all ten callbacks had run (Java: produceFuture.done() follows them)."""
+    entered, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def slow(md: RecordMetadata, exc: BaseException | None) -> None:
+        entered.set()
+        assert release.wait(60)
+        ran.append(0)
+
+    def quick(i: int) -> Callable[[RecordMetadata, BaseException | None], None]:
+        return lambda md, exc: ran.append(i)
+
+    p.send(topic, b"0", partition=0, callback=slow)
+    for i in range(1, 10):
+        p.send(topic, b"%d" % i, partition=0, callback=quick(i))
+    assert entered.wait(30), "the first record's callback never ran"
+    at_return: list[object] = []
+
+    def caller() -> None:
+        try:
+            call()
+        except BaseException as e:
+            at_return.append(e)
+        else:
+            at_return.append(list(ran))
+
+    t = threading.Thread(target=caller)
+    t.start()
+    t.join(0.5)  # one that does not wait returns at once; one that waits is still here
+    try:
+        assert t.is_alive(), f"returned while a callback was still running, with these run: {at_return}"
+    finally:
+        release.set()
+        t.join(60)
+    assert at_return == [list(range(10))]
+
+
+def test_flush_returns_only_after_the_callbacks_ran(broker: EmbeddedBroker, topic_name: str) -> None:
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20) as p:
+        returns_after_every_callback(p, topic_name, lambda: p.flush(60))
+
+
+def test_close_returns_only_after_the_callbacks_ran(broker: EmbeddedBroker, topic_name: str) -> None:
+    p = Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20)
+    try:
+        returns_after_every_callback(p, topic_name, lambda: p.close(60))
+    finally:
+        p.close(0)
+
+
+def test_commit_transaction_returns_only_after_the_callbacks_ran(broker: EmbeddedBroker, topic_name: str) -> None:
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"txn-{topic_name}",
+                   "linger.ms": 20}) as p:
+        p.init_transactions(timeout=30)
+        p.begin_transaction()
+        returns_after_every_callback(p, topic_name, lambda: p.commit_transaction(60))
+
+
+def test_a_callback_may_read_its_batchs_records_but_not_flush(broker: EmbeddedBroker, topic_name: str) -> None:
+    # Callbacks run on the sender thread: a future of the same batch is resolved there already (waiting would
+    # be waiting for itself), while flush() would wait for the thread it runs on and is refused, as in Java.
+    seen: list[object] = []
+    futs: list[RecordFuture] = []
+
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20) as p:
+        def callback(md: RecordMetadata, exc: BaseException | None) -> None:
+            other = futs[1]
+            seen.append((other.done(), other.result(10).offset - md.offset))
+            try:
+                p.flush(10)
+            except IllegalStateError as e:
+                seen.append(str(e))
+
+        futs.append(p.send(topic_name, b"a", partition=0, callback=callback))
+        futs.append(p.send(topic_name, b"b", partition=0))
+        p.flush(30)
+    assert seen[0] == (True, 1)
+    assert len(seen) == 2 and "flush() invocation inside a callback is not permitted" in str(seen[1])

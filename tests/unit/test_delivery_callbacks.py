@@ -157,7 +157,9 @@ def test_a_raising_callback_is_logged_and_the_others_still_run(caplog: pytest.Lo
 
 
 def test_futures_are_resolved_when_the_callback_runs() -> None:
-    # Java's order: the callback may read the future's state (done, with the same metadata).
+    # The callback may read its own future's state (done, with the same metadata) without waiting for itself:
+    # its batch is settled on the thread running its callbacks, though not done for other threads until they ran.
+    # (Java's isDone() is false there and get() would wait forever.)
     rig = make_rig()
     rig.connect()
     seen: list[Any] = []

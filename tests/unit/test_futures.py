@@ -454,3 +454,52 @@ def test_log_messages_and_refusals_say_exactly_what_happened(caplog: pytest.LogC
     with pytest.raises(KafkaTimeoutError, match=r"\(still pending; the producer keeps trying until "
                                                 r"delivery.timeout.ms\)$"):
         pending.wait(0)
+
+
+# --- while a batch's delivery callbacks run ------------------------------------------------------------------
+
+
+def test_a_batch_future_is_not_done_for_other_threads_until_the_callbacks_ran() -> None:
+    b = batch()
+    seen: list[object] = []
+    fut: list[BatchFuture] = []
+
+    def on_other_thread() -> object:
+        try:
+            fut[0].result(0)
+        except KafkaTimeoutError:
+            return (fut[0].done(), "timed out")
+        return (fut[0].done(), "returned")
+
+    def callback(md: object, exc: object) -> None:
+        out: list[object] = []
+        t = threading.Thread(target=lambda: out.append(on_other_thread()))
+        t.start()
+        t.join(30)
+        seen.extend(out)
+
+    first = b.try_append(1, None, b"a", None, callback)
+    assert first is not None
+    fut.append(BatchFuture.of([first, record(b)]))
+    b.complete(3, -1, None)
+    assert seen == [(False, "timed out")]
+    assert fut[0].done() and [m.offset for m in fut[0].result(0)] == [3, 4]
+
+
+@pytest.mark.timeout(30)
+def test_a_batch_future_made_inside_a_callback_of_its_batch_resolves_at_once() -> None:
+    # On the callbacks' thread the batch refuses listeners (it would never reach them); a BatchFuture must take
+    # that as settled rather than look at the batch again forever.
+    b = batch()
+    futs: list[RecordFuture] = []
+    seen: list[object] = []
+
+    def callback(md: object, exc: object) -> None:
+        inner = BatchFuture.of(futs)
+        seen.append((inner.done(), [m.offset for m in inner.result(5)]))
+
+    first = b.try_append(1, None, b"a", None, callback)
+    assert first is not None
+    futs += [first, record(b)]
+    b.complete(10, -1, None)
+    assert seen == [(True, [10, 11])]

@@ -6,12 +6,15 @@ mislabels a timestamp or seals stale bytes fails here, not only on a broker.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from kafkajet.errors import KafkaError, NotLeaderOrFollowerError
+from kafkajet.errors import KafkaError, KafkaTimeoutError, NotLeaderOrFollowerError
 from kafkajet.producer.batch import Columns, ProducerBatch
+from kafkajet.producer.futures import RecordFuture
 from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, encode_headers
 from kafkajet.records.codecs import Compression
 from kafkajet.records.record import record_size_upper_bound
@@ -403,6 +406,141 @@ def test_a_callback_registered_with_the_batch_runs_on_completion() -> None:
     assert b.register(fut, 0, lambda f: calls.append(f.result().offset))
     b.complete(33, -1, None)
     assert calls == [33]
+
+
+def elsewhere(fn: Callable[[], object]) -> object:
+    """fn() on another thread, waited for: what a thread other than the callbacks' sees at this moment."""
+    out: list[object] = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join(30)
+    assert out, "the other thread did not finish"
+    return out[0]
+
+
+def test_other_threads_see_the_batch_done_only_once_its_callbacks_ran() -> None:
+    # Java's order (completeFutureAndFireCallbacks, then produceFuture.done()): flush(), close() and result()
+    # on other threads must not return while a callback of the batch is still running.
+    b = new_batch()
+    seen: list[object] = []
+    fut: list[RecordFuture] = []
+
+    def first(md: object, exc: object) -> None:
+        seen.append((b.completed, b.done))
+        seen.append(elsewhere(lambda: b.wait_done(0)))
+        seen.append(elsewhere(lambda: fut[0].done()))
+        seen.append(elsewhere(lambda: result_now(fut[0])))
+
+    b.try_append(1, None, b"a", None, first)
+    second = b.try_append(1, None, b"b", None, lambda md, exc: seen.append("second callback"))
+    assert second is not None
+    fut.append(second)
+    assert b.complete(7, -1, None)
+    assert seen == [(True, False), False, False, "timed out", "second callback"]
+    assert b.done and b.wait_done(0) and second.done() and second.result(0).offset == 8
+
+
+def result_now(fut: RecordFuture) -> str:
+    try:
+        fut.result(0)
+    except KafkaTimeoutError:
+        return "timed out"
+    return "returned"
+
+
+def test_a_waiter_on_another_thread_returns_after_every_callback_of_the_batch() -> None:
+    b = new_batch()
+    entered, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def slow(md: object, exc: object) -> None:
+        entered.set()
+        assert release.wait(30)
+        ran.append(0)
+
+    b.try_append(1, None, b"a", None, slow)
+    b.try_append(1, None, b"b", None, lambda md, exc: ran.append(1))
+    completer = threading.Thread(target=b.complete, args=(0, -1, None))
+    completer.start()
+    assert entered.wait(30)
+    at_return: list[object] = []
+    waiter = threading.Thread(target=lambda: at_return.append((b.wait_done(30), list(ran))))
+    waiter.start()
+    waiter.join(0.2)  # a waiter that does not wait returns at once; one that waits is still here
+    assert waiter.is_alive(), f"wait_done() returned {at_return} while a callback was still running"
+    release.set()
+    waiter.join(30)
+    completer.join(30)
+    assert at_return == [(True, [0, 1])]
+
+
+def test_a_callback_waiting_on_its_own_batch_gets_the_outcome_at_once() -> None:
+    # The callbacks' thread is the one that would make the batch done: waiting there would be waiting for itself.
+    b = new_batch()
+    futs: list[RecordFuture] = []
+    seen: list[object] = []
+
+    def callback(md: object, exc: object) -> None:
+        other = futs[1]
+        seen.append(b.wait_done(5))
+        seen.append((other.done(), other.result(5).offset))
+        seen.append(len(concurrent.futures.wait([other], timeout=5).done))
+        other.add_done_callback(lambda f: seen.append("done callback"))  # the outcome is known: runs now
+
+    for value in (b"a", b"b"):
+        f = b.try_append(1, None, value, None, callback if value == b"a" else None)
+        assert f is not None
+        futs.append(f)
+    b.complete(20, -1, None)
+    assert seen == [True, (True, 21), 1, "done callback"]
+
+
+def test_a_listener_added_while_the_callbacks_run_runs_after_them() -> None:
+    b = new_batch()
+    order: list[str] = []
+    fut: list[RecordFuture] = []
+
+    def callback(md: object, exc: object) -> None:
+        elsewhere(lambda: fut[0].add_done_callback(lambda f: order.append("listener")))
+        order.append("delivery callback")
+
+    f = b.try_append(1, None, b"a", None, callback)
+    assert f is not None
+    fut.append(f)
+    b.complete(0, -1, None)
+    assert order == ["delivery callback", "listener"]
+
+
+def test_waiters_go_even_when_a_callback_raises_past_the_batch() -> None:
+    b = new_batch()
+
+    def exits(md: object, exc: object) -> None:
+        raise SystemExit(3)  # not an Exception: fire_callbacks does not catch it
+
+    f = b.try_append(1, None, b"a", None, exits)
+    assert f is not None
+    listened: list[object] = []
+    f.add_done_callback(listened.append)
+    with pytest.raises(SystemExit):
+        b.complete(0, -1, None)
+    assert b.done and b.wait_done(0) and listened == [f]
+
+
+def test_a_split_is_done_for_other_threads_once_the_callbacks_it_fired_ran() -> None:
+    # close(0) failed the parts before the split handed the records over: mark_split() fires their callbacks
+    # itself, and the split batch's waiters must wait for them as for complete()'s.
+    b = new_batch()
+    seen: list[object] = []
+
+    def callback(md: object, exc: object) -> None:
+        seen.append((b.completed, b.done, elsewhere(lambda: b.wait_done(0))))
+
+    b.try_append(0, None, b"x" * 300, None, callback)
+    (part,) = b.split(16384, 0.0)
+    part.complete(-1, -1, KafkaError("closed"))
+    b.mark_split()
+    assert seen == [(True, False, False)]
+    assert b.done and b.wait_done(0)
 
 
 def test_repr_names_the_partition_and_counts() -> None:
