@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafkajet.addresses import format_address
+from kafkajet.addresses import check_resolvable, format_address
 from kafkajet.clock import now_ms
 from kafkajet.cluster import Cluster, Node, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
@@ -113,7 +113,7 @@ class Admin:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         self.config = parse_client_config(ADMIN, config, **kwargs)
         self._security: ConnectionSecurity = connection_security(self.config)
-        self._bootstrap: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self._bootstrap: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
         self.client_id: str = self.config["client.id"]
         self.request_timeout_ms = float(self.config["request.timeout.ms"])
         # Java's admin client: retry.backoff.ms doubling up to retry.backoff.max.ms, with 20% jitter.
