@@ -121,6 +121,7 @@ class Admin:
                                            self.config["retry.backoff.max.ms"], 0.2)
         self._brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
+        self._unreachable: set[tuple[str, int]] = set()  # warned about once; cleared when it answers again
         self._lock = threading.RLock()
         self._closed = False
 
@@ -384,9 +385,16 @@ class Admin:
         candidates = list(dict.fromkeys([*self._brokers.values(), *self._bootstrap]))
         for address in candidates:
             try:
-                return self._connect(address, deadline)
+                conn = self._connect(address, deadline)
             except KafkaConnectionError as e:
                 last = e
+                if address not in self._unreachable:  # as the producer's network client: once per run of failures
+                    self._unreachable.add(address)
+                    name = format_address(*address)
+                    log.warning("%s%s; retrying within the call's timeout", "" if name in str(e) else f"{name}: ", e)
+                continue
+            self._unreachable.discard(address)
+            return conn
         tried = ", ".join(format_address(h, p) for h, p in candidates)
         raise _Retry(KafkaConnectionError(f"no broker reachable (tried {tried}); last error: {last}"))
 

@@ -15,6 +15,7 @@ import pytest
 
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.embedded_broker import free_port
 from tests.helpers.waiting import read_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,10 +26,36 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def start(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
     """The command in a process group of its own, as a shell starts a foreground job."""
     return subprocess.Popen([sys.executable, "-m", "kafkajet", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, stdin=stdin, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("command", [
+    ["produce", "--topic", "t"],
+    ["perf", "--topic", "t", "--num-records", "10", "--record-size", "10"],
+    ["topics", "--list"],
+    ["demo"],
+])
+def test_a_refused_address_is_reported_at_once_for_every_bootstrap_server(command: list[str]) -> None:
+    # Nothing listens on either port: the tools keep Java's wait (max.block.ms, the call's timeout), but say
+    # at once what they are waiting for, instead of a silent minute.
+    servers = [f"127.0.0.1:{free_port()}", f"localhost:{free_port()}"]
+    proc = start(command[0], "--bootstrap-server", ",".join(servers), *command[1:], stdin=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        proc.stdin.write("a record\n")  # for produce; kept open, so it waits for metadata
+        proc.stdin.flush()
+        said: list[str] = []
+        deadline = time.monotonic() + 30
+        while not all(any(server in line and "Connection refused" in line for line in said) for server in servers):
+            assert time.monotonic() < deadline, f"not both refusals within 30 s: {said}"
+            said.append(read_line(proc.stderr, deadline - time.monotonic(), "a connection failure on stderr"))
+        assert proc.poll() is None  # said while it still waits, not in the error at the end
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
 
 
 def ctrl_c(proc: subprocess.Popen[str]) -> None:
