@@ -97,8 +97,16 @@ def _prog_of(args: argparse.Namespace) -> str:
     return parser.prog if isinstance(parser, argparse.ArgumentParser) else program_name()
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: an embedded broker (in its own session) is stopped on the way
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # A closed terminal hangs up its process group, which no longer holds the embedded broker, and `kill`
+    # reaches only the tool: without this the tool would die at once and leave the broker running.
+    signal.signal(signal.SIGHUP, _exit_on_signal)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kafkajet.errors import ConfigError, KafkaError

@@ -54,8 +54,18 @@ def test_a_refused_address_is_reported_at_once_for_every_bootstrap_server(comman
             said.append(read_line(proc.stderr, deadline - time.monotonic(), "a connection failure on stderr"))
         assert proc.poll() is None  # said while it still waits, not in the error at the end
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM first, so a tool stops the broker it started (a broker outlives a tool killed outright)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 def ctrl_c(proc: subprocess.Popen[str]) -> None:
@@ -76,9 +86,7 @@ def test_ctrl_c_in_perf_on_the_embedded_broker_stops_at_once_with_nothing_failed
         ctrl_c(proc)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        stop(proc)
     took = time.monotonic() - interrupted_at
     assert proc.returncode == 130, stderr
     assert "interrupted: " in stderr and " acknowledged, 0 failed, " in stderr, stderr
@@ -97,9 +105,7 @@ def test_broker_that_dies_under_the_broker_command_is_reported_and_exits_1() -> 
         os.kill(pid, signal.SIGKILL)  # the broker dies; the command must not call that "broker stopped"
         stdout, stderr = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        stop(proc)
     assert proc.returncode == 1, stdout + stderr
     assert "broker stopped" not in stdout
     assert "the broker exited by itself (killed by signal 9, SIGKILL)" in stderr, stderr
@@ -114,11 +120,25 @@ def test_ctrl_c_stops_the_broker_command_cleanly() -> None:
         ctrl_c(proc)
         stdout, stderr = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        stop(proc)
     assert (proc.returncode, stdout.strip(), stderr) == (0, "broker stopped", "")
     with pytest.raises(ProcessLookupError):  # reaped: stop() ended it, in its own session or not
+        os.kill(pid, 0)
+
+
+def test_a_terminal_hang_up_stops_the_broker_it_started() -> None:
+    # The broker has its own session, so the terminal's SIGHUP reaches only the tool, which must stop it.
+    proc = start("broker")
+    assert proc.stdout is not None
+    try:
+        line = read_line(proc.stdout, 60, "the broker's listening line")
+        pid = int(line.split("(pid ")[1].split(";")[0])
+        os.killpg(proc.pid, signal.SIGHUP)
+        proc.communicate(timeout=30)
+    finally:
+        stop(proc)
+    assert proc.returncode == 128 + signal.SIGHUP
+    with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
 

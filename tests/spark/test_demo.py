@@ -58,8 +58,12 @@ def test_ctrl_c_in_the_demo_stops_spark_and_the_broker_without_a_traceback() -> 
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+            proc.terminate()  # SIGTERM: the demo stops its broker and Spark on the way out
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
     assert proc.returncode == 130, stdout + stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-5000:]
     assert "demo: interrupted" in stderr
