@@ -121,7 +121,7 @@ def test_ctrl_c_stops_the_broker_command_cleanly() -> None:
         stdout, stderr = proc.communicate(timeout=30)
     finally:
         stop(proc)
-    assert (proc.returncode, stdout.strip(), stderr) == (0, "broker stopped", "")
+    assert (proc.returncode, stdout.strip(), stderr) == (0, "broker stopped", ""), (proc.returncode, stdout, stderr)
     with pytest.raises(ProcessLookupError):  # reaped: stop() ended it, in its own session or not
         os.kill(pid, 0)
 
