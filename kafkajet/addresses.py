@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import socket
 from collections.abc import Iterable
 from typing import Any
 
 from kafkajet.errors import ConfigError
+
+log = logging.getLogger("kafkajet.addresses")
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -48,6 +52,27 @@ def parse_servers(servers: Any) -> list[tuple[str, int]]:
     if not out:
         raise ConfigError("bootstrap.servers is empty: give at least one host:port")
     return out
+
+
+def check_resolvable(servers: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The servers back if at least one host name resolves; ConfigError otherwise (Java's ClientUtils
+    .parseAndValidateAddresses, when a client is built). A typo in the host would otherwise cost
+    max.block.ms of silence before the first error. Hosts that do not resolve beside one that does are
+    logged, as Java logs them, and kept: the name may resolve later."""
+    failures: list[tuple[str, str]] = []
+    for host, port in servers:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as e:
+            reason = e.strerror if isinstance(e, socket.gaierror) and e.strerror else str(e)
+            failures.append((format_address(host, port), reason))
+    if len(failures) == len(servers):
+        raise ConfigError("No resolvable bootstrap urls given in bootstrap.servers: "
+                          + ", ".join(f"{address} ({reason})" for address, reason in failures))
+    for address, reason in failures:
+        log.warning("Couldn't resolve server %s from bootstrap.servers as DNS resolution failed (%s)",
+                    address, reason)
+    return servers
 
 
 def format_address(host: str, port: int) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafkajet.addresses import format_address
+from kafkajet.addresses import check_resolvable, format_address
 from kafkajet.clock import now_ms
 from kafkajet.cluster import Cluster, Node, PartitionInfo
 from kafkajet.config import ADMIN, parse_client_config
@@ -113,7 +113,7 @@ class Admin:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         self.config = parse_client_config(ADMIN, config, **kwargs)
         self._security: ConnectionSecurity = connection_security(self.config)
-        self._bootstrap: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self._bootstrap: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
         self.client_id: str = self.config["client.id"]
         self.request_timeout_ms = float(self.config["request.timeout.ms"])
         # Java's admin client: retry.backoff.ms doubling up to retry.backoff.max.ms, with 20% jitter.
@@ -121,6 +121,7 @@ class Admin:
                                            self.config["retry.backoff.max.ms"], 0.2)
         self._brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
+        self._unreachable: set[tuple[str, int]] = set()  # warned about once; cleared when it answers again
         self._lock = threading.RLock()
         self._closed = False
 
@@ -389,9 +390,16 @@ class Admin:
         candidates = list(dict.fromkeys([*self._brokers.values(), *self._bootstrap]))
         for address in candidates:
             try:
-                return self._connect(address, deadline)
+                conn = self._connect(address, deadline)
             except KafkaConnectionError as e:
                 last = e
+                if address not in self._unreachable:  # as the producer's network client: once per run of failures
+                    self._unreachable.add(address)
+                    name = format_address(*address)
+                    log.warning("%s%s; retrying within the call's timeout", "" if name in str(e) else f"{name}: ", e)
+                continue
+            self._unreachable.discard(address)
+            return conn
         tried = ", ".join(format_address(h, p) for h, p in candidates)
         raise _Retry(KafkaConnectionError(f"no broker reachable (tried {tried}); last error: {last}"))
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kafkajet.addresses import check_resolvable
 from kafkajet.cluster import Cluster
 from kafkajet.config import FETCH, parse_client_config
 from kafkajet.errors import (
@@ -39,7 +40,7 @@ class FetchClient:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         self.config = parse_client_config(FETCH, config, **kwargs)
         self.security = connection_security(self.config)
-        self.servers: list[tuple[str, int]] = self.config["bootstrap.servers"]
+        self.servers: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
         self.timeout_s: float = self.config["request.timeout.ms"] / 1000
         self.client_id: str = self.config["client.id"]
         self.isolation_level = READ_COMMITTED if self.config["isolation.level"] == "read_committed" else 0

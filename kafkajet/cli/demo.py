@@ -3,8 +3,9 @@ Streaming query reads them with the kafkajet source, keeps per-user event counts
 them to a second topic with the kafkajet sink; the job then checks the last total per user against totals
 computed from the events themselves, and prints rows/s for load, read, stream and verify, and the verdict.
 
-`python -m kafkajet demo` (what `make demo` runs). With --bootstrap-servers it uses your cluster; without,
-it starts the embedded broker. --input sends a CSV, JSON lines or Parquet file's rows instead of synthetic
+`python -m kafkajet demo` (what `make demo` runs). With --bootstrap-server it uses your cluster (with the
+security settings of --command-config / --command-property, as the other commands take them); without, it
+starts the embedded broker. --input sends a CSV, JSON lines or Parquet file's rows instead of synthetic
 events (as JSON values, keyed by the first column).
 """
 
@@ -12,13 +13,102 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from contextlib import ExitStack
+from typing import Any
+
+from kafkajet.cli.client_options import CliError, add_config_options, client_config
 
 PARTITIONS = 6
+INPUT_FORMATS = ".parquet (Parquet), .csv (CSV with a header line), anything else JSON lines"
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    d: argparse.ArgumentParser = sub.add_parser(
+        "demo", help="the Spark pipeline: load events with the kafkajet sink, stream per-user totals, verify them",
+        description="The job users build on Spark (local[2]): events are loaded into a topic with the kafkajet "
+                    "sink and read back with the kafkajet source; a Structured Streaming query keeps per-user "
+                    "counts and sums and writes them to a second topic; the totals read back are checked "
+                    "against the events. Exits 0 when they match, 1 when they do not.")
+    d.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
+                   metavar="HOST:PORT[,...]", help="your cluster (default: start an embedded broker)")
+    d.add_argument("--input", default=None,
+                   help=f"a file of events to send instead of synthetic ones: {INPUT_FORMATS}")
+    d.add_argument("--records", type=int, default=1_000_000, help="synthetic events to generate")
+    d.add_argument("--topic", default=None, help="topic to write (default: a fresh one)")
+    add_config_options(d)
+    d.set_defaults(func=run, parser=d)
+    return d
+
+
+def check_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The client settings of the run, checked before anything starts; CliError (exit 2) otherwise."""
+    from kafkajet.config import ADMIN, parse_client_config
+
+    if args.input is not None and not os.path.isfile(args.input):
+        raise CliError(f"--input {args.input!r}: no such file", 2)
+    if args.records < 1:
+        raise CliError("--records must be at least 1", 2)
+    config = client_config(args)
+    if not args.bootstrap_server:
+        if len(config) > 1:
+            raise CliError("--command-config / --command-property are for your cluster: give --bootstrap-server "
+                           "too (the embedded broker takes no security settings)", 2)
+        return config
+    # The settings go to the admin client and to the Spark sink and source: the keys all clients share.
+    parse_client_config(ADMIN, config)
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    config = check_arguments(args)  # before PySpark, a broker and Spark start: a typo should cost nothing
+    try:
+        import pyspark  # noqa: F401
+    except ModuleNotFoundError:
+        raise CliError("the demo runs a PySpark job: install it with `pip install 'kafkajet[spark]'`") from None
+    try:
+        return run_demo(args, config)
+    except KeyboardInterrupt:
+        print("demo: interrupted; Spark and the broker stopped", file=sys.stderr, flush=True)
+        return 130
+
+
+class Interruption:
+    """Ctrl-C while Spark runs: cancel its jobs from another thread and let the job's call fail, then stop.
+
+    PySpark's own SIGINT handler calls into the JVM from inside the call the main thread is blocked in, a
+    reentrant Py4J call that logs four tracebacks; here the handler only records the request. A second
+    Ctrl-C interrupts at once."""
+
+    def __init__(self, spark: Any) -> None:
+        self.requested = threading.Event()
+        self._spark = spark
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+        threading.Thread(target=self._cancel, name="kafkajet-demo-cancel", daemon=True).start()
+
+    def _cancel(self) -> None:
+        try:
+            self._spark.sparkContext.cancelAllJobs()
+        except Exception:  # Spark already stopping: nothing left to cancel
+            pass
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if Ctrl-C was pressed: between steps, and when a step failed."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        signal.signal(signal.SIGINT, self._previous)
 
 
 def _events(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -41,108 +131,128 @@ def _events(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     )
 
 
-def run_demo(args: argparse.Namespace) -> int:
+def run_demo(args: argparse.Namespace, config: dict[str, Any]) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors must import kafkajet from this venv
     from pyspark.sql import SparkSession
 
-    import kafkajet.spark
     from kafkajet.admin import Admin
     from kafkajet.testing import EmbeddedBroker
 
     with ExitStack() as stack:
-        bootstrap = args.bootstrap_servers
+        bootstrap = args.bootstrap_server
         if not bootstrap:
             broker = stack.enter_context(EmbeddedBroker())
-            bootstrap = broker.bootstrap_servers
+            bootstrap = config["bootstrap.servers"] = broker.bootstrap_servers
             print(f"embedded broker on {bootstrap}", flush=True)
+        # Every client setting (security too) reaches the sink and the source as Spark's kafka.* options.
+        kafka = {f"kafka.{key}": str(value) for key, value in config.items()}
         topic = args.topic or f"demo-events-{uuid.uuid4().hex[:8]}"
         totals_topic = f"{topic}-per-user"
-        with Admin(bootstrap) as admin:
+        with Admin(config) as admin:
             admin.create_topics([topic, totals_topic], num_partitions=PARTITIONS, if_not_exists=True)
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-demo")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         stack.callback(spark.stop)
-        spark.sparkContext.setLogLevel("ERROR")
-        kafkajet.spark.register(spark)
+        interruption = Interruption(spark)
+        stack.callback(interruption.restore)
+        try:
+            return _pipeline(spark, args, kafka, topic, totals_topic, stack, interruption)
+        except Exception:
+            interruption.check()  # a job cancelled by Ctrl-C fails: report the interruption, not the failure
+            raise
 
-        # 1. Load: events into the input topic through the kafkajet sink (a batch write).
-        events = _events(spark, args).cache()
-        sent = events.count()  # materialise first, so the write is timed alone
+
+def _pipeline(spark: Any, args: argparse.Namespace, kafka: dict[str, str], topic: str, totals_topic: str,
+              stack: ExitStack, interruption: Interruption) -> int:
+    import kafkajet.spark
+
+    spark.sparkContext.setLogLevel("ERROR")
+    kafkajet.spark.register(spark)
+
+    # 1. Load: events into the input topic through the kafkajet sink (a batch write).
+    events = _events(spark, args).cache()
+    sent = events.count()  # materialise first, so the write is timed alone
+    start = time.perf_counter()
+    (events.write.format("kafkajet").mode("append").options(**kafka)
+     .option("topic", topic).option("kafka.linger.ms", "20").option("kafka.compression.type", "lz4").save())
+    load_s = time.perf_counter() - start
+    interruption.check()
+    print(f"load:   {sent:,} events into {topic} in {load_s:.2f} s = {sent / load_s:,.0f} rows/s", flush=True)
+
+    # 2. Read: the events back with the kafkajet source as a batch query, every value into Spark; twice,
+    # because the session's first read also pays for starting the source's Python workers and Spark's code
+    # paths for it, and a pipeline that keeps running sees the second figure.
+    for attempt in ("first read of the session", "again, warm"):
         start = time.perf_counter()
-        (events.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap)
-         .option("topic", topic).option("kafka.linger.ms", "20").option("kafka.compression.type", "lz4").save())
-        load_s = time.perf_counter() - start
-        print(f"load:   {sent:,} events into {topic} in {load_s:.2f} s = {sent / load_s:,.0f} rows/s", flush=True)
+        back = (spark.read.format("kafkajet").options(**kafka)
+                .option("subscribe", topic).load()
+                .selectExpr("count(*) as n", "sum(length(value)) as bytes").collect()[0])
+        read_s = time.perf_counter() - start
+        interruption.check()
+        print(f"read:   {back.n:,} events ({back.bytes / 1e6:.1f} MB of values) back from {topic} in {read_s:.2f} s "
+              f"= {back.n / read_s:,.0f} rows/s ({attempt})", flush=True)
 
-        # 2. Read: the events back with the kafkajet source as a batch query, every value into Spark; twice,
-        # because the session's first read also pays for starting the source's Python workers and Spark's code
-        # paths for it, and a pipeline that keeps running sees the second figure.
-        for attempt in ("first read of the session", "again, warm"):
-            start = time.perf_counter()
-            back = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
-                    .option("subscribe", topic).load()
-                    .selectExpr("count(*) as n", "sum(length(value)) as bytes").collect()[0])
-            read_s = time.perf_counter() - start
-            print(f"read:   {back.n:,} events ({back.bytes / 1e6:.1f} MB of values) back from {topic} in {read_s:.2f} s "
-                  f"= {back.n / read_s:,.0f} rows/s ({attempt})", flush=True)
+    # 3. Stream: a Structured Streaming query reads the topic with the kafkajet source, keeps per-user
+    # totals, and writes them to a second topic with the kafkajet sink, a few micro-batches in all.
+    per_trigger = max(1, sent // 4)
+    totals = (spark.readStream.format("kafkajet").options(**kafka)
+              .option("subscribe", topic).option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", str(per_trigger)).load()
+              .selectExpr("cast(key as string) as user", "cast(value as string) as json")
+              .selectExpr("user", "get_json_object(json, '$.action') as action",
+                          "cast(get_json_object(json, '$.amount') as long) as amount")
+              .groupBy("user")
+              .agg({"*": "count", "amount": "sum"})
+              .selectExpr("user as key", "to_json(named_struct('events', `count(1)`, "
+                          "'amount', `sum(amount)`)) as value"))
+    checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafkajet-demo-"))
+    start = time.perf_counter()
+    query = (totals.writeStream.format("kafkajet").outputMode("complete")
+             .options(**kafka).option("topic", totals_topic)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    seen = 0
+    while query.isActive:
+        if interruption.requested.is_set():
+            query.stop()
+        query.awaitTermination(1)
+        for progress in query.recentProgress[seen:]:
+            print(f"stream: micro-batch {progress['batchId']} read {progress['numInputRows']:,} events",
+                  flush=True)
+        seen = len(query.recentProgress)
+    interruption.check()
+    if query.exception() is not None:
+        print(f"verdict: FAILED - the streaming query failed: {query.exception()}")
+        return 1
+    stream_s = time.perf_counter() - start
+    print(f"stream: {sent:,} events in {stream_s:.2f} s = {sent / stream_s:,.0f} rows/s "
+          f"({len(query.recentProgress)} micro-batches, per-user totals into {totals_topic})", flush=True)
 
-        # 3. Stream: a Structured Streaming query reads the topic with the kafkajet source, keeps per-user
-        # totals, and writes them to a second topic with the kafkajet sink, a few micro-batches in all.
-        per_trigger = max(1, sent // 4)
-        totals = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", topic).option("startingOffsets", "earliest")
-                  .option("maxOffsetsPerTrigger", str(per_trigger)).load()
-                  .selectExpr("cast(key as string) as user", "cast(value as string) as json")
-                  .selectExpr("user", "get_json_object(json, '$.action') as action",
-                              "cast(get_json_object(json, '$.amount') as long) as amount")
-                  .groupBy("user")
-                  .agg({"*": "count", "amount": "sum"})
-                  .selectExpr("user as key", "to_json(named_struct('events', `count(1)`, "
-                              "'amount', `sum(amount)`)) as value"))
-        checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafkajet-demo-"))
-        start = time.perf_counter()
-        query = (totals.writeStream.format("kafkajet").outputMode("complete")
-                 .option("kafka.bootstrap.servers", bootstrap).option("topic", totals_topic)
-                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-        seen = 0
-        while query.isActive:
-            query.awaitTermination(1)
-            for progress in query.recentProgress[seen:]:
-                print(f"stream: micro-batch {progress['batchId']} read {progress['numInputRows']:,} events",
-                      flush=True)
-            seen = len(query.recentProgress)
-        if query.exception() is not None:
-            print(f"verdict: FAILED - the streaming query failed: {query.exception()}")
-            return 1
-        stream_s = time.perf_counter() - start
-        print(f"stream: {sent:,} events in {stream_s:.2f} s = {sent / stream_s:,.0f} rows/s "
-              f"({len(query.recentProgress)} micro-batches, per-user totals into {totals_topic})", flush=True)
-
-        # 4. Verify: the last total per user in the output topic against totals computed from the input
-        # DataFrame, independently of Kafka and of the stream.
-        start = time.perf_counter()
-        expected = {r.user: (r.events, r.amount) for r in events.selectExpr(
-            "key as user", "cast(get_json_object(value, '$.amount') as long) as amount").groupBy("user").agg(
-            {"*": "count", "amount": "sum"}).selectExpr("user", "`count(1)` as events", "`sum(amount)` as amount"
-                                                        ).collect()}
-        out = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
-               .option("subscribe", totals_topic).load())
-        written = out.count()
-        latest = out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json") \
-            .groupBy("user").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset") \
-            .join(out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json"),
-                  ["user", "offset"]) \
-            .selectExpr("user", "cast(get_json_object(json, '$.events') as long) as events",
-                        "cast(get_json_object(json, '$.amount') as long) as amount").collect()
-        actual = {r.user: (r.events, r.amount) for r in latest}
-        verify_s = time.perf_counter() - start
-        # The rate counts the events verified: each one is re-aggregated from the input to check the totals.
-        print(f"verify: {sent:,} events re-aggregated and {written:,} totals read back from {totals_topic} in "
-              f"{verify_s:.2f} s = {sent / verify_s:,.0f} rows/s", flush=True)
-        wrong = [u for u in expected if actual.get(u) != expected[u]] + [u for u in actual if u not in expected]
-        ok = not wrong and sum(e for e, _ in actual.values()) == sent
-        print(f"verdict: {'OK' if ok else 'FAILED'} - {len(expected):,} users, per-user event counts and sums "
-              f"{'match' if ok else 'DIFFER'} for {sent:,} events"
-              + (f" (first differences: {sorted(wrong)[:3]})" if wrong else ""))
-        return 0 if ok else 1
+    # 4. Verify: the last total per user in the output topic against totals computed from the input
+    # DataFrame, independently of Kafka and of the stream.
+    start = time.perf_counter()
+    expected = {r.user: (r.events, r.amount) for r in events.selectExpr(
+        "key as user", "cast(get_json_object(value, '$.amount') as long) as amount").groupBy("user").agg(
+        {"*": "count", "amount": "sum"}).selectExpr("user", "`count(1)` as events", "`sum(amount)` as amount"
+                                                    ).collect()}
+    out = (spark.read.format("kafkajet").options(**kafka)
+           .option("subscribe", totals_topic).load())
+    written = out.count()
+    latest = out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json") \
+        .groupBy("user").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset") \
+        .join(out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json"),
+              ["user", "offset"]) \
+        .selectExpr("user", "cast(get_json_object(json, '$.events') as long) as events",
+                    "cast(get_json_object(json, '$.amount') as long) as amount").collect()
+    actual = {r.user: (r.events, r.amount) for r in latest}
+    verify_s = time.perf_counter() - start
+    interruption.check()
+    # The rate counts the events verified: each one is re-aggregated from the input to check the totals.
+    print(f"verify: {sent:,} events re-aggregated and {written:,} totals read back from {totals_topic} in "
+          f"{verify_s:.2f} s = {sent / verify_s:,.0f} rows/s", flush=True)
+    wrong = [u for u in expected if actual.get(u) != expected[u]] + [u for u in actual if u not in expected]
+    ok = not wrong and sum(e for e, _ in actual.values()) == sent
+    print(f"verdict: {'OK' if ok else 'FAILED'} - {len(expected):,} users, per-user event counts and sums "
+          f"{'match' if ok else 'DIFFER'} for {sent:,} events"
+          + (f" (first differences: {sorted(wrong)[:3]})" if wrong else ""))
+    return 0 if ok else 1

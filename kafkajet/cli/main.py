@@ -23,27 +23,23 @@ def _cmd_broker(args: argparse.Namespace) -> int:
         broker = EmbeddedBroker(port=args.port).start()
     except BrokerStartError as e:
         raise CliError(str(e)) from None  # the message is the install hint; a traceback would bury it
+    died: str | None = None
     try:
-        print(f"Tansu broker listening on {broker.bootstrap_servers} (Ctrl-C to stop)", flush=True)
-        try:
+        try:  # Ctrl-C may come as soon as the line is out
+            print(f"Tansu broker listening on {broker.bootstrap_servers} (pid {broker.pid}; Ctrl-C to stop)",
+                  flush=True)
             while not stop.wait(0.5) and broker.running:
                 pass
         except KeyboardInterrupt:
             pass
+        if broker.exit_status is not None:  # it ended on its own: the clients using it just lost it
+            died = f"the broker exited by itself ({broker.exit_status}); its last log lines:\n{broker.log_tail()}"
     finally:
         broker.stop()
+    if died is not None:
+        raise CliError(died)
     print("broker stopped", flush=True)
     return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    try:
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError:
-        raise CliError("the demo runs a PySpark job: install it with `pip install 'kafkajet[spark]'`") from None
-    from kafkajet.cli.demo import run_demo
-
-    return run_demo(args)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
@@ -70,16 +66,16 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     produce.add_parser(sub)
     topics.add_parser(sub)
 
-    b = sub.add_parser("broker", help="run an embedded Tansu broker in the foreground until Ctrl-C")
+    b = sub.add_parser("broker", help="run an embedded Tansu broker in the foreground until Ctrl-C",
+                       description="Start the Tansu broker (pip install 'kafkajet[broker]') on 127.0.0.1 with "
+                                   "in-memory storage, for trying kafkajet and the other commands locally. It "
+                                   "runs until Ctrl-C; exits 1 if the broker ends by itself.")
     b.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
     b.set_defaults(func=_cmd_broker)
 
-    d = sub.add_parser("demo", help="the main job: produce a dataset and check it arrived exactly once")
-    d.add_argument("--bootstrap-servers", default=None, help="your cluster (default: start an embedded broker)")
-    d.add_argument("--input", default=None, help="CSV, JSON lines or Parquet file to send instead of synthetic events")
-    d.add_argument("--records", type=int, default=1_000_000, help="synthetic events to generate")
-    d.add_argument("--topic", default=None, help="topic to write (default: a fresh one)")
-    d.set_defaults(func=_cmd_demo)
+    from kafkajet.cli import demo
+
+    demo.add_parser(sub)
 
     # The perf tool parses its own (Java-compatible) options: hand it everything after "perf" untouched.
     pf = sub.add_parser("perf", help="producer performance test, like Kafka's kafka-producer-perf-test",
@@ -87,7 +83,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     pf.add_argument("perf_args", nargs="*", help=argparse.SUPPRESS)
     pf.set_defaults(func=_cmd_perf)
 
-    c = sub.add_parser("config", help="print a client's configuration table (Markdown)")
+    c = sub.add_parser("config", help="print a client's configuration table (Markdown)",
+                       description="Print every setting a client takes (Java key names, types, defaults, "
+                                   "what they do) as a Markdown table.")
     c.add_argument("--client", choices=("producer", "admin", "fetch"), default="producer",
                    help="whose table (default producer); admin and fetch take the keys common to all clients")
     c.set_defaults(func=_cmd_config)
@@ -99,8 +97,16 @@ def _prog_of(args: argparse.Namespace) -> str:
     return parser.prog if isinstance(parser, argparse.ArgumentParser) else program_name()
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: an embedded broker (in its own session) is stopped on the way
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # A closed terminal hangs up its process group, which no longer holds the embedded broker, and `kill`
+    # reaches only the tool: without this the tool would die at once and leave the broker running.
+    signal.signal(signal.SIGHUP, _exit_on_signal)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kafkajet.errors import ConfigError, KafkaError

@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "precedence over --command-config")
     p.add_argument("--command-config", "--producer.config", dest="config_file", metavar="CONFIG-FILE",
                    help="producer configuration properties file")
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", metavar="HOST:PORT",
                    help="the cluster (overrides bootstrap.servers); default: an embedded broker")
     p.add_argument("--print-metrics", action="store_true", help="print the producer's metrics at the end")
     p.add_argument("--reporting-interval", type=int, default=int(REPORT_INTERVAL_S * 1000), metavar="MS",
@@ -642,9 +642,9 @@ def run(args: argparse.Namespace, stdout: TextIO = sys.stdout, stderr: TextIO = 
     try:
         # Check the settings before starting a broker: a typo should cost nothing.
         parse_producer_config({**props, "bootstrap.servers": props.get("bootstrap.servers", "127.0.0.1:9092")})
-    except ConfigError as e:
+    except ConfigError as e:  # a bad setting is a bad invocation: exit 2, as `produce` and argparse do
         print(f"error: {e}", file=stderr)
-        return 1
+        return 2
     if args.warmup_records > 0:
         print(f"Warmup first {args.warmup_records} records. Steady state results will print after the complete "
               "test summary.", file=stdout, flush=True)

@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "produce", help="send lines from stdin or a file to a topic (like kafka-console-producer)",
         description="Send each input line as one record. Prints the counts of delivered and failed records "
                     "to stderr at the end; exits 1 if any failed.")
-    p.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT[,...]", help="the cluster (required)")
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
+                   metavar="HOST:PORT[,...]", help="the cluster (required)")
     p.add_argument("--topic", required=True, help="topic to send to")
     p.add_argument("--file", default=None, help="read lines from this file instead of stdin")
     p.add_argument("--property", dest="reader_props", metavar="KEY=VALUE", action="append", default=[],

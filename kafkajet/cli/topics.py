@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from typing import Any
 
 from kafkajet.cli.client_options import CliError, add_config_options, client_config, require_bootstrap
@@ -12,7 +14,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "topics", help="create, list, describe or delete topics (like kafka-topics)",
         description="Topic administration; exits 1 on a broker error (topic exists, unknown topic, ...).")
-    p.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT[,...]", help="the cluster (required)")
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
+                   metavar="HOST:PORT[,...]", help="the cluster (required)")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create --topic")
     action.add_argument("--list", action="store_true", help="print the topic names, one a line")
@@ -31,6 +34,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+# Java's org.apache.kafka.common.internals.Topic: the names a broker accepts, checked before asking one.
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why Kafka would refuse `name` as a topic name (Java's Topic.validate), or None if it is legal."""
+    if not name:
+        return "a topic name can't be empty"
+    if name in (".", ".."):
+        return 'a topic name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return f"a topic name can't be longer than {MAX_NAME_LENGTH} characters ({len(name)} given)"
+    if not _LEGAL_NAME.fullmatch(name):
+        bad = sorted({c for c in name if not _LEGAL_NAME.fullmatch(c)})
+        return (f"topic name {name!r} is illegal: it contains {', '.join(map(repr, bad))}; use only ASCII "
+                "letters and digits, '.', '_' and '-'")
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from kafkajet.admin import Admin
     from kafkajet.cli.client_options import parse_assignments
@@ -43,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions < 1 or args.replication_factor < 1:
         parser.error("--partitions and --replication-factor must be at least 1")
     topic_configs = parse_assignments(args.topic_configs, "--config")
+    if args.create:
+        problem = topic_name_problem(args.topic)
+        if problem is not None:
+            raise CliError(problem, 2)
+        if "." in args.topic or "_" in args.topic:  # Java's kafka-topics warns the same way
+            print("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
+                  "could collide. To avoid issues it is best to use either, but not both.", file=sys.stderr)
     with Admin(client_config(args)) as admin:
         if args.create:
             admin.create_topics(args.topic, args.partitions, args.replication_factor, configs=topic_configs,
@@ -65,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
             for name in sorted(topics):
                 desc = topics[name]
                 replication = max((len(p.replicas) for p in desc.partitions), default=0)
-                print(f"Topic: {name}\tTopicId: {desc.topic_id}\tPartitionCount: {len(desc.partitions)}\t"
+                # A broker that keeps no topic ids (Tansu) gives none: leave the field out rather than print None.
+                topic_id = f"TopicId: {desc.topic_id}\t" if desc.topic_id else ""
+                print(f"Topic: {name}\t{topic_id}PartitionCount: {len(desc.partitions)}\t"
                       f"ReplicationFactor: {replication}")
                 for part in desc.partitions:
                     print(f"\tTopic: {name}\tPartition: {part.partition}\tLeader: {part.leader}\t"

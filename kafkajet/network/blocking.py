@@ -110,7 +110,9 @@ class BlockingConnection:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             return context.wrap_socket(sock, server_hostname=self.host)
         except TimeoutError:
-            error = KafkaConnectionError(f"TLS handshake with {self.address} timed out")
+            from kafkajet.security.tls import NOT_TLS_HINT
+
+            error = KafkaConnectionError(f"TLS handshake with {self.address} timed out; {NOT_TLS_HINT}")
         except OSError as e:
             from kafkajet.security.tls import handshake_error
 

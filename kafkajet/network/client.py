@@ -205,7 +205,8 @@ class NetworkClient(ConnectionSetup):
         return 0.0
 
     def last_error(self, node_id: int) -> KafkaError | None:
-        """Why the node's last connection attempt or connection failed; None once it is ready again."""
+        """Why the node's last connection attempt or connection failed, or why a TLS handshake in progress may
+        never end; None once it is ready again."""
         node = self._nodes.get(node_id)
         return None if node is None else node.last_error
 
@@ -505,10 +506,14 @@ class NetworkClient(ConnectionSetup):
             if conn is None:
                 continue
             if node.state in SETUP_TIMED_STATES and now > node.setup_deadline_ms:
-                step = "TLS handshake with" if node.state is ConnectionState.TLS_HANDSHAKE else "connection to"
+                hint = ""
+                if node.state is ConnectionState.TLS_HANDSHAKE:
+                    from kafkajet.security.tls import NOT_TLS_HINT
+
+                    hint = f"; {NOT_TLS_HINT}"
                 self._close(node, now, KafkaConnectionError(
-                    f"{step} {node.describe()} not done within "
-                    f"{self.setup_timeout_ms:.0f} ms (socket.connection.setup.timeout.ms)"), failure=True)
+                    f"{'TLS handshake with' if hint else 'connection to'} {node.describe()} not done within "
+                    f"{self.setup_timeout_ms:.0f} ms (socket.connection.setup.timeout.ms){hint}"), failure=True)
                 continue
             if node.state is ConnectionState.READY and now >= node.reauth_at_ms:
                 node.reauth_due = True  # no new requests: let those in flight finish first

@@ -220,6 +220,10 @@ class ConnectionSetup:
             return
         node.tls = True
         node.state = ConnectionState.TLS_HANDSHAKE
+        from kafkajet.security.tls import NOT_TLS_HINT  # loaded already: the context above is TLS
+
+        # The cause a caller's wait (max.block.ms) names if it ends before the handshake does, however short.
+        node.last_error = KafkaConnectionError(f"TLS handshake with {node.describe()} not answered; {NOT_TLS_HINT}")
         self._drive_tls(node, now)
 
     def _drive_tls(self, node: BrokerConnection, now: float) -> None:

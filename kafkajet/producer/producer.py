@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from kafkajet.addresses import check_resolvable
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import BufferExhaustedError, IllegalStateError, KafkaError, ProducerClosedError
@@ -37,6 +38,7 @@ from kafkajet.producer.futures import (
     Segment,
 )
 from kafkajet.producer.idempotence import IdempotenceManager
+from kafkajet.producer.loss_report import report_loss
 from kafkajet.producer.metadata import Cluster, Metadata, PartitionInfo
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.partitioner import (
@@ -91,6 +93,7 @@ class Producer:
 
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
+        check_resolvable(cfg["bootstrap.servers"])
         self.config: ProducerConfig = cfg
         self.client_id: str = cfg["client.id"]
         self._owner_pid = os.getpid()
@@ -589,10 +592,10 @@ class Producer:
         if lost:
             b = lost[-1]
             cause = b.last_error or self._sender.cause_for(b) or b.error
-            log.error("producer %s: %d record(s) not delivered: the interpreter exited without close() while "
-                      "they were still pending after %.0f s (last cause: %s). Call flush() or close() before "
-                      "exiting, and check the futures.", self.client_id, sum(x.count for x in lost),
-                      self._exit_close_timeout_s, cause)
+            report_loss(log, f"producer {self.client_id}: {sum(x.count for x in lost)} record(s) not delivered: "
+                             "the interpreter exited without close() while they were still pending after "
+                             f"{self._exit_close_timeout_s:.0f} s (last cause: {cause}). Call flush() or close() "
+                             "before exiting, and check the futures.")
 
     def __enter__(self) -> Producer:
         return self

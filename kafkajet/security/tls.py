@@ -133,11 +133,16 @@ _ALERT_HINTS = {
 }
 
 
+# A plaintext Kafka listener reads a ClientHello as a huge request size: Apache Kafka closes the connection,
+# Tansu waits for the rest. Either way the handshake gets no answer; say the likely cause.
+NOT_TLS_HINT = "the listener may not speak TLS (security.protocol SSL or SASL_SSL against a PLAINTEXT listener?)"
+
+
 def handshake_error(peer: str, e: OSError) -> KafkaError:
     """What a failed TLS handshake with `peer` means to the client (SSLError is an OSError)."""
-    if isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+    if isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError)):
         return KafkaConnectionError(f"TLS handshake with {peer} failed: the connection was closed during the "
-                                    "handshake")
+                                    f"handshake; {NOT_TLS_HINT}")
     if isinstance(e, ssl.SSLError):
         # A certificate that does not verify is an authentication failure: retrying cannot fix it.
         return SslAuthenticationError(f"TLS handshake with {peer} failed: {verification_reason(e)}")

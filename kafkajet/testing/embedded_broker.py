@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -119,7 +120,10 @@ class EmbeddedBroker:
         log_file = open(self._log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._log_file = log_file
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
-        self._proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        # In its own session: Ctrl-C in a terminal goes to the whole foreground process group, and the tool
+        # that started the broker (perf, demo) must still reach it to finish cleanly; stop() ends it.
+        self._proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                      start_new_session=True)
         deadline = time.monotonic() + self.start_timeout_s
         delay = 0.01
         while time.monotonic() < deadline:
@@ -146,6 +150,25 @@ class EmbeddedBroker:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def exit_status(self) -> str | None:
+        """How the broker process ended ("exit code 1", "killed by signal 9"); None while it runs or once
+        stop() has ended it."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return None
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "an unknown signal"
+            return f"killed by signal {-code}, {name}"
+        return f"exit code {code}"
 
     def stop(self, timeout_s: float = 10.0) -> None:
         proc, self._proc = self._proc, None

@@ -27,6 +27,25 @@ def _title(block: str) -> str:
     return re.sub(r"\W+", "-", first.lstrip("# ").lower()).strip("-")[:40]
 
 
+def test_the_readme_links_no_file_by_relative_path() -> None:
+    # pyproject's readme: the README is the wheel's description on PyPI, where a relative link leads nowhere.
+    assert 'readme = "README.md"' in (ROOT / "pyproject.toml").read_text()
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)\s]+)", text) + re.findall(r"<(?:img|a)\s[^>]*(?:src|href)=\"([^\"]+)", text)
+    relative = [t for t in targets if not re.match(r"(https?://|mailto:|#)", t)]
+    assert relative == [], f"links that only work in the source tree: {relative}"
+
+
+def test_the_readme_says_what_kafkajet_is_first_and_how_to_install_it() -> None:
+    text = (ROOT / "README.md").read_text()
+    first_screen = text[:text.index("\n## ")]
+    assert first_screen.split("\n\n")[1].startswith("kafkajet is a Kafka producer client for Python")
+    for words in ("pip install kafkajet", "'kafkajet[spark]'", "'kafkajet[broker]'", "kafkajet broker --port 9092",
+                  ".venv", "make demo", "make test", "max_block_ms"):
+        assert words in first_screen, words
+    assert "## Layout" not in text and "make mutate" not in text  # for contributors: CONTRIBUTING.md
+
+
 def test_the_readme_has_its_examples() -> None:
     assert len(BLOCKS) >= 5, "the README lost its Python examples (or their ```python fences)"
 

@@ -1,0 +1,217 @@
+"""What a new user meets in the first hour with the command line (issue 28): Ctrl-C, the broker dying under
+`kafkajet broker`, topic names, the options every command shares. Each runs the real command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkajet.admin import Admin
+from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.embedded_broker import free_port
+from tests.helpers.waiting import read_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkajet", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def start(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    """The command in a process group of its own, as a shell starts a foreground job."""
+    return subprocess.Popen([sys.executable, "-m", "kafkajet", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=stdin, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("command", [
+    ["produce", "--topic", "t"],
+    ["perf", "--topic", "t", "--num-records", "10", "--record-size", "10"],
+    ["topics", "--list"],
+    ["demo"],
+])
+def test_a_refused_address_is_reported_at_once_for_every_bootstrap_server(command: list[str]) -> None:
+    # Nothing listens on either port: the tools keep Java's wait (max.block.ms, the call's timeout), but say
+    # at once what they are waiting for, instead of a silent minute.
+    servers = [f"127.0.0.1:{free_port()}", f"localhost:{free_port()}"]
+    proc = start(command[0], "--bootstrap-server", ",".join(servers), *command[1:], stdin=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        proc.stdin.write("a record\n")  # for produce; kept open, so it waits for metadata
+        proc.stdin.flush()
+        said: list[str] = []
+        deadline = time.monotonic() + 30
+        while not all(any(server in line and "Connection refused" in line for line in said) for server in servers):
+            assert time.monotonic() < deadline, f"not both refusals within 30 s: {said}"
+            said.append(read_line(proc.stderr, deadline - time.monotonic(), "a connection failure on stderr"))
+        assert proc.poll() is None  # said while it still waits, not in the error at the end
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM first, so a tool stops the broker it started (a broker outlives a tool killed outright)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def ctrl_c(proc: subprocess.Popen[str]) -> None:
+    """What a terminal does on Ctrl-C: SIGINT to every process of the foreground process group."""
+    os.killpg(proc.pid, signal.SIGINT)
+
+
+def test_ctrl_c_in_perf_on_the_embedded_broker_stops_at_once_with_nothing_failed() -> None:
+    # 1 KiB records without a limit: the buffer is full of records in flight when Ctrl-C comes. A broker in
+    # the terminal's process group died with the tool and they waited 10 s, then failed.
+    proc = start("perf", "--topic", "perf-ctrl-c", "--num-records", "100000000", "--record-size", "1000",
+                 "--reporting-interval", "300")
+    assert proc.stdout is not None
+    try:
+        first = read_line(proc.stdout, 90, "the perf tool's first window line")
+        assert "records sent" in first, first
+        interrupted_at = time.monotonic()
+        ctrl_c(proc)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        stop(proc)
+    took = time.monotonic() - interrupted_at
+    assert proc.returncode == 130, stderr
+    assert "interrupted: " in stderr and " acknowledged, 0 failed, " in stderr, stderr
+    # The broker stayed up for the close: no connection the producer had was cut or refused.
+    assert "kafkajet.network" not in stderr, stderr
+    assert took < 8.0, f"{took:.1f} s from Ctrl-C to exit (the old tool waited its 10 s close timeout)"
+
+
+def test_broker_that_dies_under_the_broker_command_is_reported_and_exits_1() -> None:
+    proc = start("broker")
+    assert proc.stdout is not None
+    try:
+        line = read_line(proc.stdout, 60, "the broker's listening line")
+        assert "listening on 127.0.0.1:" in line, line
+        pid = int(line.split("(pid ")[1].split(";")[0])
+        os.kill(pid, signal.SIGKILL)  # the broker dies; the command must not call that "broker stopped"
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        stop(proc)
+    assert proc.returncode == 1, stdout + stderr
+    assert "broker stopped" not in stdout
+    assert "the broker exited by itself (killed by signal 9, SIGKILL)" in stderr, stderr
+
+
+def test_ctrl_c_stops_the_broker_command_cleanly() -> None:
+    proc = start("broker")
+    assert proc.stdout is not None
+    try:
+        line = read_line(proc.stdout, 60, "the broker's listening line")
+        pid = int(line.split("(pid ")[1].split(";")[0])
+        ctrl_c(proc)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        stop(proc)
+    assert (proc.returncode, stdout.strip(), stderr) == (0, "broker stopped", ""), (proc.returncode, stdout, stderr)
+    with pytest.raises(ProcessLookupError):  # reaped: stop() ended it, in its own session or not
+        os.kill(pid, 0)
+
+
+def test_a_terminal_hang_up_stops_the_broker_it_started() -> None:
+    # The broker has its own session, so the terminal's SIGHUP reaches only the tool, which must stop it.
+    proc = start("broker")
+    assert proc.stdout is not None
+    try:
+        line = read_line(proc.stdout, 60, "the broker's listening line")
+        pid = int(line.split("(pid ")[1].split(";")[0])
+        os.killpg(proc.pid, signal.SIGHUP)
+        proc.communicate(timeout=30)
+    finally:
+        stop(proc)
+    assert proc.returncode == 128 + signal.SIGHUP
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("bad topic!", "topic name 'bad topic!' is illegal: it contains ' ', '!'"),
+    ("..", 'a topic name cannot be "." or ".."'),
+    ("x" * 250, "a topic name can't be longer than 249 characters (250 given)"),
+])
+def test_topics_create_refuses_names_kafka_refuses(broker: EmbeddedBroker, name: str, problem: str) -> None:
+    r = cli("topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", name)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert problem in r.stderr and "Traceback" not in r.stderr
+    with Admin(broker.bootstrap_servers) as admin:
+        assert name not in admin.list_topics(30)
+
+
+def test_topics_create_warns_of_period_underscore_collisions_and_describe_prints_no_none(
+        broker: EmbeddedBroker, topic_name: str) -> None:
+    name = f"{topic_name}_a.b-c"  # legal: created, with Java's warning
+    r = cli("topics", "--bootstrap-servers", broker.bootstrap_servers, "--create", "--topic", name)
+    assert r.returncode == 0, r.stderr
+    assert "topics with a period ('.') or underscore ('_') could collide" in r.stderr
+    r = cli("topics", "--bootstrap-server", broker.bootstrap_servers, "--describe", "--topic", name)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"Topic: {name}\t") and "None" not in r.stdout, r.stdout
+
+
+def test_an_unknown_setting_exits_2_in_produce_and_perf_alike() -> None:
+    produce = cli("produce", "--bootstrap-server", "127.0.0.1:1", "--topic", "t",
+                  "--producer-property", "linger.mss=0")
+    perf = cli("perf", "--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--num-records", "1",
+               "--record-size", "1", "--producer-props", "linger.mss=0")
+    for r in (produce, perf):
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "unknown producer setting 'linger.mss'; did you mean 'linger.ms'?" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["produce", "topics", "perf", "demo"])
+def test_every_command_takes_both_spellings_of_bootstrap_server(command: str) -> None:
+    r = cli(command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"--bootstrap-server\b(?!s)", r.stdout) and "--bootstrap-servers" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    ("broker", "Start the Tansu broker"),
+    ("demo", "kafkajet sink"),
+    ("config", "Print every setting a client takes"),
+])
+def test_every_command_has_a_help_description(command: str, words: str) -> None:
+    r = cli(command, "--help")
+    assert r.returncode == 0 and words in r.stdout, r.stdout
+
+
+def test_demos_one_line_help_describes_the_pipeline_it_runs() -> None:
+    r = cli("--help")
+    text = " ".join(r.stdout.split())  # argparse wraps the help lines
+    summary = text.split(" demo ", 1)[1].split(" perf ", 1)[0]
+    assert "Spark pipeline" in summary and "exactly once" not in summary, summary
+
+
+def test_demo_checks_its_input_file_before_starting_anything(tmp_path: Path) -> None:
+    started = time.monotonic()
+    r = cli("demo", "--input", str(tmp_path / "nosuch.parquet"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().endswith(f"error: --input '{tmp_path / 'nosuch.parquet'}': no such file"), r.stderr
+    assert "embedded broker" not in r.stdout and "Traceback" not in r.stderr and "Spark" not in r.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_demo_refuses_a_setting_no_client_takes_before_starting_anything() -> None:
+    r = cli("demo", "--bootstrap-server", "127.0.0.1:1", "--command-property", "security.protocl=SSL")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "did you mean 'security.protocol'" in r.stderr and "Traceback" not in r.stderr
+    r = cli("demo", "--command-property", "security.protocol=SSL")
+    assert r.returncode == 2 and "give --bootstrap-server too" in r.stderr, r.stderr
