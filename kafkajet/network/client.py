@@ -11,6 +11,11 @@ Per-node state machine::
 
 TLS_HANDSHAKE runs for security.protocol SSL and SASL_SSL, AUTHENTICATING (SaslHandshake + SaslAuthenticate)
 for SASL_*; ApiVersions comes before SASL as in Java, so the SASL request versions are negotiated.
+The steps are decided by the sans-I/O SetupMachine (setup.py); BrokerConnection (node.py) does their I/O.
+
+CONNECTING and TLS_HANDSHAKE end at the connection setup timeout: socket.connection.setup.timeout.ms,
+doubled per consecutive failed connect of the node up to socket.connection.setup.timeout.max.ms, with
+±20 % jitter (Java's ClusterConnectionStates); a connect that gets through starts the next one at the base.
 
 Re-authentication (KIP-368): when the broker gives the SASL session a lifetime, the connection is marked
 due at a random 85-95 % of it. From then on it takes no new requests; once the requests already in flight
@@ -179,13 +184,6 @@ class NetworkClient:
         if node.state is ConnectionState.DISCONNECTED and self._backoff_remaining(node, now) <= 0:
             self._connect(node, now)
         return False
-
-    def connection_setup_timeout(self, node_id: int) -> float:
-        """The setup timeout of the node's next connect (Java's ClusterConnectionStates): it starts at
-        socket.connection.setup.timeout.ms and doubles per consecutive failed connect, up to
-        socket.connection.setup.timeout.max.ms, each value with ±20 % jitter."""
-        node = self._nodes.get(node_id)
-        return self._setup_timeout.backoff(0 if node is None else node.failed_connects)
 
     def connection_delay(self, node_id: int, now: float) -> float:
         """Milliseconds until the node is worth trying: the rest of its reconnect backoff, else 0."""

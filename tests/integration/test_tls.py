@@ -331,7 +331,8 @@ def test_a_stalled_tls_handshake_ends_at_the_setup_timeout(pki: Pki) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:  # accepts, then never answers the ClientHello
         port = server.getsockname()[1]
         security = connection_security({"security.protocol": "SSL", "ssl.ca.location": str(pki.ca_file)})
-        with NetworkClient(security=security, socket_connection_setup_timeout_ms=300) as client:
+        with NetworkClient(security=security, socket_connection_setup_timeout_ms=300,
+                           socket_connection_setup_timeout_max_ms=300) as client:
             client.add_bootstrap(f"127.0.0.1:{port}")
             started = time.monotonic()
             while client.last_error(-1) is None:
