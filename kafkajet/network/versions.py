@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkajet import __version__
+from kafkajet._version import __version__
 from kafkajet.errors import NO_ERROR, KafkaError, ProtocolError, UnsupportedVersionError, make_error
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, choose_version, decode_response
 
