@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kafkajet.addresses import format_address
 from kafkajet.clock import now_ms
-from kafkajet.cluster import Cluster, Node, PartitionInfo
+from kafkajet.cluster import Cluster, Node, PartitionInfo, metadata_request_body
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     NO_ERROR,
@@ -35,7 +35,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.network.backoff import ExponentialBackoff
-from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.network.blocking import BlockingConnection
 from kafkajet.producer.transactions import PreparedTransaction
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security

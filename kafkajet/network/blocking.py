@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkajet.addresses import format_address, parse_servers
 from kafkajet.clock import now_ms
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -223,24 +224,6 @@ class BlockingConnection:
 
     def __repr__(self) -> str:
         return f"BlockingConnection({self.address}, {'closed' if self.closed else 'open'})"
-
-
-def metadata_request_body(topics: list[str] | None, *, version: int | None = None,
-                          allow_auto_topic_creation: bool = False) -> dict[str, Any]:
-    """Metadata request; topics None asks for every topic, [] (v1+) for brokers and controller only.
-
-    Metadata v0 has no null array: there an empty list means every topic.
-    """
-    if topics is None and version == 0:
-        wanted: list[dict[str, Any]] | None = []
-    else:
-        wanted = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
-    return {
-        "topics": wanted,
-        "allow_auto_topic_creation": allow_auto_topic_creation,
-        "include_cluster_authorized_operations": False,
-        "include_topic_authorized_operations": False,
-    }
 
 
 def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,

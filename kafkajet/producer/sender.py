@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkajet.clock import now_ms
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import (
     NO_ERROR,
     AuthenticationError,
@@ -192,10 +193,7 @@ class Sender:
             delay = self.client.connection_delay(node, now)
             return delay if delay > 0 else float("inf")
         topics = self.metadata.attempt_started(now)
-        body = {
-            "topics": [{"name": t} for t in topics],
-            "allow_auto_topic_creation": self.allow_auto_create_topics,
-        }
+        body = metadata_request_body(topics, allow_auto_topic_creation=self.allow_auto_create_topics)
         self.client.send(node, ApiKey.METADATA, body, now, context=("metadata", None))
         self._metadata_in_flight = True
         return float("inf")

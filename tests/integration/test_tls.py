@@ -22,10 +22,11 @@ from kafka import KafkaConsumer, TopicPartition
 
 from kafkajet import AuthenticationError, ConfigError, KafkaError, KafkaTimeoutError, Producer
 from kafkajet.admin import Admin
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import SslAuthenticationError
 from kafkajet.fetch import FetchClient
 from kafkajet.network import NetworkClient
-from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.network.blocking import BlockingConnection
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import connection_security
 from kafkajet.security.tls import build_ssl_context
