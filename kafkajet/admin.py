@@ -85,8 +85,6 @@ class ClusterDescription:
 
 
 GROUP_COORDINATOR, TXN_COORDINATOR = 0, 1  # FindCoordinator key types
-END_TXN_MAX_VERSION = 4  # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch
-OFFSET_FETCH_MAX_VERSION = 7  # v8+ batches groups; v7 has require_stable
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
                       CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 
@@ -217,7 +215,7 @@ class Admin:
 
         def attempt() -> None:
             conn = self._coordinator(prepared.transactional_id, TXN_COORDINATOR, deadline)
-            version = min(conn.api_version(ApiKey.END_TXN), END_TXN_MAX_VERSION)
+            version = conn.api_version(ApiKey.END_TXN)
             body = conn.request(ApiKey.END_TXN, {
                 "transactional_id": prepared.transactional_id, "producer_id": prepared.producer_id,
                 "producer_epoch": prepared.producer_epoch, "committed": commit,
@@ -239,7 +237,7 @@ class Admin:
 
         def attempt() -> dict[tuple[str, int], int]:
             conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
-            version = min(conn.api_version(ApiKey.OFFSET_FETCH), OFFSET_FETCH_MAX_VERSION)
+            version = conn.api_version(ApiKey.OFFSET_FETCH)
             if version < 7:
                 raise KafkaError(f"the broker answers OffsetFetch up to v{version}; reading offsets committed by "
                                  "transactions needs v7 (require_stable)")
@@ -360,7 +358,7 @@ class Admin:
         """A connection to the coordinator of a transactional id or group (FindCoordinator, asked each time:
         an admin call is rare, and a moved coordinator is then found at the next attempt)."""
         conn = self._any_connection(deadline)
-        version = min(conn.api_version(ApiKey.FIND_COORDINATOR), 3)  # v4+ batches keys; one key is v3's shape
+        version = conn.api_version(ApiKey.FIND_COORDINATOR)
         body = conn.request(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, version=version,
                             timeout_s=self._request_timeout_s(deadline))
         self._coordinator_answer(body.get("error_code", NO_ERROR), key, key_type, "FindCoordinator")

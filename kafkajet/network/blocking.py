@@ -133,7 +133,8 @@ class BlockingConnection:
             raise
 
     def api_version(self, api_key: int) -> int:
-        """The version request() uses for `api_key`: the highest both sides support."""
+        """The version request() uses for `api_key`: the highest both sides support, within the client's caps
+        (versions.CLIENT_MAX_VERSIONS)."""
         return negotiate(self.api_versions, api_key)
 
     def supports(self, api_key: int) -> bool:

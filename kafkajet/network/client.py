@@ -200,7 +200,8 @@ class NetworkClient:
         return None if node is None else node.last_error
 
     def api_version(self, node_id: int, api_key: int) -> int:
-        """The version send() uses by default: the highest both we and the broker support."""
+        """The version send() uses by default: the highest both we and the broker support, within the
+        client's caps (versions.CLIENT_MAX_VERSIONS)."""
         node = self._nodes.get(node_id)
         ranges = None if node is None else node.setup.api_versions
         if node is None or ranges is None:

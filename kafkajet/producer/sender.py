@@ -36,7 +36,7 @@ from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Metadata, cluster_from_response
 from kafkajet.producer.metrics import ProducerMetrics
-from kafkajet.producer.transactions import CLIENT_MAX_VERSIONS, State, TransactionManager, TxnRequest
+from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
 
 log = logging.getLogger("kafkajet.producer.sender")
@@ -234,8 +234,7 @@ class Sender:
             txn.request_not_sent(req, now, forget_coordinator=lost)
             delay = self.client.connection_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
-        version = self.client.api_version(node, req.api)
-        version = min(version, CLIENT_MAX_VERSIONS.get(req.api, version))
+        version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)
         log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)  # pragma: no mutate (log text)
         self.client.send(node, req.api, req.build(), now, version=version, context=("txn", req))
         return float("inf"), False

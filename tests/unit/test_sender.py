@@ -25,6 +25,7 @@ from kafkajet.errors import (
     TopicAuthorizationFailedError,
     TransactionAbortedError,
 )
+from kafkajet.network.versions import negotiate
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import RecordFuture
@@ -33,7 +34,7 @@ from kafkajet.producer.metadata import Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.sender import MAX_POLL_MS, Sender
 from kafkajet.producer.transactions import State, TransactionManager
-from kafkajet.protocol import ApiKey
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.records import decode_batches
 from tests.helpers.fake_network import (
     FakeClock,
@@ -48,6 +49,10 @@ TOPIC = "t"
 NODES = {0: ("127.0.0.1", 9092), 1: ("127.0.0.1", 9093)}
 RETRY_BACKOFF_MS = 100.0
 COORDINATOR = 2  # the transaction coordinator: a broker the metadata answers do not list
+
+
+# A broker that lists v0-v9 of every API.
+BROKER_VERSIONS = {int(api): (0, 9) for api in ApiKey}
 
 
 @dataclass
@@ -84,7 +89,7 @@ class RecordingClient(FakeNetworkClient):
 
     def api_version(self, node_id: int, api: int) -> int:
         assert node_id in self.nodes and isinstance(api, ApiKey), (node_id, api)
-        return 9
+        return negotiate(BROKER_VERSIONS, api)  # the real client's rule, its caps included
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
         self.added[node_id] = (host, port)
@@ -917,7 +922,8 @@ def txn_rig(**kwargs: Any) -> tuple[Rig, TransactionManager]:
     assert rig.client.added == {COORDINATOR: ("10.0.0.2", 9094)}
     rig.run()
     (req,) = rig.client.pending(ApiKey.INIT_PRODUCER_ID)
-    assert req.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.INIT_PRODUCER_ID, 9)
+    assert req.node == COORDINATOR
+    assert rig.client.versions[-1] == (ApiKey.INIT_PRODUCER_ID, SUPPORTED_VERSIONS[ApiKey.INIT_PRODUCER_ID][1])
     rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(1000, 3))
     rig.run()
     assert init.is_done and init.error is None and txn.state is State.READY
@@ -936,6 +942,7 @@ def test_a_transaction_adds_its_partition_before_produce_then_commits() -> None:
     fut = rig.append()
     rig.run()
     (add,) = rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)
+    # The broker lists v0-v9; clients send AddPartitionsToTxn v3 at most (v4+ is the brokers' own form).
     assert add.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.ADD_PARTITIONS_TO_TXN, 3)
     assert rig.produces() == []  # not before the coordinator added the partition
     assert rig.client.polls[-1] == MAX_POLL_MS  # the answer wakes the poll
