@@ -274,6 +274,26 @@ def test_a_queued_batch_expires_at_delivery_timeout_ms() -> None:
         fut.result(timeout=0)
 
 
+def test_each_request_carries_its_completion_handler() -> None:
+    """Java's RequestCompletionHandler: what to do with an answer travels with the request, so the answer
+    of every kind of request reaches its handler; nothing is dispatched by a tag that could fail to match."""
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=7))
+    rig.run()
+    assert fut.result(timeout=0).offset == 7
+    kinds = {r.api_key for r in rig.client.requests}
+    assert kinds == {ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
+    assert all(callable(r.context) for r in rig.client.requests), [r.context for r in rig.client.requests]
+    # Answered, each through its own handler: metadata is no longer in flight and the producer id is set.
+    assert rig.idempotence is not None and rig.idempotence.has_producer_id
+    rig.metadata.request_update()
+    rig.run(advance_ms=RETRY_BACKOFF_MS)
+    assert len(rig.client.pending(ApiKey.METADATA)) == 1  # a new one could be sent: the first was handled
+
+
 def test_duplicate_sequence_number_is_success() -> None:
     rig = make_rig(idempotent=True)
     rig.connect()
@@ -963,6 +983,9 @@ def test_a_transaction_adds_its_partition_before_produce_then_commits() -> None:
     rig.client.respond(ApiKey.END_TXN, {"error_code": 0})
     rig.run()
     assert commit.is_done and commit.error is None and txn.state is State.READY
+    # The coordinator's requests, too, carry their handlers (the transaction manager's steps).
+    assert {ApiKey.FIND_COORDINATOR, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.END_TXN} <= {r.api_key for r in rig.client.requests}
+    assert all(callable(r.context) for r in rig.client.requests)
 
 
 def test_a_commit_sends_what_waits_for_linger_at_once_and_the_next_transaction_lingers_again() -> None:
