@@ -214,7 +214,6 @@ class BlockingConnection:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
-            self._setup.reset()
 
     def __enter__(self) -> BlockingConnection:
         return self
