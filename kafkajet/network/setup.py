@@ -141,9 +141,11 @@ class SetupMachine:
                                  f"(state {self.state.value})")
 
     def check_reauthentication(self, now: float) -> bool:
-        """True when the SASL session is due for renewal: the connection then takes no new requests, and
-        the owner calls reauthenticate() once those in flight are answered."""
-        if self.state is ConnectionState.READY and not self.reauth_due and now >= self.reauth_at_ms:
+        """True when the ready connection's SASL session is due for renewal: it then takes no new requests,
+        and the owner calls reauthenticate() once those in flight are answered."""
+        if self.state is not ConnectionState.READY:
+            return False  # not yet authenticated, or the renewal is under way
+        if not self.reauth_due and now >= self.reauth_at_ms:
             self.reauth_due = True
         return self.reauth_due
 

@@ -152,6 +152,7 @@ def test_sasl_follows_api_versions_with_negotiated_versions_and_the_session_life
     assert machine.state is ConnectionState.READY and machine.reauth_due  # due: the owner drains, then renews
     again = machine.reauthenticate()
     assert again.api_key is ApiKey.SASL_HANDSHAKE and machine.state is ConnectionState.AUTHENTICATING
+    assert not machine.check_reauthentication(10**12)  # under way: not due a second time
     assert hosts == ["b1", "b1"]  # a new mechanism object per exchange
     authenticate = respond(machine, again, answer(ApiKey.SASL_HANDSHAKE, 1, {"error_code": 0, "mechanisms": []}))
     assert authenticate is not None
