@@ -1,4 +1,4 @@
-"""Connections to brokers: sans-I/O framing, the producer's NetworkClient, and a blocking admin connection."""
+"""Connections to brokers: sans-I/O framing and setup, the producer's NetworkClient, and a blocking admin connection."""
 
 from kafkajet.addresses import format_address, parse_address, parse_servers
 from kafkajet.cluster import metadata_request_body

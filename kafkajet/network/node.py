@@ -46,10 +46,6 @@ RECV_SIZE = 256 * 1024
 # One poll reads at most this many chunks per socket, so one busy broker cannot starve the others.
 MAX_READS_PER_POLL = 16
 
-__all__ = ["CONNECTED_STATES", "SETUP_TIMED_STATES", "BrokerConnection", "ConnectionSettings", "ConnectionState",
-           "Completion", "SETUP_REQUEST"]
-
-
 class _SetupRequest:
     """Marks the requests of the setup (ApiVersions, SASL): answered inside the connection, never to a caller."""
 
