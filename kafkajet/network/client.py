@@ -29,7 +29,6 @@ import logging
 import random
 import selectors
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.addresses import format_address, parse_servers
@@ -43,7 +42,7 @@ from kafkajet.errors import (
 )
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest
-from kafkajet.network.node import BrokerConnection, Completion, ConnectionSettings
+from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
 from kafkajet.network.versions import VersionRanges, negotiate
 from kafkajet.network.waker import Waker
@@ -56,18 +55,6 @@ _MAX_CORRELATION_ID = 2**31 - 1
 # Java's ClusterConnectionStates: the connection setup timeout doubles per failed connect, with ±20 % jitter.
 _SETUP_TIMEOUT_MULTIPLIER = 2
 _SETUP_TIMEOUT_JITTER = 0.2
-
-
-@dataclass(slots=True)
-class ClientResponse:
-    node_id: int
-    api_key: int
-    api_version: int
-    correlation_id: int
-    body: dict[str, Any] | None
-    error: KafkaError | None
-    context: Any
-    latency_ms: float
 
 
 class NetworkClient:
@@ -304,15 +291,16 @@ class NetworkClient:
                 continue
             if key.fd != node.fd:
                 continue  # closed earlier in this loop
-            if node.state is ConnectionState.CONNECTING:
+            state = node.setup.state
+            if state is ConnectionState.CONNECTING:
                 self._step(node, node.finish_connect(now), now)
                 continue
-            if node.state is ConnectionState.TLS_HANDSHAKE:
+            if state is ConnectionState.TLS_HANDSHAKE:
                 self._step(node, node.drive_tls(now), now)
                 continue
             if mask & selectors.EVENT_READ:
                 self._read(node, now)
-            if mask & selectors.EVENT_WRITE and node.sock is not None and node.state in CONNECTED_STATES:
+            if mask & selectors.EVENT_WRITE and node.sock is not None and node.setup.state in CONNECTED_STATES:
                 self._write(node, now)
         for node in buffered:
             # Decrypted bytes left inside the TLS layer: the selector cannot see them, so read them here.
@@ -326,7 +314,7 @@ class NetworkClient:
         """Write queued requests as far as the sockets take them now, without waiting (poll() does this
         first too); a connection whose output is all written can take its next request at once."""
         for node in list(self._nodes.values()):
-            if node.conn is not None and node.conn.has_pending_output and node.state in CONNECTED_STATES:
+            if node.conn is not None and node.conn.has_pending_output and node.setup.state in CONNECTED_STATES:
                 self._write(node, now)
 
     def wakeup(self) -> None:
@@ -376,24 +364,14 @@ class NetworkClient:
             self._update_interest(node)
 
     def _write(self, node: BrokerConnection, now: float) -> None:
-        written, error = node.write(now)
-        for req in written:
-            self._pending.append(ClientResponse(node.node_id, req.api_key, req.api_version, req.correlation_id,
-                                                None, None, req.context, now - req.send_time_ms))
+        error = node.write(now, self._pending)
         if error is not None:
             self._close(node, now, error, failure=True)
 
     def _read(self, node: BrokerConnection, now: float) -> None:
-        completions, error = node.read(now)
-        self._complete(node, completions, now)
+        error = node.read(now, self._pending)
         if error is not None:
             self._close(node, now, error, failure=True)
-
-    def _complete(self, node: BrokerConnection, completions: list[Completion], now: float) -> None:
-        pending = self._pending
-        for req, body, error in completions:
-            pending.append(ClientResponse(node.node_id, req.api_key, req.api_version, req.correlation_id,
-                                          body, error, req.context, now - req.send_time_ms))
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -408,7 +386,7 @@ class NetworkClient:
             oldest = node.conn.oldest_send_time()
             if oldest is not None:
                 deadline = min(deadline, oldest + self.request_timeout_ms)
-            elif node.state is ConnectionState.READY:
+            elif setup.state is ConnectionState.READY:
                 deadline = min(deadline, node.last_activity_ms + self.connections_max_idle_ms)
             if setup.state is ConnectionState.READY and not setup.reauth_due:
                 deadline = min(deadline, setup.reauth_at_ms - 1.0)
@@ -420,19 +398,21 @@ class NetworkClient:
             conn = node.conn
             if conn is None:
                 continue
-            timed_out = node.setup.setup_timed_out(now)
-            if timed_out is not None:
-                self._close(node, now, timed_out, failure=True)
-                continue
+            setup = node.setup
+            if setup.state in SETUP_TIMED_STATES:
+                timed_out = setup.setup_timed_out(now)
+                if timed_out is not None:
+                    self._close(node, now, timed_out, failure=True)
+                    continue
             # Once due, the connection takes no new requests: those in flight finish first.
-            if node.setup.check_reauthentication(now):
+            if now >= setup.reauth_at_ms and setup.check_reauthentication(now):
                 if conn.in_flight_count == 0 and not conn.has_pending_output:
                     self._step(node, node.reauthenticate(now), now)
                     continue
             oldest = conn.oldest_send_time()
             if oldest is not None and now - oldest > self.request_timeout_ms:
                 self._close_timed_out(node, now)
-            elif (oldest is None and node.state is ConnectionState.READY
+            elif (oldest is None and setup.state is ConnectionState.READY
                   and now - node.last_activity_ms > self.connections_max_idle_ms):
                 log.debug("closing %s: idle for more than %.0f ms", node.describe(), self.connections_max_idle_ms)
                 self._close(node, now, KafkaConnectionError(f"connection to {node.describe()} idle"),
@@ -463,8 +443,8 @@ class NetworkClient:
         was = node.state
         if node.events:
             self._selector.unregister(node.fd)
-        self._complete(node, [(req, None, error if request_error is None else request_error(req))
-                              for req in node.close()], now)
+        self._pending.extend(node.response(req, None, error if request_error is None else request_error(req), now)
+                             for req in node.close())
         if failure:
             if was is ConnectionState.CONNECTING:
                 node.addr_index += 1

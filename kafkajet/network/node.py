@@ -57,8 +57,18 @@ class _SetupRequest:
 
 SETUP_REQUEST = _SetupRequest()
 
-# A caller's request that finished: its decoded body, or the error it failed with.
-Completion = tuple[InFlightRequest, dict[str, Any] | None, KafkaError | None]
+@dataclass(slots=True)
+class ClientResponse:
+    """A caller's request that finished: answered (body), failed (error), or written (fire-and-forget)."""
+
+    node_id: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    body: dict[str, Any] | None
+    error: KafkaError | None
+    context: Any
+    latency_ms: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,12 +252,11 @@ class BrokerConnection:
             return selectors.EVENT_READ | selectors.EVENT_WRITE
         return selectors.EVENT_READ
 
-    def write(self, now: float) -> tuple[list[InFlightRequest], KafkaError | None]:
-        """Write queued requests as far as the socket takes them; returns the fire-and-forget requests now
-        fully written, and the error to close with."""
+    def write(self, now: float, out: list[ClientResponse]) -> KafkaError | None:
+        """Write queued requests as far as the socket takes them; fire-and-forget requests now fully written
+        go to `out`. Returns the error to close with."""
         conn, sock = self.conn, self.sock
         assert conn is not None and sock is not None
-        written: list[InFlightRequest] = []
         while conn.has_pending_output:
             buffers = conn.data_to_send()
             try:
@@ -263,44 +272,42 @@ class BrokerConnection:
                 if self.tls and tls_would_block(e):
                     break
                 error = tls_send_error(self, e) if self.tls else None
-                return written, error or KafkaConnectionError(
-                    f"connection to {self.describe()} failed while sending: {e}")
+                return error or KafkaConnectionError(f"connection to {self.describe()} failed while sending: {e}")
             self.last_activity_ms = now
             for req in conn.bytes_sent(n):
                 if not req.expect_response:
-                    written.append(req)
+                    out.append(self.response(req, None, None, now))
             if n < sum(len(b) for b in buffers):
                 break  # the socket buffer is full; the selector tells us when it drains
-        return written, None
+        return None
 
-    def read(self, now: float) -> tuple[list[Completion], KafkaError | None]:
-        """Read what the socket has (up to MAX_READS_PER_POLL chunks); returns the callers' requests
-        answered, and the error to close with."""
-        completions: list[Completion] = []
+    def read(self, now: float, out: list[ClientResponse]) -> KafkaError | None:
+        """Read what the socket has (up to MAX_READS_PER_POLL chunks); the callers' requests answered go to
+        `out`. Returns the error to close with."""
         for _ in range(MAX_READS_PER_POLL):
             sock = self.sock
             assert sock is not None
             try:
                 data = sock.recv(RECV_SIZE)
             except (BlockingIOError, InterruptedError):
-                return completions, None
+                return None
             except OSError as e:
                 if self.tls and tls_would_block(e):
-                    return completions, None
-                return completions, self._read_error(e)
+                    return None
+                return self._read_error(e)
             if not data:
-                return completions, self._closed_by_broker()
+                return self._closed_by_broker()
             self.last_activity_ms = now
-            error = self._on_data(data, now, completions)
+            error = self._on_data(data, now, out)
             if error is not None:
-                return completions, error
+                return error
             # A TLS read returns at most one record (16 KiB): short reads say nothing there, so TLS goes on
             # until the socket would block (what is left after the cap is read by the next poll).
             if len(data) < RECV_SIZE and not self.tls:
                 break
-        return completions, None
+        return None
 
-    def _on_data(self, data: bytes, now: float, completions: list[Completion]) -> KafkaError | None:
+    def _on_data(self, data: bytes, now: float, out: list[ClientResponse]) -> KafkaError | None:
         assert self.conn is not None
         broken: CorruptStreamError | None = None
         try:
@@ -326,12 +333,17 @@ class BrokerConnection:
                 error = CorruptStreamError(
                     f"cannot decode {ApiKey(req.api_key).name} v{req.api_version} response from "
                     f"{self.describe()}: {e}")
-                completions.append((req, None, error))
-                completions.extend((later, None, error) for later, _ in completed[i + 1:]
-                                   if later.context is not SETUP_REQUEST)
+                out.append(self.response(req, None, error, now))
+                out.extend(self.response(later, None, error, now) for later, _ in completed[i + 1:]
+                           if later.context is not SETUP_REQUEST)
                 return error
-            completions.append((req, body, None))
+            out.append(self.response(req, body, None, now))
         return broken
+
+    def response(self, req: InFlightRequest, body: dict[str, Any] | None, error: KafkaError | None,
+                 now: float) -> ClientResponse:
+        return ClientResponse(self.node_id, req.api_key, req.api_version, req.correlation_id, body, error,
+                              req.context, now - req.send_time_ms)
 
     def _read_error(self, e: OSError) -> KafkaError:
         if self.tls:
