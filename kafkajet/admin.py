@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kafkajet.addresses import check_resolvable, format_address
 from kafkajet.clock import now_ms
-from kafkajet.cluster import Cluster, Node, PartitionInfo
+from kafkajet.cluster import Cluster, Node, PartitionInfo, metadata_request_body
 from kafkajet.config import ADMIN, parse_client_config
 from kafkajet.errors import (
     NO_ERROR,
@@ -35,7 +35,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.network.backoff import ExponentialBackoff
-from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.network.blocking import BlockingConnection
 from kafkajet.producer.transactions import PreparedTransaction
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
@@ -85,8 +85,6 @@ class ClusterDescription:
 
 
 GROUP_COORDINATOR, TXN_COORDINATOR = 0, 1  # FindCoordinator key types
-END_TXN_MAX_VERSION = 4  # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch
-OFFSET_FETCH_MAX_VERSION = 7  # v8+ batches groups; v7 has require_stable
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
                       CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 
@@ -218,7 +216,7 @@ class Admin:
 
         def attempt() -> None:
             conn = self._coordinator(prepared.transactional_id, TXN_COORDINATOR, deadline)
-            version = min(conn.api_version(ApiKey.END_TXN), END_TXN_MAX_VERSION)
+            version = conn.api_version(ApiKey.END_TXN)
             body = conn.request(ApiKey.END_TXN, {
                 "transactional_id": prepared.transactional_id, "producer_id": prepared.producer_id,
                 "producer_epoch": prepared.producer_epoch, "committed": commit,
@@ -240,7 +238,7 @@ class Admin:
 
         def attempt() -> dict[tuple[str, int], int]:
             conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
-            version = min(conn.api_version(ApiKey.OFFSET_FETCH), OFFSET_FETCH_MAX_VERSION)
+            version = conn.api_version(ApiKey.OFFSET_FETCH)
             if version < 7:
                 raise KafkaError(f"the broker answers OffsetFetch up to v{version}; reading offsets committed by "
                                  "transactions needs v7 (require_stable)")
@@ -366,7 +364,7 @@ class Admin:
         """A connection to the coordinator of a transactional id or group (FindCoordinator, asked each time:
         an admin call is rare, and a moved coordinator is then found at the next attempt)."""
         conn = self._any_connection(deadline)
-        version = min(conn.api_version(ApiKey.FIND_COORDINATOR), 3)  # v4+ batches keys; one key is v3's shape
+        version = conn.api_version(ApiKey.FIND_COORDINATOR)
         body = conn.request(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, version=version,
                             timeout_s=self._request_timeout_s(deadline))
         self._coordinator_answer(body.get("error_code", NO_ERROR), key, key_type, "FindCoordinator")

@@ -1,7 +1,8 @@
 """The cluster as a Metadata response describes it: brokers, topics, partitions and their leaders.
 
 One reader of Metadata responses for every client: the producer's metadata, the admin client and the fetch
-client all build a Cluster from the response instead of reading its fields themselves.
+client all build a Cluster from the response instead of reading its fields themselves; and one writer of
+the Metadata request they all send (metadata_request_body).
 """
 
 from __future__ import annotations
@@ -134,3 +135,22 @@ class Cluster:
 def cluster_from_response(body: Mapping[str, Any]) -> Cluster:
     """Build a Cluster from a decoded Metadata response body (the sender's name for the reader)."""
     return Cluster.from_metadata_response(body)
+
+
+def metadata_request_body(topics: list[str] | None, *, version: int | None = None,
+                          allow_auto_topic_creation: bool = False) -> dict[str, Any]:
+    """The Metadata request every client sends; topics None asks for every topic, [] (v1+) for brokers and
+    controller only.
+
+    Metadata v0 has no null array: there an empty list means every topic. `version` matters only for None.
+    """
+    if topics is None and version == 0:
+        wanted: list[dict[str, Any]] | None = []
+    else:
+        wanted = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
+    return {
+        "topics": wanted,
+        "allow_auto_topic_creation": allow_auto_topic_creation,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }

@@ -27,7 +27,6 @@ from kafkajet.security.connection import connection_security
 
 FETCH_VERSION = 5  # v5 answers log_start_offset (and, since v4, the LSO and aborted transactions)
 READ_COMMITTED = 1
-LIST_OFFSETS_VERSION = 4  # v1 answers one offset per timestamp; v2 takes the isolation level, v4 leader epochs
 
 
 class FetchClient:
@@ -84,7 +83,7 @@ class FetchClient:
         """The earliest offset whose record timestamp is >= timestamp_ms (ListOffsets by time), or None when
         no record is that recent."""
         conn = self._conn(topic, partition)
-        version = min(conn.api_version(ApiKey.LIST_OFFSETS), LIST_OFFSETS_VERSION)
+        version = conn.api_version(ApiKey.LIST_OFFSETS)
         resp = conn.request(ApiKey.LIST_OFFSETS, {
             "replica_id": -1, "isolation_level": self.isolation_level,
             "topics": [{"name": topic, "partitions": [

@@ -7,7 +7,6 @@ where one request at a time and a timeout per call are all that is needed.
 from __future__ import annotations
 
 import logging
-import random
 import socket
 import time
 from types import TracebackType
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkajet.addresses import format_address, parse_servers
 from kafkajet.clock import now_ms
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -24,15 +24,8 @@ from kafkajet.errors import (
     SslAuthenticationError,
 )
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, Connection, CorruptStreamError
-from kafkajet.network.sasl_exchange import SaslExchange, SaslRequest
-from kafkajet.network.versions import (
-    MAX_API_VERSIONS_ATTEMPTS,
-    VersionRanges,
-    api_versions_request_body,
-    handle_api_versions_response,
-    max_api_versions_version,
-    negotiate,
-)
+from kafkajet.network.setup import SendRequest, SetupMachine, StartTls
+from kafkajet.network.versions import VersionRanges, negotiate
 from kafkajet.protocol import ApiKey, decode_response, encode_request
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 
@@ -48,6 +41,7 @@ class BlockingConnection:
     """Connects, does the TLS handshake, negotiates API versions and authenticates (SASL) in the constructor;
     every call is bounded by a timeout.
 
+    The steps are those of the producer's connections (setup.SetupMachine), driven here with blocking I/O.
     Any failure closes the connection (its byte stream is then in an unknown state); make a new one. A SASL
     session with a lifetime is renewed (KIP-368) before the next request once 85-95 % of it has passed.
     """
@@ -67,20 +61,22 @@ class BlockingConnection:
         self.address = format_address(host, port)
         self.client_id = client_id
         self.timeout_s = timeout_s
-        self.api_versions: VersionRanges = {}
         self._conn = Connection(max_response_size)
         self._correlation_id = 0
         self._sock: socket.socket | None = None
         self.security = security or PLAINTEXT
-        self._reauth_at = float("inf")
+        self._setup = SetupMachine(self.address, host, self.security)
         deadline = time.monotonic() + timeout_s
+        # The whole setup shares the call's deadline, so the machine's own setup timeout never fires first.
+        self._setup.connecting(now_ms(), timeout_s * 1000.0)
         self._sock = self._open(deadline)
         try:
-            if self.security.ssl_context is not None:
+            action = self._setup.connected(now_ms())
+            if isinstance(action, StartTls):
+                assert self.security.ssl_context is not None
                 self._sock = self._tls_handshake(self._sock, self.security.ssl_context, deadline)
-            self._negotiate(deadline)
-            if self.security.sasl is not None:
-                self._authenticate(deadline)
+                action = self._setup.tls_done(now_ms())
+            self._run(action, deadline)
         except BaseException:
             self.close()
             raise
@@ -88,6 +84,11 @@ class BlockingConnection:
     @property
     def closed(self) -> bool:
         return self._sock is None
+
+    @property
+    def api_versions(self) -> VersionRanges:
+        """The broker's (min, max) version per api key."""
+        return self._setup.api_versions or {}
 
     def _open(self, deadline: float) -> socket.socket:
         timeout = max(deadline - time.monotonic(), 0.001)
@@ -121,48 +122,21 @@ class BlockingConnection:
         self._sock = None
         raise error
 
-    def _authenticate(self, deadline: float) -> None:
-        factory = self.security.sasl
-        assert factory is not None
-        exchange = SaslExchange(factory(self.host), self.address, self.api_versions)
-        request: SaslRequest | None = exchange.start()
-        sent = time.monotonic()
+    def _run(self, request: SendRequest | None, deadline: float) -> None:
+        """Send each request the setup machine asks for until it says the connection is ready."""
         try:
             while request is not None:
-                sent = time.monotonic()  # the session lifetime runs from the broker's answer, after this
+                sent = now_ms()  # a SASL session lifetime runs from the broker's answer, after this
                 payload = self._round_trip(request.api_key, request.version, request.body, deadline,
-                                           step=request.api_key.name)
-                try:
-                    _, body = decode_response(request.api_key, request.version, payload)
-                except Exception as e:
-                    raise CorruptStreamError(f"bad {request.api_key.name} response from {self.address}: {e}") from e
-                request = exchange.on_response(request.api_key, body)
+                                           step=request.step)
+                request = self._setup.on_response(request.api_key, request.version, payload, sent, now_ms())
         except BaseException:
             self.close()
             raise
-        after = exchange.reauthenticate_after_ms(random.Random())
-        self._reauth_at = float("inf") if after is None else sent + after / 1000.0
-        log.debug("%s: SASL %s authenticated", self.address, exchange.mechanism)
-
-    def _negotiate(self, deadline: float) -> None:
-        version = max_api_versions_version()
-        for _ in range(MAX_API_VERSIONS_ATTEMPTS):
-            payload = self._round_trip(ApiKey.API_VERSIONS, version, api_versions_request_body(), deadline,
-                                       step="ApiVersions")
-            try:
-                outcome = handle_api_versions_response(payload, version)
-            except KafkaError as e:
-                raise KafkaConnectionError(f"ApiVersions with {self.address} failed: {e}") from e
-            if outcome.ranges is not None:
-                self.api_versions = outcome.ranges
-                log.debug("connected to %s; ApiVersions v%d", self.address, version)
-                return
-            assert outcome.retry_version is not None
-            version = outcome.retry_version
-        raise CorruptStreamError(f"{self.address} keeps rejecting our ApiVersions versions")
 
     def api_version(self, api_key: int) -> int:
-        """The version request() uses for `api_key`: the highest both sides support."""
+        """The version request() uses for `api_key`: the highest both sides support, within the client's caps
+        (versions.CLIENT_MAX_VERSIONS)."""
         return negotiate(self.api_versions, api_key)
 
     def supports(self, api_key: int) -> bool:
@@ -179,8 +153,8 @@ class BlockingConnection:
         if version is None:
             version = self.api_version(api)
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
-        if time.monotonic() >= self._reauth_at and self._sock is not None:
-            self._authenticate(deadline)  # KIP-368: nothing is in flight between two calls
+        if self._sock is not None and self._setup.check_reauthentication(now_ms()):
+            self._run(self._setup.reauthenticate(), deadline)  # KIP-368: nothing is in flight between two calls
         payload = self._round_trip(api, version, body, deadline, step=api.name)
         try:
             _, decoded = decode_response(api, version, payload)
@@ -252,24 +226,6 @@ class BlockingConnection:
 
     def __repr__(self) -> str:
         return f"BlockingConnection({self.address}, {'closed' if self.closed else 'open'})"
-
-
-def metadata_request_body(topics: list[str] | None, *, version: int | None = None,
-                          allow_auto_topic_creation: bool = False) -> dict[str, Any]:
-    """Metadata request; topics None asks for every topic, [] (v1+) for brokers and controller only.
-
-    Metadata v0 has no null array: there an empty list means every topic.
-    """
-    if topics is None and version == 0:
-        wanted: list[dict[str, Any]] | None = []
-    else:
-        wanted = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
-    return {
-        "topics": wanted,
-        "allow_auto_topic_creation": allow_auto_topic_creation,
-        "include_cluster_authorized_operations": False,
-        "include_topic_authorized_operations": False,
-    }
 
 
 def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,

@@ -11,6 +11,11 @@ Per-node state machine::
 
 TLS_HANDSHAKE runs for security.protocol SSL and SASL_SSL, AUTHENTICATING (SaslHandshake + SaslAuthenticate)
 for SASL_*; ApiVersions comes before SASL as in Java, so the SASL request versions are negotiated.
+The steps are decided by the sans-I/O SetupMachine (setup.py); BrokerConnection (node.py) does their I/O.
+
+CONNECTING and TLS_HANDSHAKE end at the connection setup timeout: socket.connection.setup.timeout.ms,
+doubled per consecutive failed connect of the node up to socket.connection.setup.timeout.max.ms, with
+±20 % jitter (Java's ClusterConnectionStates); a connect that gets through starts the next one at the base.
 
 Re-authentication (KIP-368): when the broker gives the SASL session a lifetime, the connection is marked
 due at a random 85-95 % of it. From then on it takes no new requests; once the requests already in flight
@@ -23,9 +28,8 @@ from __future__ import annotations
 import logging
 import random
 import selectors
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kafkajet.addresses import format_address, parse_servers
 from kafkajet.clock import now_ms
@@ -34,58 +38,26 @@ from kafkajet.errors import (
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
-    ProtocolError,
     RequestTimedOutError,
 )
 from kafkajet.network.backoff import ExponentialBackoff
-from kafkajet.network.connection import (
-    DEFAULT_MAX_RESPONSE_SIZE,
-    CorruptStreamError,
-    InFlightRequest,
-)
-from kafkajet.network.node import (
-    API_VERSIONS_REQUEST,
-    CONNECTED_STATES,
-    SASL_REQUEST,
-    SETUP_TIMED_STATES,
-    BrokerConnection,
-    ConnectionSetup,
-    ConnectionState,
-    InternalRequest,
-)
-from kafkajet.network.tls_io import is_ssl_error, join_for_tls, tls_error, tls_send_error, tls_would_block
-from kafkajet.network.versions import (
-    VersionRanges,
-    negotiate,
-)
+from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest
+from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
+from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
+from kafkajet.network.versions import VersionRanges, negotiate
 from kafkajet.network.waker import Waker
-from kafkajet.protocol import ApiKey, decode_response, encode_request_buffers
+from kafkajet.protocol import ApiKey, encode_request_buffers
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
-
-if TYPE_CHECKING:
-    pass  # imported where TLS is used: plaintext producers never load OpenSSL (about 6 MB)
 
 log = logging.getLogger("kafkajet.network")
 
-_RECV_SIZE = 256 * 1024
-# One poll reads at most this many chunks per socket, so one busy broker cannot starve the others.
-_MAX_READS_PER_POLL = 16
 _MAX_CORRELATION_ID = 2**31 - 1
+# Java's ClusterConnectionStates: the connection setup timeout doubles per failed connect, with ±20 % jitter.
+_SETUP_TIMEOUT_MULTIPLIER = 2
+_SETUP_TIMEOUT_JITTER = 0.2
 
 
-@dataclass(slots=True)
-class ClientResponse:
-    node_id: int
-    api_key: int
-    api_version: int
-    correlation_id: int
-    body: dict[str, Any] | None
-    error: KafkaError | None
-    context: Any
-    latency_ms: float
-
-
-class NetworkClient(ConnectionSetup):
+class NetworkClient:
     def __init__(
         self,
         *,
@@ -96,6 +68,7 @@ class NetworkClient(ConnectionSetup):
         reconnect_backoff_max_ms: float = 1000,
         connections_max_idle_ms: float = 540000,
         socket_connection_setup_timeout_ms: float = 10000,
+        socket_connection_setup_timeout_max_ms: float = 30000,
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
@@ -107,12 +80,14 @@ class NetworkClient(ConnectionSetup):
         self.request_timeout_ms = float(request_timeout_ms)
         self.max_in_flight = int(max_in_flight_requests_per_connection)
         self.connections_max_idle_ms = float(connections_max_idle_ms)
-        self.setup_timeout_ms = float(socket_connection_setup_timeout_ms)
-        self.send_buffer_bytes = int(send_buffer_bytes)
-        self.receive_buffer_bytes = int(receive_buffer_bytes)
-        self.max_response_size = int(max_response_size)
         self.security = security or PLAINTEXT
-        self._backoff = ExponentialBackoff(reconnect_backoff_ms, 2, reconnect_backoff_max_ms, 0.2)
+        self._rng = random.Random()
+        self._settings = ConnectionSettings(client_id, self.security, int(send_buffer_bytes),
+                                            int(receive_buffer_bytes), int(max_response_size), self._rng)
+        self._backoff = ExponentialBackoff(reconnect_backoff_ms, 2, reconnect_backoff_max_ms, 0.2, self._rng)
+        self._setup_timeout = ExponentialBackoff(socket_connection_setup_timeout_ms, _SETUP_TIMEOUT_MULTIPLIER,
+                                                 socket_connection_setup_timeout_max_ms, _SETUP_TIMEOUT_JITTER,
+                                                 self._rng)
         self._nodes: dict[int, BrokerConnection] = {}
         self._selector = selectors.DefaultSelector()
         self._waker = Waker()
@@ -120,7 +95,6 @@ class NetworkClient(ConnectionSetup):
         self._pending: list[ClientResponse] = []
         self._auth_failures: list[AuthenticationError] = []
         self._correlation_id = 0
-        self._rng = random.Random()
         self._closed = False
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
         # caller's clock, which may be a test's fake one.
@@ -136,7 +110,7 @@ class NetworkClient(ConnectionSetup):
             if (host, port) in known:
                 continue
             known.add((host, port))
-            self._nodes[next_id] = BrokerConnection(next_id, host, port, bootstrap=True)
+            self._nodes[next_id] = self._new_node(next_id, host, port, bootstrap=True)
             next_id -= 1
 
     def set_nodes(self, nodes: Mapping[int, tuple[str, int]]) -> None:
@@ -147,11 +121,11 @@ class NetworkClient(ConnectionSetup):
                 continue
             node = self._nodes.get(node_id)
             if node is None:
-                self._nodes[node_id] = BrokerConnection(node_id, host, port, bootstrap=False)
+                self._nodes[node_id] = self._new_node(node_id, host, port, bootstrap=False)
             elif (node.host, node.port) != (host, port):
                 self._close(node, now, KafkaConnectionError(
                     f"{node.describe()} moved to {format_address(host, port)}"), failure=False)
-                node.host, node.port, node.addr_index = host, port, 0
+                node.move(host, port)
         for node in list(self._nodes.values()):
             if node.bootstrap:
                 # Once real brokers are known the bootstrap connection is only a duplicate of one of them;
@@ -167,7 +141,10 @@ class NetworkClient(ConnectionSetup):
     def add_node(self, node_id: int, host: str, port: int) -> None:
         """Know one broker before metadata names it (a coordinator found by FindCoordinator)."""
         if node_id >= 0 and node_id not in self._nodes:
-            self._nodes[node_id] = BrokerConnection(node_id, host, port, bootstrap=False)
+            self._nodes[node_id] = self._new_node(node_id, host, port, bootstrap=False)
+
+    def _new_node(self, node_id: int, host: str, port: int, *, bootstrap: bool) -> BrokerConnection:
+        return BrokerConnection(node_id, host, port, bootstrap, self._settings, self._next_correlation_id)
 
     def nodes(self) -> dict[int, tuple[str, int]]:
         return {n.node_id: (n.host, n.port) for n in self._nodes.values()}
@@ -205,19 +182,20 @@ class NetworkClient(ConnectionSetup):
         return 0.0
 
     def last_error(self, node_id: int) -> KafkaError | None:
-        """Why the node's last connection attempt or connection failed, or why a TLS handshake in progress may
-        never end; None once it is ready again."""
+        """Why the node's last connection attempt or connection failed; None once it is ready again."""
         node = self._nodes.get(node_id)
         return None if node is None else node.last_error
 
     def api_version(self, node_id: int, api_key: int) -> int:
-        """The version send() uses by default: the highest both we and the broker support."""
+        """The version send() uses by default: the highest both we and the broker support, within the
+        client's caps (versions.CLIENT_MAX_VERSIONS)."""
         node = self._nodes.get(node_id)
-        if node is None or node.api_versions is None:
+        ranges = None if node is None else node.setup.api_versions
+        if node is None or ranges is None:
             raise IllegalStateError(f"no negotiated API versions for node {node_id}: it is not connected")
         cached = node.versions_cache.get(api_key)
         if cached is None:
-            cached = node.versions_cache[api_key] = negotiate(node.api_versions, api_key)
+            cached = node.versions_cache[api_key] = negotiate(ranges, api_key)
         return cached
 
     def authentication_failures(self) -> list[AuthenticationError]:
@@ -227,8 +205,8 @@ class NetworkClient(ConnectionSetup):
 
     def broker_api_versions(self, node_id: int) -> VersionRanges | None:
         """The broker's advertised (min, max) per api key, once ApiVersions has completed."""
-        node = self._nodes.get(node_id)
-        return None if node is None or node.api_versions is None else dict(node.api_versions)
+        ranges = None if (node := self._nodes.get(node_id)) is None else node.setup.api_versions
+        return None if ranges is None else dict(ranges)
 
     def least_loaded_node(self, now: float) -> int | None:
         """A ready node with the fewest requests in flight, else one connecting, else one connectable.
@@ -311,17 +289,18 @@ class NetworkClient(ConnectionSetup):
             if node is None:
                 self._waker.drain()
                 continue
-            if key.fileobj is not node.sock:
+            if key.fd != node.fd:
                 continue  # closed earlier in this loop
-            if node.state is ConnectionState.CONNECTING:
-                self._finish_connect(node, now)
+            state = node.setup.state
+            if state is ConnectionState.CONNECTING:
+                self._step(node, node.finish_connect(now), now)
                 continue
-            if node.state is ConnectionState.TLS_HANDSHAKE:
-                self._drive_tls(node, now)
+            if state is ConnectionState.TLS_HANDSHAKE:
+                self._step(node, node.drive_tls(now), now)
                 continue
             if mask & selectors.EVENT_READ:
                 self._read(node, now)
-            if mask & selectors.EVENT_WRITE and node.sock is not None and node.state in CONNECTED_STATES:
+            if mask & selectors.EVENT_WRITE and node.sock is not None and node.setup.state in CONNECTED_STATES:
                 self._write(node, now)
         for node in buffered:
             # Decrypted bytes left inside the TLS layer: the selector cannot see them, so read them here.
@@ -335,7 +314,7 @@ class NetworkClient(ConnectionSetup):
         """Write queued requests as far as the sockets take them now, without waiting (poll() does this
         first too); a connection whose output is all written can take its next request at once."""
         for node in list(self._nodes.values()):
-            if node.conn is not None and node.conn.has_pending_output and node.state in CONNECTED_STATES:
+            if node.conn is not None and node.conn.has_pending_output and node.setup.state in CONNECTED_STATES:
                 self._write(node, now)
 
     def wakeup(self) -> None:
@@ -364,122 +343,35 @@ class NetworkClient(ConnectionSetup):
 
     def _tls_buffered(self) -> list[BrokerConnection]:
         if self.security.ssl_context is None:
-            return []
-        import ssl
-
-        return [n for n in self._nodes.values()
-                if n.tls and isinstance(n.sock, ssl.SSLSocket) and n.state in CONNECTED_STATES and n.sock.pending()]
+            return []  # plaintext producers never load OpenSSL (about 6 MB)
+        return [n for n in self._nodes.values() if n.tls and n.tls_buffered()]
 
     # --- I/O --------------------------------------------------------------------------------------
 
-    def _write(self, node: BrokerConnection, now: float) -> None:
-        conn, sock = node.conn, node.sock
-        assert conn is not None and sock is not None
-        while conn.has_pending_output:
-            buffers = conn.data_to_send()
-            try:
-                if len(buffers) == 1:
-                    n = sock.send(buffers[0])
-                elif node.tls:
-                    n = sock.send(join_for_tls(buffers))  # SSLSocket has no sendmsg()
-                else:
-                    n = sock.sendmsg(buffers)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError as e:
-                if node.tls and tls_would_block(e):
-                    break
-                self._close(node, now, self._send_error(node, e), failure=True)
-                return
-            node.last_activity_ms = now
-            for req in conn.bytes_sent(n):
-                if not req.expect_response:
-                    self._pending.append(ClientResponse(
-                        node.node_id, req.api_key, req.api_version, req.correlation_id, None, None,
-                        req.context, now - req.send_time_ms))
-            if n < sum(len(b) for b in buffers):
-                break  # the socket buffer is full; the selector tells us when it drains
+    def _connect(self, node: BrokerConnection, now: float) -> None:
+        error = node.connect(now, self._setup_timeout.backoff(node.failed_connects))
+        if node.sock is None:
+            assert error is not None
+            self._fail_setup(node, now, error)
+            return
+        self._step(node, error, now)
 
-    def _send_error(self, node: BrokerConnection, e: OSError) -> KafkaError:
-        tls_error = tls_send_error(node, e) if node.tls else None
-        return tls_error or KafkaConnectionError(f"connection to {node.describe()} failed while sending: {e}")
+    def _step(self, node: BrokerConnection, error: KafkaError | None, now: float) -> None:
+        """After a step of the node's setup: close it on failure, else follow its selector interest."""
+        if error is not None:
+            self._close(node, now, error, failure=True)
+        else:
+            self._update_interest(node)
+
+    def _write(self, node: BrokerConnection, now: float) -> None:
+        error = node.write(now, self._pending)
+        if error is not None:
+            self._close(node, now, error, failure=True)
 
     def _read(self, node: BrokerConnection, now: float) -> None:
-        for _ in range(_MAX_READS_PER_POLL):
-            sock = node.sock
-            if sock is None:
-                return
-            try:
-                data = sock.recv(_RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                if node.tls:
-                    if tls_would_block(e):
-                        return
-                    if is_ssl_error(e):
-                        self._close(node, now, tls_error(node, e, "reading"), failure=True)  # type: ignore[arg-type]
-                        return
-                self._close(node, now, KafkaConnectionError(
-                    f"connection to {node.describe()} failed while reading: {e}"), failure=True)
-                return
-            if not data:
-                hint = ""
-                if node.tls and node.state is ConnectionState.API_VERSIONS:
-                    # What a TLS 1.3 broker that refuses our certificate looks like when it sends no alert.
-                    hint = (" right after the TLS handshake (did it refuse our client certificate? "
-                            + ("check it)" if self.security.client_certificate else "none is configured)"))
-                self._close(node, now, KafkaConnectionError(
-                    f"connection to {node.describe()} was closed by the broker{hint}"), failure=True)
-                return
-            node.last_activity_ms = now
-            self._on_data(node, data, now)
-            # A TLS read returns at most one record (16 KiB): short reads say nothing there, so TLS goes on
-            # until the socket would block (what is left after the cap is read by the next poll).
-            if len(data) < _RECV_SIZE and not node.tls:
-                return
-
-    def _on_data(self, node: BrokerConnection, data: bytes, now: float) -> None:
-        assert node.conn is not None
-        broken: CorruptStreamError | None = None
-        try:
-            completed = node.conn.receive_data(data)
-        except ProtocolError as e:
-            # Responses that came intact before the corruption are answered first; only then does the close
-            # fail what is still in flight. Dropping them would leave their requests with no outcome at all.
-            completed = e.completed if isinstance(e, CorruptStreamError) else []
-            broken = CorruptStreamError(f"corrupt response stream from {node.describe()}: {e}")
-        for i, (req, payload) in enumerate(completed):
-            if req.context is API_VERSIONS_REQUEST:
-                self._on_api_versions(node, req, payload, now)
-            elif req.context is SASL_REQUEST:
-                self._on_sasl(node, req, payload, now)
-            else:
-                try:
-                    _, body = decode_response(ApiKey(req.api_key), req.api_version, payload)
-                except Exception as e:  # malformed bytes, or a decoder bug: either way the stream is suspect
-                    error = CorruptStreamError(
-                        f"cannot decode {ApiKey(req.api_key).name} v{req.api_version} response from "
-                        f"{node.describe()}: {e}")
-                    self._complete(node, req, None, error, now)
-                    for later, _ in completed[i + 1:]:
-                        self._fail_request(node, later, error, now)
-                    self._close(node, now, error, failure=True)
-                    return
-                self._complete(node, req, body, None, now)
-            if node.sock is None:
-                return  # ApiVersions or SASL failed and closed the connection
-        if broken is not None:
-            self._close(node, now, broken, failure=True)
-
-    def _complete(self, node: BrokerConnection, req: InFlightRequest, body: dict[str, Any] | None,
-                  error: KafkaError | None, now: float) -> None:
-        self._pending.append(ClientResponse(node.node_id, req.api_key, req.api_version, req.correlation_id,
-                                            body, error, req.context, now - req.send_time_ms))
-
-    def _fail_request(self, node: BrokerConnection, req: InFlightRequest, error: KafkaError, now: float) -> None:
-        if not isinstance(req.context, InternalRequest):
-            self._complete(node, req, None, error, now)
+        error = node.read(now, self._pending)
+        if error is not None:
+            self._close(node, now, error, failure=True)
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -488,15 +380,16 @@ class NetworkClient(ConnectionSetup):
         for node in self._nodes.values():
             if node.conn is None:
                 continue
-            if node.state in SETUP_TIMED_STATES:
-                deadline = min(deadline, node.setup_deadline_ms)
+            setup = node.setup
+            if setup.state in SETUP_TIMED_STATES:
+                deadline = min(deadline, setup.setup_deadline_ms)
             oldest = node.conn.oldest_send_time()
             if oldest is not None:
                 deadline = min(deadline, oldest + self.request_timeout_ms)
-            elif node.state is ConnectionState.READY:
+            elif setup.state is ConnectionState.READY:
                 deadline = min(deadline, node.last_activity_ms + self.connections_max_idle_ms)
-            if node.state is ConnectionState.READY and not node.reauth_due:
-                deadline = min(deadline, node.reauth_at_ms - 1.0)
+            if setup.state is ConnectionState.READY and not setup.reauth_due:
+                deadline = min(deadline, setup.reauth_at_ms - 1.0)
         # Expiry is "older than", so wake just after the deadline, not on it.
         return deadline + 1.0
 
@@ -505,26 +398,21 @@ class NetworkClient(ConnectionSetup):
             conn = node.conn
             if conn is None:
                 continue
-            if node.state in SETUP_TIMED_STATES and now > node.setup_deadline_ms:
-                hint = ""
-                if node.state is ConnectionState.TLS_HANDSHAKE:
-                    from kafkajet.security.tls import NOT_TLS_HINT
-
-                    hint = f"; {NOT_TLS_HINT}"
-                self._close(node, now, KafkaConnectionError(
-                    f"{'TLS handshake with' if hint else 'connection to'} {node.describe()} not done within "
-                    f"{self.setup_timeout_ms:.0f} ms (socket.connection.setup.timeout.ms){hint}"), failure=True)
-                continue
-            if node.state is ConnectionState.READY and now >= node.reauth_at_ms:
-                node.reauth_due = True  # no new requests: let those in flight finish first
+            setup = node.setup
+            if setup.state in SETUP_TIMED_STATES:
+                timed_out = setup.setup_timed_out(now)
+                if timed_out is not None:
+                    self._close(node, now, timed_out, failure=True)
+                    continue
+            # Once due, the connection takes no new requests: those in flight finish first.
+            if now >= setup.reauth_at_ms and setup.check_reauthentication(now):
                 if conn.in_flight_count == 0 and not conn.has_pending_output:
-                    log.debug("%s: SASL session lifetime nearly over; re-authenticating", node.describe())
-                    self._start_sasl(node, now)
+                    self._step(node, node.reauthenticate(now), now)
                     continue
             oldest = conn.oldest_send_time()
             if oldest is not None and now - oldest > self.request_timeout_ms:
                 self._close_timed_out(node, now)
-            elif (oldest is None and node.state is ConnectionState.READY
+            elif (oldest is None and setup.state is ConnectionState.READY
                   and now - node.last_activity_ms > self.connections_max_idle_ms):
                 log.debug("closing %s: idle for more than %.0f ms", node.describe(), self.connections_max_idle_ms)
                 self._close(node, now, KafkaConnectionError(f"connection to {node.describe()} idle"),
@@ -538,40 +426,30 @@ class NetworkClient(ConnectionSetup):
             "(request.timeout.ms); connection closed")
         collateral = KafkaConnectionError(
             f"connection to {node.describe()} closed because another request on it timed out")
-        for req in node.conn.abort_all():
-            self._fail_request(node, req, timed_out if req.send_time_ms < cutoff else collateral, now)
-        self._close(node, now, timed_out, failure=True)
+        self._close(node, now, timed_out, failure=True,
+                    request_error=lambda req: timed_out if req.send_time_ms < cutoff else collateral)
 
     # --- closing ----------------------------------------------------------------------------------
 
     def _fail_setup(self, node: BrokerConnection, now: float, error: KafkaError) -> None:
         node.addr_index += 1  # the next attempt tries the next resolved address
+        node.failed_connects += 1
         self._apply_backoff(node, now, error)
 
-    def _close(self, node: BrokerConnection, now: float, error: KafkaError, *, failure: bool, record: bool = True) -> None:
-        """Close the socket and fail every unfinished request of `node` exactly once with `error`."""
+    def _close(self, node: BrokerConnection, now: float, error: KafkaError, *, failure: bool, record: bool = True,
+               request_error: Callable[[InFlightRequest], KafkaError] | None = None) -> None:
+        """Close the socket and fail every unfinished request of `node` exactly once with `error` (or what
+        request_error says for it)."""
         was = node.state
-        if node.sock is not None:
-            if node.events:
-                self._selector.unregister(node.sock)
-            node.sock.close()
-        if node.conn is not None:
-            for req in node.conn.abort_all():
-                self._fail_request(node, req, error, now)
-        node.sock = None
-        node.conn = None
-        node.events = 0
-        node.tls = False
-        node.sasl = None
-        node.reauth_at_ms = float("inf")
-        node.reauth_due = False
-        node.state = ConnectionState.DISCONNECTED
-        node.api_versions = None
-        node.versions_cache.clear()
-        node.setup_deadline_ms = float("inf")
+        if node.events:
+            self._selector.unregister(node.fd)
+        self._pending.extend(node.response(req, None, error if request_error is None else request_error(req), now)
+                             for req in node.close())
         if failure:
             if was is ConnectionState.CONNECTING:
                 node.addr_index += 1
+            if was in SETUP_TIMED_STATES:
+                node.failed_connects += 1  # the next connect gets a longer setup timeout
             self._apply_backoff(node, now, error if record else None)
         else:
             log.debug("closed %s: %s", node.describe(), error)
@@ -598,9 +476,10 @@ class NetworkClient(ConnectionSetup):
     def _can_send(self, node: BrokerConnection) -> bool:
         # As Java: no new request until the previous one is fully written, and at most max in flight.
         conn = node.conn
+        setup = node.setup
         return (
-            node.state is ConnectionState.READY
-            and not node.reauth_due
+            setup.state is ConnectionState.READY
+            and not setup.reauth_due
             and conn is not None
             and not conn.has_pending_output
             and conn.in_flight_count < self.max_in_flight
@@ -609,7 +488,7 @@ class NetworkClient(ConnectionSetup):
     def _user_in_flight(self, node: BrokerConnection) -> int:
         # Only READY connections carry caller requests; before that the only request is our ApiVersions.
         conn = node.conn
-        return conn.in_flight_count if conn is not None and node.state is ConnectionState.READY else 0
+        return conn.in_flight_count if conn is not None and node.setup.state is ConnectionState.READY else 0
 
     def _backoff_remaining(self, node: BrokerConnection, now: float) -> float:
         return max(0.0, node.last_attempt_ms + node.reconnect_backoff_ms - now)
@@ -638,23 +517,15 @@ class NetworkClient(ConnectionSetup):
         return None if chosen is None else chosen.node_id
 
     def _update_interest(self, node: BrokerConnection) -> None:
-        sock = node.sock
-        if sock is None or self._closed:
+        if node.sock is None or self._closed:
             return
-        if node.state is ConnectionState.CONNECTING:
-            want = selectors.EVENT_WRITE
-        elif node.state is ConnectionState.TLS_HANDSHAKE:
-            want = node.tls_want
-        else:
-            want = selectors.EVENT_READ
-            if node.conn is not None and node.conn.has_pending_output:
-                want |= selectors.EVENT_WRITE
+        want = node.interest()
         if want == node.events:
             return
         if node.events:
-            self._selector.modify(sock, want, node)
+            self._selector.modify(node.fd, want, node)
         else:
-            self._selector.register(sock, want, node)
+            self._selector.register(node.fd, want, node)
         node.events = want
 
     def _next_correlation_id(self) -> int:

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafkajet.errors import KafkaConnectionError, KafkaError, SslAuthenticationError
-from kafkajet.network.node import BrokerConnection, ConnectionState
+from kafkajet.network.setup import ConnectionState
 
 if TYPE_CHECKING:
     import ssl
+
+    from kafkajet.network.node import BrokerConnection
 
 TLS_WRITE_CHUNK = 256 * 1024  # bytes joined for one SSLSocket.send(); a copy, so bounded
 

@@ -12,13 +12,31 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from kafkajet import __version__
+from kafkajet._version import __version__
 from kafkajet.errors import NO_ERROR, KafkaError, ProtocolError, UnsupportedVersionError, make_error
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, choose_version, decode_response
 
 CLIENT_SOFTWARE_NAME = "kafkajet"
+
+# Where kafkajet sends less than its codec encodes: from these versions on a request means something else,
+# or takes a shape the callers do not build. The one table of such caps, for every client: negotiate()
+# applies it, so a version never has to be capped where a request is made.
+CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
+    # v4+ is the brokers' batched verification form (KIP-890, cluster permission); clients send v3 and
+    # below, as Java's AddPartitionsToTxnRequest.Builder.forClient does.
+    ApiKey.ADD_PARTITIONS_TO_TXN: 3,
+    # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch.
+    ApiKey.END_TXN: 4,
+    # v4+ batches coordinator keys; kafkajet asks for one key at a time, in v3's shape.
+    ApiKey.FIND_COORDINATOR: 3,
+    # The FetchClient's ListOffsets body: v2 takes the isolation level, v4 leader epochs.
+    ApiKey.LIST_OFFSETS: 4,
+    # v8+ batches groups; the admin client's OffsetFetch body is v7's (require_stable).
+    ApiKey.OFFSET_FETCH: 7,
+})
 # Our request version falls at most twice (ours -> broker's max -> 0) before we give up on a broker.
 MAX_API_VERSIONS_ATTEMPTS = 3
 
@@ -94,7 +112,8 @@ def _ranges(body: Mapping[str, Any]) -> VersionRanges:
 
 
 def negotiate(ranges: Mapping[int, tuple[int, int]], api_key: int) -> int:
-    """Highest version both we and the broker support; UnsupportedVersionError naming the API otherwise."""
+    """Highest version both we and the broker support, within CLIENT_MAX_VERSIONS; UnsupportedVersionError
+    naming the API otherwise."""
     try:
         api = ApiKey(api_key)
     except ValueError:
@@ -102,4 +121,11 @@ def negotiate(ranges: Mapping[int, tuple[int, int]], api_key: int) -> int:
     broker = ranges.get(int(api))
     if broker is None:
         raise UnsupportedVersionError(f"the broker does not support {api.name} (api key {int(api)})")
-    return int(choose_version(api, broker))
+    version = int(choose_version(api, broker))
+    cap = CLIENT_MAX_VERSIONS.get(api)
+    if cap is None or version <= cap:
+        return version
+    if broker[0] > cap:
+        raise UnsupportedVersionError(f"the broker supports {api.name} v{broker[0]}-v{broker[1]}; kafkajet sends "
+                                      f"it at v{cap} at most")
+    return cap

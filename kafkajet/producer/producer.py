@@ -189,6 +189,7 @@ class Producer:
             reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"],
             socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
             send_buffer_bytes=cfg["send.buffer.bytes"],
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
         )

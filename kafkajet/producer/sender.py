@@ -8,9 +8,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kafkajet.clock import now_ms
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import (
     NO_ERROR,
     AuthenticationError,
@@ -35,7 +37,7 @@ from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Metadata, cluster_from_response
 from kafkajet.producer.metrics import ProducerMetrics
-from kafkajet.producer.transactions import CLIENT_MAX_VERSIONS, State, TransactionManager, TxnRequest
+from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
 
 log = logging.getLogger("kafkajet.producer.sender")
@@ -45,7 +47,8 @@ _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: a
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
 _SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
 _FENCED_CODES = (ProducerFencedError.code, InvalidProducerEpochError.code)
-MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
+MAX_POLL_MS = 5000.0
+ResponseHandler = Callable[[ClientResponse], None]  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 
 
 class Sender:
@@ -192,11 +195,8 @@ class Sender:
             delay = self.client.connection_delay(node, now)
             return delay if delay > 0 else float("inf")
         topics = self.metadata.attempt_started(now)
-        body = {
-            "topics": [{"name": t} for t in topics],
-            "allow_auto_topic_creation": self.allow_auto_create_topics,
-        }
-        self.client.send(node, ApiKey.METADATA, body, now, context=("metadata", None))
+        body = metadata_request_body(topics, allow_auto_topic_creation=self.allow_auto_create_topics)
+        self.client.send(node, ApiKey.METADATA, body, now, context=self._handle_metadata)
         self._metadata_in_flight = True
         return float("inf")
 
@@ -236,10 +236,9 @@ class Sender:
             txn.request_not_sent(req, now, forget_coordinator=lost)
             delay = self.client.connection_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
-        version = self.client.api_version(node, req.api)
-        version = min(version, CLIENT_MAX_VERSIONS.get(req.api, version))
+        version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)
         log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)  # pragma: no mutate (log text)
-        self.client.send(node, req.api, req.build(), now, version=version, context=("txn", req))
+        self.client.send(node, req.api, req.build(), now, version=version, context=partial(self._handle_txn, req=req))
         return float("inf"), False
 
     def _handle_txn(self, response: ClientResponse, req: TxnRequest) -> None:
@@ -276,7 +275,7 @@ class Sender:
             "producer_id": -1,
             "producer_epoch": -1,
         }
-        self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, now, context=("init_pid", None))
+        self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, now, context=self._handle_init_pid)
         idem.init_in_progress = True
         return float("inf")
 
@@ -333,7 +332,7 @@ class Sender:
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
         }
         self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
-                         context=("produce", batches))
+                         context=partial(self._handle_produce, batches=batches))
         # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
         # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained
         # (record-queue-time-avg came out at -34 ms under a send() loop).
@@ -343,18 +342,13 @@ class Sender:
     # --- responses --------------------------------------------------------------------------------
 
     def _handle(self, response: ClientResponse) -> None:
-        kind, payload = response.context
-        if kind == "produce":
-            self._handle_produce(response, payload)
-        elif kind == "metadata":
-            self._metadata_in_flight = False
-            self._handle_metadata(response)
-        elif kind == "init_pid":
-            self._handle_init_pid(response)
-        elif kind == "txn":
-            self._handle_txn(response, payload)
+        # Each request carries its completion handler as its context (Java's RequestCompletionHandler): a
+        # new kind of request brings its own, and nothing can be dropped for want of a matching tag.
+        handler: ResponseHandler = response.context
+        handler(response)
 
     def _handle_metadata(self, response: ClientResponse) -> None:
+        self._metadata_in_flight = False
         now = self._clock()
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)

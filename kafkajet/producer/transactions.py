@@ -58,11 +58,6 @@ _FENCED = (ProducerFencedError.code, InvalidProducerEpochError.code)
 _LOST_ID = (UnknownProducerIdError.code, InvalidProducerIdMappingError.code)
 
 
-# AddPartitionsToTxn v4+ is the brokers' batched verification form (KIP-890, cluster permission); clients
-# send v3 and below, as Java's AddPartitionsToTxnRequest.Builder.forClient does.
-CLIENT_MAX_VERSIONS: dict[ApiKey, int] = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
-
-
 class State(enum.Enum):
     UNINITIALIZED = "UNINITIALIZED"
     INITIALIZING = "INITIALIZING"

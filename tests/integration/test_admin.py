@@ -86,6 +86,9 @@ def test_blocking_connection_negotiates_and_requests(broker: EmbeddedBroker) -> 
                                               "include_topic_authorized_operations": False})
         assert body["brokers"][0]["port"] == broker.port
     assert conn.closed
+    # A closed connection says so (what FetchClient and Admin see when they reuse one that failed).
+    with pytest.raises(KafkaConnectionError, match=r"connection to 127\.0\.0\.1:\d+ is closed"):
+        conn.request(ApiKey.METADATA, {"topics": []})
 
 
 def test_blocking_connection_errors_name_address_and_step() -> None:

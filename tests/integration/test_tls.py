@@ -22,10 +22,11 @@ from kafka import KafkaConsumer, TopicPartition
 
 from kafkajet import AuthenticationError, ConfigError, KafkaError, KafkaTimeoutError, Producer
 from kafkajet.admin import Admin
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import SslAuthenticationError
 from kafkajet.fetch import FetchClient
 from kafkajet.network import NetworkClient
-from kafkajet.network.blocking import BlockingConnection, metadata_request_body
+from kafkajet.network.blocking import BlockingConnection
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import connection_security
 from kafkajet.security.tls import build_ssl_context
@@ -331,7 +332,8 @@ def test_a_stalled_tls_handshake_ends_at_the_setup_timeout(pki: Pki) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:  # accepts, then never answers the ClientHello
         port = server.getsockname()[1]
         security = connection_security({"security.protocol": "SSL", "ssl.ca.location": str(pki.ca_file)})
-        with NetworkClient(security=security, socket_connection_setup_timeout_ms=300) as client:
+        with NetworkClient(security=security, socket_connection_setup_timeout_ms=300,
+                           socket_connection_setup_timeout_max_ms=300) as client:
             client.add_bootstrap(f"127.0.0.1:{port}")
             started = time.monotonic()
             # Until then last_error() is the provisional cause (no answer yet), for callers whose wait ends first.

@@ -14,9 +14,9 @@ import pytest
 
 from kafkajet import AuthenticationError, ConfigError, Producer
 from kafkajet.admin import Admin
+from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import SaslAuthenticationError
 from kafkajet.network import NetworkClient
-from kafkajet.network.blocking import metadata_request_body
 from kafkajet.network.sasl_exchange import SaslExchange
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import connection_security

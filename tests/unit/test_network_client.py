@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
 import threading
 import time
@@ -9,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from kafkajet import Producer
 from kafkajet.errors import (
     IllegalStateError,
     KafkaConnectionError,
@@ -19,6 +22,7 @@ from kafkajet.network import ClientResponse, ConnectionState, NetworkClient
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.network_fakes import MAX_API_VERSIONS, FakeBroker
+from tests.helpers.waiting import wait_for
 
 DEADLINE_S = 10.0
 
@@ -172,16 +176,14 @@ def test_unresolvable_host_fails_with_its_name() -> None:
 
 
 def test_connection_setup_timeout() -> None:
-    # A listener whose accept queue is full drops further SYNs, so a connect hangs in SYN_SENT.
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(0)
-        fillers = [socket.socket() for _ in range(2)]
-        for f in fillers:
-            f.setblocking(False)
-            f.connect_ex(server.getsockname())
+        fillers = fill_accept_queue(server)
         try:
-            with NetworkClient(socket_connection_setup_timeout_ms=200) as client:
+            # max = base: the timeout neither grows nor is jittered.
+            with NetworkClient(socket_connection_setup_timeout_ms=200,
+                               socket_connection_setup_timeout_max_ms=200) as client:
                 client.add_bootstrap([server.getsockname()])
                 now = now_ms()
                 assert not client.ready(-1, now)
@@ -196,6 +198,98 @@ def test_connection_setup_timeout() -> None:
         finally:
             for f in fillers:
                 f.close()
+
+
+def fill_accept_queue(server: socket.socket) -> list[socket.socket]:
+    """Connections that fill a listen(0) queue: the listener then drops further SYNs, so a connect hangs."""
+    fillers = [socket.socket() for _ in range(2)]
+    for f in fillers:
+        f.setblocking(False)
+        f.connect_ex(server.getsockname())
+    return fillers
+
+
+def drain_accept_queue(server: socket.socket) -> None:
+    server.setblocking(False)
+    while True:
+        try:
+            server.accept()[0].close()
+        except BlockingIOError:
+            return
+
+
+def setup_timeout_of_last_failure(client: NetworkClient) -> float:
+    match = re.search(r"not done within (\d+) ms", str(client.last_error(-1)))
+    assert match is not None, client.last_error(-1)
+    return float(match.group(1))
+
+
+def time_out_one_connect(client: NetworkClient, now: float, still_connecting_at: float, gone_by: float) -> float:
+    """Start a connect at fake time `now` that cannot complete; check it is pending at now+still_connecting_at
+    and timed out by now+gone_by; returns the fake time when the next attempt may start."""
+    assert not client.ready(-1, now)
+    assert client.state(-1) is ConnectionState.CONNECTING
+    # poll() adds the real time select() took to the fake `now`: the margins allow a loaded machine.
+    client.poll(0, now + still_connecting_at)
+    assert client.state(-1) is ConnectionState.CONNECTING, f"timed out before {still_connecting_at} ms"
+    now += gone_by
+    client.poll(0, now)
+    assert client.state(-1) is ConnectionState.DISCONNECTED, f"not timed out within {gone_by} ms"
+    return now + client.connection_delay(-1, now)
+
+
+def test_the_setup_timeout_grows_per_failed_connect_up_to_its_max_and_starts_over_once_connected() -> None:
+    """Java's ClusterConnectionStates: socket.connection.setup.timeout.ms doubles per consecutive failed
+    connect of the node, up to socket.connection.setup.timeout.max.ms, each value with +-20 % jitter."""
+    with socket.socket() as server, NetworkClient(
+            socket_connection_setup_timeout_ms=1000, socket_connection_setup_timeout_max_ms=4000,
+            reconnect_backoff_ms=1, reconnect_backoff_max_ms=1) as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        fillers = fill_accept_queue(server)
+        client.add_bootstrap([server.getsockname()])
+        now = now_ms()  # a fake clock from here on
+        # Each attempt outlives the longest timeout the one before could have drawn.
+        for low, high in [(800, 1200), (1600, 2400), (3200, 4000), (3200, 4000)]:
+            now = time_out_one_connect(client, now, still_connecting_at=low - 300, gone_by=high + 1)
+            assert low <= setup_timeout_of_last_failure(client) <= high
+        # The listener takes the next connect: it succeeds, and the following one starts at the base again.
+        for f in fillers:
+            f.close()
+        drain_accept_queue(server)
+        assert not client.ready(-1, now)
+        poll_until(client, lambda _: client.state(-1) is ConnectionState.API_VERSIONS)
+        fillers = fill_accept_queue(server)
+        client.disconnect(-1)
+        now = time_out_one_connect(client, now + 1000, still_connecting_at=500, gone_by=1201)
+        assert 800 <= setup_timeout_of_last_failure(client) <= 1200
+        for f in fillers:
+            f.close()
+
+
+def test_the_producer_passes_both_setup_timeout_settings(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="kafkajet.network")
+
+    def timeouts() -> list[int]:
+        return [int(m.group(1)) for r in caplog.records
+                if (m := re.search(r"not done within (\d+) ms", r.getMessage())) is not None]
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        fillers = fill_accept_queue(server)
+        try:
+            host, port = server.getsockname()
+            with Producer(bootstrap_servers=f"{host}:{port}", socket_connection_setup_timeout_ms=100,
+                          socket_connection_setup_timeout_max_ms=150, reconnect_backoff_ms=1,
+                          reconnect_backoff_max_ms=1) as producer:
+                wait_for(lambda: len(timeouts()) >= 4, DEADLINE_S, "four timed-out connects")
+                producer.close(timeout=0)
+        finally:
+            for f in fillers:
+                f.close()
+    seen = timeouts()
+    assert 80 <= seen[0] <= 120 and all(t <= 150 for t in seen) and max(seen) > 120, seen
 
 
 def test_silent_broker_times_out_api_versions() -> None:

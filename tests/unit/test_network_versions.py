@@ -8,13 +8,21 @@ function, so these cases hold for both.
 
 from __future__ import annotations
 
+import re
 import struct
+from pathlib import Path
 
 import pytest
 
+import kafkajet
 from kafkajet.errors import ClusterAuthorizationFailedError, ProtocolError, UnsupportedVersionError
-from kafkajet.network.versions import handle_api_versions_response, max_api_versions_version
-from kafkajet.protocol import ApiKey, encode_response
+from kafkajet.network.versions import (
+    CLIENT_MAX_VERSIONS,
+    handle_api_versions_response,
+    max_api_versions_version,
+    negotiate,
+)
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
 
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 OURS = max_api_versions_version()
@@ -95,3 +103,36 @@ def test_other_errors_name_themselves() -> None:
 def test_a_frame_too_short_for_the_error_code_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="too short"):
         handle_api_versions_response(CID + b"\x00", OURS)
+
+
+# --- the client's caps ------------------------------------------------------------------------------
+
+
+def test_a_capped_api_is_negotiated_no_higher_than_its_cap() -> None:
+    assert CLIENT_MAX_VERSIONS[ApiKey.ADD_PARTITIONS_TO_TXN] == 3  # Java's forClient: v4+ is the brokers' form
+    assert negotiate({int(ApiKey.ADD_PARTITIONS_TO_TXN): (0, 5)}, ApiKey.ADD_PARTITIONS_TO_TXN) == 3
+    assert negotiate({int(ApiKey.ADD_PARTITIONS_TO_TXN): (0, 2)}, ApiKey.ADD_PARTITIONS_TO_TXN) == 2
+    assert negotiate({int(ApiKey.OFFSET_FETCH): (0, 9)}, ApiKey.OFFSET_FETCH) == 7
+    assert negotiate({int(ApiKey.LIST_OFFSETS): (0, 8)}, ApiKey.LIST_OFFSETS) == 4
+    # An API without a cap gets the highest common version.
+    assert negotiate({int(ApiKey.PRODUCE): (3, 99)}, ApiKey.PRODUCE) == SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]
+
+
+def test_a_broker_whose_range_starts_above_the_cap_is_unsupported() -> None:
+    with pytest.raises(UnsupportedVersionError, match="ADD_PARTITIONS_TO_TXN v4-v5; kafkajet sends it at v3 at most"):
+        negotiate({int(ApiKey.ADD_PARTITIONS_TO_TXN): (4, 5)}, ApiKey.ADD_PARTITIONS_TO_TXN)
+
+
+def test_every_capped_api_stays_usable() -> None:
+    for api, cap in CLIENT_MAX_VERSIONS.items():
+        assert cap >= SUPPORTED_VERSIONS[api][0], api
+
+
+def test_both_connection_kinds_take_their_versions_from_the_one_rule() -> None:
+    """No caller caps a version itself (min() over a negotiated version, or a table of its own)."""
+    root = Path(kafkajet.__file__).parent
+    callers = [p for p in root.rglob("*.py") if "testing" not in p.parts and p.name != "versions.py"]
+    offenders = [f"{p.relative_to(root)}:{n}" for p in callers
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"min\(.*api_version\(|^\s*[A-Z_]*MAX_VERSIONS?\b\s*[:=]", line)]
+    assert offenders == []

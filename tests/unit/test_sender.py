@@ -25,6 +25,7 @@ from kafkajet.errors import (
     TopicAuthorizationFailedError,
     TransactionAbortedError,
 )
+from kafkajet.network.versions import negotiate
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import RecordFuture
@@ -33,7 +34,7 @@ from kafkajet.producer.metadata import Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.sender import MAX_POLL_MS, Sender
 from kafkajet.producer.transactions import State, TransactionManager
-from kafkajet.protocol import ApiKey
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.records import decode_batches
 from tests.helpers.fake_network import (
     FakeClock,
@@ -48,6 +49,10 @@ TOPIC = "t"
 NODES = {0: ("127.0.0.1", 9092), 1: ("127.0.0.1", 9093)}
 RETRY_BACKOFF_MS = 100.0
 COORDINATOR = 2  # the transaction coordinator: a broker the metadata answers do not list
+
+
+# A broker that lists v0-v9 of every API.
+BROKER_VERSIONS = {int(api): (0, 9) for api in ApiKey}
 
 
 @dataclass
@@ -84,7 +89,7 @@ class RecordingClient(FakeNetworkClient):
 
     def api_version(self, node_id: int, api: int) -> int:
         assert node_id in self.nodes and isinstance(api, ApiKey), (node_id, api)
-        return 9
+        return negotiate(BROKER_VERSIONS, api)  # the real client's rule, its caps included
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
         self.added[node_id] = (host, port)
@@ -267,6 +272,26 @@ def test_a_queued_batch_expires_at_delivery_timeout_ms() -> None:
     rig.run(1)
     with pytest.raises(DeliveryTimeoutError, match="5000 ms has passed since batch creation"):
         fut.result(timeout=0)
+
+
+def test_each_request_carries_its_completion_handler() -> None:
+    """Java's RequestCompletionHandler: what to do with an answer travels with the request, so the answer
+    of every kind of request reaches its handler; nothing is dispatched by a tag that could fail to match."""
+    rig = make_rig(idempotent=True)
+    rig.connect()
+    fut = rig.append()
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=7))
+    rig.run()
+    assert fut.result(timeout=0).offset == 7
+    kinds = {r.api_key for r in rig.client.requests}
+    assert kinds == {ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
+    assert all(callable(r.context) for r in rig.client.requests), [r.context for r in rig.client.requests]
+    # Answered, each through its own handler: metadata is no longer in flight and the producer id is set.
+    assert rig.idempotence is not None and rig.idempotence.has_producer_id
+    rig.metadata.request_update()
+    rig.run(advance_ms=RETRY_BACKOFF_MS)
+    assert len(rig.client.pending(ApiKey.METADATA)) == 1  # a new one could be sent: the first was handled
 
 
 def test_duplicate_sequence_number_is_success() -> None:
@@ -706,7 +731,8 @@ def test_a_metadata_request_asks_for_the_topics_and_auto_creation() -> None:
     rig = make_rig()
     rig.run()
     (req,) = rig.client.pending(ApiKey.METADATA)
-    assert req.body == {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": True}
+    # The body every client sends (cluster.metadata_request_body): only these two fields vary.
+    assert [t["name"] for t in req.body["topics"]] == [TOPIC] and req.body["allow_auto_topic_creation"] is True
     rig.run()
     assert len(rig.client.pending(ApiKey.METADATA)) == 1  # one in flight at a time
     rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0, 1]}))
@@ -916,7 +942,8 @@ def txn_rig(**kwargs: Any) -> tuple[Rig, TransactionManager]:
     assert rig.client.added == {COORDINATOR: ("10.0.0.2", 9094)}
     rig.run()
     (req,) = rig.client.pending(ApiKey.INIT_PRODUCER_ID)
-    assert req.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.INIT_PRODUCER_ID, 9)
+    assert req.node == COORDINATOR
+    assert rig.client.versions[-1] == (ApiKey.INIT_PRODUCER_ID, SUPPORTED_VERSIONS[ApiKey.INIT_PRODUCER_ID][1])
     rig.client.respond(ApiKey.INIT_PRODUCER_ID, init_producer_id_body(1000, 3))
     rig.run()
     assert init.is_done and init.error is None and txn.state is State.READY
@@ -935,6 +962,7 @@ def test_a_transaction_adds_its_partition_before_produce_then_commits() -> None:
     fut = rig.append()
     rig.run()
     (add,) = rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)
+    # The broker lists v0-v9; clients send AddPartitionsToTxn v3 at most (v4+ is the brokers' own form).
     assert add.node == COORDINATOR and rig.client.versions[-1] == (ApiKey.ADD_PARTITIONS_TO_TXN, 3)
     assert rig.produces() == []  # not before the coordinator added the partition
     assert rig.client.polls[-1] == MAX_POLL_MS  # the answer wakes the poll
@@ -955,6 +983,9 @@ def test_a_transaction_adds_its_partition_before_produce_then_commits() -> None:
     rig.client.respond(ApiKey.END_TXN, {"error_code": 0})
     rig.run()
     assert commit.is_done and commit.error is None and txn.state is State.READY
+    # The coordinator's requests, too, carry their handlers (the transaction manager's steps).
+    assert {ApiKey.FIND_COORDINATOR, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.END_TXN} <= {r.api_key for r in rig.client.requests}
+    assert all(callable(r.context) for r in rig.client.requests)
 
 
 def test_a_commit_sends_what_waits_for_linger_at_once_and_the_next_transaction_lingers_again() -> None:
