@@ -250,7 +250,7 @@ class BatchInput:
             return values
         ser = self.value_serializer
         if type(ser) is InContext and headers is not None:
-            return [None if v is None else serialize(ser, v, topic, "value", h) for v, h in zip(values, headers)]
+            return [None if v is None else serialize(ser, v, topic, "value", h) for v, h in zip(values, headers, strict=True)]
         return [None if v is None else serialize(ser, v, topic, "value") for v in values]
 
     def _keys(self, topic: str, keys: Sequence[Any], headers: Sequence[Any] | None) -> Sequence[bytes | None]:
@@ -258,7 +258,7 @@ class BatchInput:
             return keys
         ser = self.key_serializer
         if type(ser) is InContext and headers is not None:
-            return [None if k is None else serialize(ser, k, topic, "key", h) for k, h in zip(keys, headers)]
+            return [None if k is None else serialize(ser, k, topic, "key", h) for k, h in zip(keys, headers, strict=True)]
         return [None if k is None else serialize(ser, k, topic, "key") for k in keys]
 
     def _check_sizes(self, ks: Sequence[bytes | None], vals: Sequence[bytes | None], hs: list[Headers] | None,

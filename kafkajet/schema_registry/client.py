@@ -288,7 +288,6 @@ class SchemaRegistryClient:
         self._rest = _Rest(conf)
         self._latest_ttl_s = conf.get("cache.latest.ttl.sec")
         self._lock = threading.Lock()
-        self._id_by_schema: dict[tuple[str, Schema, bool], int] = {}
         self._registered: dict[tuple[str, Schema, bool], RegisteredSchema] = {}
         self._schema_by_id: dict[int, Schema] = {}
         self._schema_by_guid: dict[str, tuple[int | None, Schema]] = {}
@@ -326,7 +325,6 @@ class SchemaRegistryClient:
         reg = RegisteredSchema(int(r["id"]), schema, r.get("subject", subject_name), r.get("version"), r.get("guid"))
         with self._lock:
             self._registered[key] = reg
-            self._id_by_schema[key] = reg.schema_id
             self._schema_by_id.setdefault(reg.schema_id, schema)
         return reg
 
@@ -432,11 +430,10 @@ class SchemaRegistryClient:
     def _forget(self, subject_name: str) -> None:
         with self._lock:
             self._latest.pop(subject_name, None)
-            for d in (self._registered, self._id_by_schema):
-                for k in [k for k in d if k[0] == subject_name]:
-                    del d[k]
-            for k in [k for k in self._versions if k[0] == subject_name]:
-                del self._versions[k]
+            for k in [k for k in self._registered if k[0] == subject_name]:
+                del self._registered[k]
+            for v in [v for v in self._versions if v[0] == subject_name]:
+                del self._versions[v]
 
     # --- compatibility ---------------------------------------------------------------------------------
 
@@ -464,7 +461,7 @@ class SchemaRegistryClient:
 
     def clear_caches(self) -> None:
         with self._lock:
-            for d in (self._registered, self._id_by_schema, self._schema_by_id, self._schema_by_guid, self._latest,
+            for d in (self._registered, self._schema_by_id, self._schema_by_guid, self._latest,
                       self._versions):
                 d.clear()  # type: ignore[attr-defined]
 

@@ -42,9 +42,10 @@ class _Api:
 
     def __init__(self, state: RegistryState) -> None:
         self.state = state
+        self.requests = 0  # served, for tests that count a client's round trips
         S = r"(?P<subject>[^/]+)"
         V = r"(?P<version>[^/]+)"
-        self.routes: list[Route] = [(m, re.compile(f"^{p}$"), f) for m, p, f in [
+        table: list[tuple[str, str, Callable[..., Any]]] = [
             ("GET", "/", lambda q, b: {}),
             ("GET", "/schemas/types", lambda q, b: list(SCHEMA_TYPES)),
             ("GET", r"/schemas/ids/(?P<id>\d+)", self.schema_by_id),
@@ -69,9 +70,11 @@ class _Api:
             ("POST", f"/compatibility/subjects/{S}/versions", self.compatibility),
             ("GET", "/mode", lambda q, b: {"mode": "READWRITE"}),
             ("GET", f"/mode/{S}", lambda q, b, subject: {"mode": "READWRITE"}),
-        ]]
+        ]
+        self.routes: list[Route] = [(m, re.compile(f"^{p}$"), f) for m, p, f in table]
 
     def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+        self.requests += 1
         path = path.rstrip("/") or "/"
         matched_path = False
         for m, pattern, fn in self.routes:
@@ -308,6 +311,7 @@ class SchemaRegistry:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._log: _TopicLog | None = None
+        self._api: _Api | None = None
 
     @property
     def port(self) -> int:
@@ -318,6 +322,11 @@ class SchemaRegistry:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def requests(self) -> int:
+        """REST requests served so far (a test's measure of a client's round trips)."""
+        return 0 if self._api is None else self._api.requests
 
     @property
     def persistent(self) -> bool:
@@ -336,7 +345,8 @@ class SchemaRegistry:
             self.state = RegistryState()
             log.warning("schema registry: no broker given, schemas are kept in memory only and are lost when it "
                         "stops (give bootstrap_servers to keep them in a %s topic)", self.topic)
-        handler = type("Handler", (_Handler,), {"api": _Api(self.state)})
+        self._api = _Api(self.state)
+        handler = type("Handler", (_Handler,), {"api": self._api})
         self._server = ThreadingHTTPServer((self.host, self.requested_port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},

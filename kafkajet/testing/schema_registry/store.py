@@ -261,7 +261,7 @@ class RegistryState:
 
     def set_level(self, subject: str | None, level: str | None) -> None:
         if level is not None and level.upper() not in compatibility.LEVELS:
-            raise RegistryError(422, 42203, f"Invalid compatibility level. Valid values are none, backward, "
-                                f"forward, full, backward_transitive, forward_transitive, and full_transitive")
+            raise RegistryError(422, 42203, "Invalid compatibility level. Valid values are none, backward, "
+                                "forward, full, backward_transitive, forward_transitive, and full_transitive")
         self._write({"keytype": "CONFIG", "subject": subject, "magic": 0},
                     None if level is None else {"compatibilityLevel": level.upper()})
