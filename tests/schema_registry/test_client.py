@@ -150,3 +150,20 @@ def test_bad_settings(conf: dict[str, Any], message: str) -> None:
 
 def test_schema_registry_url_is_accepted_as_url(registry: SchemaRegistry) -> None:
     assert SchemaRegistryClient({"schema.registry.url": registry.url}).get_subjects() is not None
+
+
+def test_caches_both_ways(registry: SchemaRegistry) -> None:
+    client = SchemaRegistryClient({"url": registry.url})
+    schema = Schema('{"type":"record","name":"Cached","fields":[{"name":"a","type":"int"}]}')
+    before = registry.requests
+    schema_id = client.register_schema("cached-value", schema)
+    assert client.register_schema("cached-value", schema) == schema_id  # schema -> id from the cache
+    assert client.get_schema(schema_id) == schema  # and id -> schema, learnt from the registration
+    assert client.lookup_schema("cached-value", schema).schema_id == schema_id
+    assert registry.requests - before == 1  # the registration answered the version the lookup wants too
+    other = SchemaRegistryClient({"url": registry.url})
+    assert other.get_schema(schema_id) == schema and other.get_schema(schema_id) == schema
+    assert registry.requests - before == 2
+    client.get_latest_version("cached-value")
+    client.get_latest_version("cached-value")
+    assert registry.requests - before == 3
