@@ -92,3 +92,34 @@ def test_another_message_type_and_corrupt_payloads_are_refused(ours: SchemaRegis
         ProtobufDeserializer(M["Order"], None, ours)(framed[:5] + b"\x02\x0a" + framed[7:], ctx)
     with pytest.raises(SerializationError, match="not the kjtest.Order this serializer was made for"):
         ProtobufSerializer(M["Order"], ours)(M["Other"](x=1), ctx)
+
+
+def test_an_imported_file_is_registered_as_a_reference(ours: SchemaRegistryClient, theirs: ConfluentClient,
+                                                       topic_name: str) -> None:
+    from google.protobuf import timestamp_pb2
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    money = descriptor_pb2.FileDescriptorProto(name=f"kj_test/{topic_name}/money.proto", package="kjmoney",
+                                               syntax="proto3")
+    m = money.message_type.add(name="Money")
+    m.field.add(name="cents", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    pool.Add(money)
+    pay = descriptor_pb2.FileDescriptorProto(name=f"kj_test/{topic_name}/pay.proto", package="kjpay",
+                                             syntax="proto3", dependency=[money.name, "google/protobuf/timestamp.proto"])
+    p = pay.message_type.add(name="Payment")
+    p.field.add(name="amount", number=1, type=F.TYPE_MESSAGE, type_name=".kjmoney.Money", label=F.LABEL_OPTIONAL)
+    p.field.add(name="at", number=2, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+                label=F.LABEL_OPTIONAL)
+    pool.Add(pay)
+    payment = message_factory.GetMessageClass(pool.FindMessageTypeByName("kjpay.Payment"))
+    msg = payment()
+    msg.amount.cents = 250
+    msg.at.seconds = 1_700_000_000
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    framed = ProtobufSerializer(payment, ours)(msg, ctx)
+    latest = theirs.get_latest_version(f"{topic_name}-value")
+    assert [(r.name, r.subject, r.version) for r in latest.schema.references] == [(money.name, money.name, 1)]
+    assert ConfluentProtobufDeserializer(payment, {"use.deprecated.format": False}, theirs)(
+        framed, CContext(topic_name, CField.VALUE)) == msg
+    assert ProtobufDeserializer(payment, None, ours)(framed, ctx) == msg
