@@ -115,7 +115,8 @@ def _explain(parsed: Any, value: Any, e: Exception) -> str:
 class AvroDeserializer(BaseDeserializer[Any]):
     """AvroDeserializer(schema_registry_client, schema_str=None, from_dict=None, return_record_name=False,
     conf=None): records decoded with the writer's schema (found by the frame's id or GUID, or the
-    __key/value_schema_id header), resolved into `schema_str` when given (Avro schema evolution)."""
+    __key/value_schema_id header), resolved into `schema_str` when given (Avro schema evolution), or with
+    conf use.latest.version=True into the subject's latest version (subject.name.strategy names it)."""
 
     def __init__(self, schema_registry_client: SchemaRegistryClient | None, schema_str: str | Schema | None = None,
                  from_dict: Callable[[Any, SerializationContext], Any] | None = None,
@@ -127,6 +128,20 @@ class AvroDeserializer(BaseDeserializer[Any]):
             raise ValueError("from_dict must be callable as from_dict(dict, SerializationContext)")
         self._from_dict = from_dict
         self._return_record_name = return_record_name
+        self._latest_readers: dict[str, Any] = {}  # subject -> parsed latest version (use.latest.version)
+
+    def _reader_for(self, ctx: SerializationContext | None) -> Any:
+        """The reader schema: the one given, or with use.latest.version the subject's latest version."""
+        if self._reader is not None or not self._use_latest or self._registry is None or ctx is None:
+            return self._reader
+        subject = self._strategy(ctx, None)
+        if subject is None:
+            raise SerializationError(f"use.latest.version needs a subject from the topic for the "
+                                     f"{ctx_what(ctx)}: use the topic subject name strategy, or give schema_str")
+        hit = self._latest_readers.get(subject)
+        if hit is None:
+            hit = self._latest_readers[subject] = parse_avro(self._registry.get_latest_version(subject).schema)
+        return hit
 
     def _parse(self, schema: Schema) -> Any:
         return parse_avro(schema)
@@ -136,12 +151,13 @@ class AvroDeserializer(BaseDeserializer[Any]):
             return None
         ref, payload = self._unframe(data, ctx)
         writer = self._writer_schema(ref, ctx)
-        if _is_bytes(writer) and (self._reader is None or _is_bytes(self._reader)):
+        reader = self._reader_for(ctx)
+        if _is_bytes(writer) and (reader is None or _is_bytes(reader)):
             value: Any = bytes(payload)
         else:
             buf = io.BytesIO(payload)
             try:
-                value = fastavro.schemaless_reader(buf, writer, self._reader,
+                value = fastavro.schemaless_reader(buf, writer, reader,
                                                    return_record_name=self._return_record_name)
             except (EOFError, StopIteration, IndexError) as e:
                 raise SerializationError(

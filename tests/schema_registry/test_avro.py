@@ -111,6 +111,8 @@ def test_evolution_reads_v1_and_v2_into_the_reader_schema(ours: SchemaRegistryCl
     assert reader(new, ctx(topic_name))["email"] == "a@b"
     plain = AvroDeserializer(ours)
     assert "email" not in plain(old, ctx(topic_name))
+    latest = AvroDeserializer(ours, conf={"use.latest.version": True})  # reads into v2, the latest
+    assert latest(old, ctx(topic_name))["email"] is None
 
 
 def test_bad_input_is_named(ours: SchemaRegistryClient, topic_name: str) -> None:
