@@ -1,6 +1,9 @@
 """Key and value serializers: the Java built-ins (bytes, string, integer, long, double) plus json.
 
-A serializer is any callable obj -> bytes | None; None stays None (Java: null stays null).
+A serializer is any callable obj -> bytes | None; None stays None (Java: null stays null). One that needs to
+know the topic, key-or-value and headers (Java's serialize(topic, headers, data); the Schema Registry
+serializers) is called as serializer(obj, SerializationContext): the producer decides once, when it is built,
+which form a serializer takes (`wants_context`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,60 @@ from typing import Any
 from kafkajet.errors import ConfigError, SerializationError
 
 Serializer = Callable[[Any], bytes | None]
+
+
+class MessageField:
+    """Which part of a record a serializer works on; the values are confluent-kafka's, so they compare equal."""
+
+    NONE = "none"
+    KEY = "key"
+    VALUE = "value"
+
+
+class SerializationContext:
+    """What a context-aware serializer is told besides the object: topic, key or value, and the record's
+    headers (as given to send(); a serializer may append to a list or set in a dict). confluent-kafka's
+    serializers read the same attributes, so they take this object too."""
+
+    __slots__ = ("topic", "field", "headers")
+
+    def __init__(self, topic: str, field: str, headers: Any = None) -> None:
+        self.topic = topic
+        self.field = field
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"SerializationContext({self.topic!r}, {self.field!r})"
+
+
+def wants_context(serializer: Any) -> bool:
+    """True for serializers called as serializer(obj, ctx): kafkajet's Schema Registry serializers (they set
+    `wants_serialization_context`) and confluent-kafka's (subclasses of its Serializer / Deserializer), whose
+    __call__ takes the same context."""
+    flag = getattr(serializer, "wants_serialization_context", None)
+    if flag is not None:
+        return bool(flag)
+    return any(c.__module__ == "confluent_kafka.serialization" and c.__name__ in ("Serializer", "Deserializer")
+               for c in type(serializer).__mro__)
+
+
+class InContext:
+    """A context-aware serializer bound to key or value: call(obj, topic, headers) builds its context.
+    Its own type, so the producer's per-record test is one `type(s) is InContext`."""
+
+    __slots__ = ("serializer", "field")
+
+    def __init__(self, serializer: Callable[[Any, SerializationContext], bytes | None], field: str) -> None:
+        self.serializer = serializer
+        self.field = field
+
+    def __call__(self, obj: Any) -> bytes | None:
+        raise SerializationError(
+            f"{self.serializer!r} needs the topic: it is called with a SerializationContext by the producer; "
+            f"outside one call it as serializer(obj, SerializationContext(topic, MessageField.VALUE))")
+
+    def call(self, obj: Any, topic: str, headers: Any) -> bytes | None:
+        return self.serializer(obj, SerializationContext(topic, self.field, headers))
 
 
 def _bytes(obj: Any) -> bytes | None:
@@ -75,6 +132,8 @@ BUILTINS: dict[str, Serializer] = {
 
 def resolve_serializer(spec: str | Serializer, *, what: str) -> Serializer:
     if callable(spec):
+        if wants_context(spec):
+            return InContext(spec, MessageField.KEY if what.startswith("key") else MessageField.VALUE)  # type: ignore[arg-type]
         return spec
     if isinstance(spec, str):
         name = spec.rsplit(".", 1)[-1].removesuffix("Serializer").lower() if "." in spec else spec.lower()

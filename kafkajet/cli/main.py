@@ -57,7 +57,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     from kafkajet import __version__
-    from kafkajet.cli import produce, topics
+    from kafkajet.cli import produce, schema_registry, topics
 
     parser = argparse.ArgumentParser(prog=prog or program_name(), description="kafkajet command line")
     parser.add_argument("--version", action="version", version=f"kafkajet {__version__}")
@@ -65,6 +65,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     produce.add_parser(sub)
     topics.add_parser(sub)
+    schema_registry.add_parser(sub)
 
     b = sub.add_parser("broker", help="run an embedded Tansu broker in the foreground until Ctrl-C",
                        description="Start the Tansu broker (pip install 'kafkajet[broker]') on 127.0.0.1 with "

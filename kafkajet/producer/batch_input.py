@@ -14,7 +14,7 @@ from kafkajet.clock import wall_ms
 from kafkajet.errors import RecordTooLargeError, SerializationError
 from kafkajet.producer.batch import Columns, Headers
 from kafkajet.records import BATCH_HEADER_SIZE, MAX_COLUMN_LEN, encode_headers, record_size_upper_bound
-from kafkajet.serialization import IDENTITY_BYTES, Serializer
+from kafkajet.serialization import IDENTITY_BYTES, InContext, Serializer
 
 _BYTES_OR_NONE = frozenset((bytes, type(None)))
 
@@ -22,10 +22,11 @@ _BYTES_OR_NONE = frozenset((bytes, type(None)))
 # --- one record -------------------------------------------------------------------------------------------------
 
 
-def serialize(serializer: Serializer, obj: Any, topic: str, what: str) -> bytes | None:
-    """`obj` through the key or value serializer (`what`), its failures as SerializationError naming the topic."""
+def serialize(serializer: Serializer, obj: Any, topic: str, what: str, headers: Any = None) -> bytes | None:
+    """`obj` through the key or value serializer (`what`), its failures as SerializationError naming the topic.
+    A context-aware serializer (InContext) is also given the topic and the record's headers."""
     try:
-        out = serializer(obj)
+        out = serializer(obj) if type(serializer) is not InContext else serializer.call(obj, topic, headers)
     except SerializationError:
         raise
     except Exception as e:
@@ -217,9 +218,9 @@ class BatchInput:
         `headers_checked` when the headers are already lists of (str, bytes | None) pairs (send_arrow() builds
         them so), which spares a check per record."""
         n = len(values)
-        vals = self._values(topic, values)
+        vals = self._values(topic, values, headers)
         vlens = _lens(vals)
-        ks = [None] * n if keys is None else self._keys(topic, keys)
+        ks = [None] * n if keys is None else self._keys(topic, keys, headers)
         klens = None if keys is None else _lens(ks)
         hs = _headers(headers, headers_checked)
         now_ts = wall_ms()
@@ -244,16 +245,20 @@ class BatchInput:
                               sections, hlens)
         return PreparedBatch(ks, vals, hs, ts, key_sizes, value_sizes, vlens, columns)
 
-    def _values(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+    def _values(self, topic: str, values: Sequence[Any], headers: Sequence[Any] | None) -> Sequence[bytes | None]:
         if self.value_identity and _only_bytes(values):
             return values
         ser = self.value_serializer
+        if type(ser) is InContext and headers is not None:
+            return [None if v is None else serialize(ser, v, topic, "value", h) for v, h in zip(values, headers, strict=True)]
         return [None if v is None else serialize(ser, v, topic, "value") for v in values]
 
-    def _keys(self, topic: str, keys: Sequence[Any]) -> Sequence[bytes | None]:
+    def _keys(self, topic: str, keys: Sequence[Any], headers: Sequence[Any] | None) -> Sequence[bytes | None]:
         if self.key_identity and _only_bytes(keys):
             return keys
         ser = self.key_serializer
+        if type(ser) is InContext and headers is not None:
+            return [None if k is None else serialize(ser, k, topic, "key", h) for k, h in zip(keys, headers, strict=True)]
         return [None if k is None else serialize(ser, k, topic, "key") for k in keys]
 
     def _check_sizes(self, ks: Sequence[bytes | None], vals: Sequence[bytes | None], hs: list[Headers] | None,

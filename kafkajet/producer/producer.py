@@ -254,11 +254,11 @@ class Producer:
         if key is None or (self._key_identity and type(key) is bytes):
             kb = key
         else:
-            kb = serialize(self._key_serializer, key, topic, "key")
+            kb = serialize(self._key_serializer, key, topic, "key", headers)
         if value is None or (self._value_identity and type(value) is bytes):
             vb = value
         else:
-            vb = serialize(self._value_serializer, value, topic, "value")
+            vb = serialize(self._value_serializer, value, topic, "value", headers)
         klen = 0 if kb is None else len(kb)
         vlen = 0 if vb is None else len(vb)
         if headers:

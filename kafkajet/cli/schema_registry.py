@@ -1,0 +1,46 @@
+"""`kafkajet schema-registry`: run kafkajet's Schema Registry in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kafkajet.cli.client_options import CliError
+    from kafkajet.errors import KafkaError
+    from kafkajet.testing.schema_registry import SchemaRegistry
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    registry = SchemaRegistry(args.port, host=args.host, bootstrap_servers=args.bootstrap_servers, topic=args.topic)
+    try:
+        registry.start()
+    except OSError as e:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    except KafkaError as e:
+        raise CliError(f"cannot use the broker {args.bootstrap_servers} for the {args.topic} topic: {e}") from None
+    try:
+        print(f"Schema Registry listening on {registry.url}; schemas kept in {registry.storage()} (Ctrl-C to stop)",
+              flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    finally:
+        registry.stop()
+    print("schema registry stopped", flush=True)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("schema-registry", help="run a Schema Registry (Confluent REST API subset) until Ctrl-C")
+    p.add_argument("--port", type=int, default=8081, help="port (default 8081; 0 for a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--bootstrap-servers", default=None,
+                   help="keep schemas in a topic on this broker, so a restart keeps their ids (default: memory)")
+    p.add_argument("--topic", default="_schemas", help="the schemas topic (default _schemas)")
+    p.set_defaults(func=_run)

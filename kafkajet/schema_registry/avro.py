@@ -1,0 +1,178 @@
+"""Avro in the Confluent wire format, with fastavro (`pip install 'kafkajet[avro]'`): AvroSerializer and
+AvroDeserializer, constructed and called as confluent-kafka's are. The bytes are those of confluent-kafka's
+and Java's serializers for the same schema and id (a bare "bytes" schema writes the bytes unencoded, as they do)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+try:
+    import fastavro
+    from fastavro.validation import ValidationError, validate
+except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
+    raise ModuleNotFoundError("kafkajet's Avro serializers need fastavro: pip install 'kafkajet[avro]'") from e
+
+from kafkajet.errors import SerializationError
+from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
+from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
+from kafkajet.serialization import SerializationContext
+
+
+def avro_schema(schema_str: str | Schema | None) -> Schema | None:
+    """The Schema a serializer registers: a str as given (a bare primitive name wrapped as confluent-kafka
+    does, so both register the same text and get the same id)."""
+    if schema_str is None or isinstance(schema_str, Schema):
+        return schema_str
+    s = schema_str.strip()
+    if s[:1] not in ("{", "["):
+        s = '{"type":' + s + "}"
+    return Schema(s, "AVRO")
+
+
+def parse_avro(schema: Schema, named: dict[str, Any] | None = None) -> Any:
+    if schema.schema_type != "AVRO":
+        raise SerializationError(f"an Avro serde was given a {schema.schema_type} schema")
+    if schema.references:
+        raise SerializationError("Avro schema references are not supported yet: inline the referenced types")
+    try:
+        return fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
+    except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
+        raise SerializationError(f"invalid Avro schema: {e}") from e
+
+
+def _is_bytes(parsed: Any) -> bool:
+    return parsed == "bytes" or (isinstance(parsed, dict) and parsed.get("type") == "bytes")
+
+
+def _name_of(parsed: Any) -> str | None:
+    if isinstance(parsed, dict):
+        return parsed.get("name") or parsed.get("type")
+    return parsed if isinstance(parsed, str) else None
+
+
+class AvroSerializer(BaseSerializer[Any]):
+    """AvroSerializer(schema_registry_client, schema_str, to_dict=None, conf=None); called as
+    ser(obj, SerializationContext(topic, MessageField.VALUE)), or given to Producer(value_serializer=...).
+
+    conf: auto.register.schemas (True), normalize.schemas (False), use.latest.version (False), use.schema.id,
+    subject.name.strategy (topic, record, topic_record, or a callable(ctx, record_name)),
+    schema.id.serializer ('prefix', or 'header' for the __key/value_schema_id header form).
+    """
+
+    def __init__(self, schema_registry_client: SchemaRegistryClient, schema_str: str | Schema | None = None,
+                 to_dict: Callable[[Any, SerializationContext], Any] | None = None,
+                 conf: Mapping[str, Any] | None = None) -> None:
+        schema = avro_schema(schema_str)
+        super().__init__(schema_registry_client, schema, conf)
+        if to_dict is not None and not callable(to_dict):
+            raise ValueError("to_dict must be callable as to_dict(obj, SerializationContext) -> dict")
+        self._to_dict = to_dict
+        self._parsed = None if schema is None else parse_avro(schema)
+        self._schema_name = None if self._parsed is None else _name_of(self._parsed)
+
+    def _record_name(self, obj: Any) -> str | None:
+        return self._schema_name
+
+    def _parse(self, schema: Schema) -> Any:
+        return self._parsed if schema == self._schema else parse_avro(schema)
+
+    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        if ctx is None:
+            raise SerializationError(f"{type(self).__name__} needs a SerializationContext(topic, field) to name "
+                                     f"the subject: ser(obj, SerializationContext('t', MessageField.VALUE))")
+        schema_id, guid, parsed, subject = self._writer(obj, ctx)
+        value = obj if self._to_dict is None else self._to_dict(obj, ctx)
+        if _is_bytes(parsed):
+            payload = value if isinstance(value, bytes) else str(value).encode()
+        else:
+            buf = io.BytesIO()
+            try:
+                fastavro.schemaless_writer(buf, parsed, value)
+            except Exception as e:
+                raise SerializationError(
+                    f"the {ctx_what(ctx)} does not match Avro schema id {schema_id} (subject '{subject}'): "
+                    f"{_explain(parsed, value, e)}") from e
+            payload = buf.getvalue()
+        return self._frame(schema_id, guid, payload, ctx)
+
+
+def _explain(parsed: Any, value: Any, e: Exception) -> str:
+    """fastavro's writer says little (often a bare struct or type error): its validator names the field."""
+    try:
+        validate(value, parsed, raise_errors=True)
+    except ValidationError as v:
+        return "; ".join(str(x) for x in v.errors) or str(v)
+    except Exception:  # noqa: BLE001 - the validator failing too: the writer's own message is all there is
+        pass
+    return f"{type(e).__name__}: {e}"
+
+
+class AvroDeserializer(BaseDeserializer[Any]):
+    """AvroDeserializer(schema_registry_client, schema_str=None, from_dict=None, return_record_name=False,
+    conf=None): records decoded with the writer's schema (found by the frame's id or GUID, or the
+    __key/value_schema_id header), resolved into `schema_str` when given (Avro schema evolution), or with
+    conf use.latest.version=True into the subject's latest version (subject.name.strategy names it)."""
+
+    def __init__(self, schema_registry_client: SchemaRegistryClient | None, schema_str: str | Schema | None = None,
+                 from_dict: Callable[[Any, SerializationContext], Any] | None = None,
+                 return_record_name: bool = False, conf: Mapping[str, Any] | None = None) -> None:
+        super().__init__(schema_registry_client, conf)
+        reader = avro_schema(schema_str)
+        self._reader = None if reader is None else parse_avro(reader)
+        if from_dict is not None and not callable(from_dict):
+            raise ValueError("from_dict must be callable as from_dict(dict, SerializationContext)")
+        self._from_dict = from_dict
+        self._return_record_name = return_record_name
+        self._latest_readers: dict[str, Any] = {}  # subject -> parsed latest version (use.latest.version)
+
+    def _reader_for(self, ctx: SerializationContext | None) -> Any:
+        """The reader schema: the one given, or with use.latest.version the subject's latest version."""
+        if self._reader is not None or not self._use_latest or self._registry is None or ctx is None:
+            return self._reader
+        subject = self._strategy(ctx, None)
+        if subject is None:
+            raise SerializationError(f"use.latest.version needs a subject from the topic for the "
+                                     f"{ctx_what(ctx)}: use the topic subject name strategy, or give schema_str")
+        hit = self._latest_readers.get(subject)
+        if hit is None:
+            hit = self._latest_readers[subject] = parse_avro(self._registry.get_latest_version(subject).schema)
+        return hit
+
+    def _parse(self, schema: Schema) -> Any:
+        return parse_avro(schema)
+
+    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
+        if data is None:
+            return None
+        ref, payload = self._unframe(data, ctx)
+        writer = self._writer_schema(ref, ctx)
+        reader = self._reader_for(ctx)
+        if _is_bytes(writer) and (reader is None or _is_bytes(reader)):
+            value: Any = bytes(payload)
+        else:
+            buf = io.BytesIO(payload)
+            try:
+                value = fastavro.schemaless_reader(buf, writer, reader,
+                                                   return_record_name=self._return_record_name)
+            except (EOFError, StopIteration, IndexError) as e:
+                raise SerializationError(
+                    f"the {ctx_what(ctx)} is truncated: its {len(payload)}-byte payload ends before the Avro "
+                    f"record of {ref.describe()} does") from e
+            except fastavro.read.SchemaResolutionError as e:
+                raise SerializationError(
+                    f"the {ctx_what(ctx)} ({ref.describe()}) cannot be read with the reader schema: {e}") from e
+            except Exception as e:
+                raise SerializationError(
+                    f"the {ctx_what(ctx)} is not valid Avro for {ref.describe()}: {type(e).__name__}: {e}") from e
+            if buf.tell() != len(payload):
+                raise SerializationError(
+                    f"the {ctx_what(ctx)} has {len(payload) - buf.tell()} bytes after its Avro record "
+                    f"({ref.describe()}): a wrong schema id, or corrupt data")
+        if self._from_dict is not None:
+            return self._from_dict(value, ctx)  # type: ignore[arg-type]
+        return value

@@ -1,0 +1,75 @@
+"""JSON Schema serdes against confluent-kafka's: the same bytes, each decoding the other's, bad input named."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer as ConfluentJSONDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer as ConfluentJSONSerializer
+from confluent_kafka.serialization import MessageField as CField
+from confluent_kafka.serialization import SerializationContext as CContext
+
+from kafkajet.errors import SerializationError
+from kafkajet.schema_registry import (
+    JSONDeserializer,
+    JSONSerializer,
+    MessageField,
+    SchemaRegistryClient,
+    SerializationContext,
+)
+from kafkajet.testing import SchemaRegistry
+
+ORDER = json.dumps({
+    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "properties": {"id": {"type": "integer"}, "item": {"type": "string"}, "qty": {"type": "number"}},
+    "required": ["id", "item"],
+})
+
+
+@pytest.fixture
+def ours(registry: SchemaRegistry) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": registry.url})
+
+
+@pytest.fixture
+def theirs(registry: SchemaRegistry) -> ConfluentClient:
+    return ConfluentClient({"url": registry.url})
+
+
+@pytest.mark.parametrize("order", [{"id": 1, "item": "café", "qty": 2.5}, {"id": 2, "item": "x"}])
+def test_same_bytes_as_confluent_and_each_decodes_the_other(ours: SchemaRegistryClient, theirs: ConfluentClient,
+                                                            topic_name: str, order: dict[str, Any]) -> None:
+    mine = JSONSerializer(ORDER, ours)(order, SerializationContext(topic_name, MessageField.VALUE))
+    confluents = ConfluentJSONSerializer(ORDER, theirs)(order, CContext(topic_name, CField.VALUE))
+    assert mine == confluents
+    assert ConfluentJSONDeserializer(None, schema_registry_client=theirs)(
+        mine, CContext(topic_name, CField.VALUE)) == order
+    assert JSONDeserializer(None, schema_registry_client=ours)(
+        confluents, SerializationContext(topic_name, MessageField.VALUE)) == order
+    assert theirs.get_latest_version(f"{topic_name}-value").schema.schema_type == "JSON"
+
+
+def test_record_strategy_uses_the_title(ours: SchemaRegistryClient, topic_name: str) -> None:
+    ser = JSONSerializer(ORDER, ours, conf={"subject.name.strategy": "topic_record"})
+    ser({"id": 1, "item": "a"}, SerializationContext(topic_name, MessageField.VALUE))
+    assert ours.get_versions(f"{topic_name}-Order") == [1]
+
+
+def test_bad_input_is_named(ours: SchemaRegistryClient, topic_name: str) -> None:
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    ser = JSONSerializer(ORDER, ours)
+    with pytest.raises(SerializationError, match="at id: 'one' is not of type 'integer'"):
+        ser({"id": "one", "item": "a"}, ctx)
+    with pytest.raises(SerializationError, match="'item' is a required property"):
+        ser({"id": 1}, ctx)
+    good = ser({"id": 1, "item": "a"}, ctx)
+    de = JSONDeserializer(None, schema_registry_client=ours)
+    with pytest.raises(SerializationError, match="not valid JSON"):
+        de(good[:-2], ctx)
+    with pytest.raises(SerializationError, match="does not match JSON Schema"):
+        de(good[:5] + b'{"id":"x","item":"a"}', ctx)
+    with pytest.raises(SerializationError, match="unknown magic byte"):
+        de(b'{"id":1}', ctx)
