@@ -45,11 +45,13 @@ class RecordAccumulator:
         clock: Clock | None = None,
         guarantee_order: bool = False,
         batch_max_size: int = 0,
+        compression_level: int | None = None,
     ) -> None:
         self.batch_size = batch_size
         # How far a batch may grow while it waits in its deque (batch.max.size); at most batch_size: no growth.
         self.batch_max_size = batch_max_size
         self.compression = compression
+        self.compression_level = compression_level
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.max_block_ms = max_block_ms
@@ -349,7 +351,7 @@ class RecordAccumulator:
         pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
         for batches in out.values():
             for b in batches:
-                b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional)
+                b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional, self.compression_level)
         return out
 
     def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:

@@ -60,6 +60,18 @@ log = logging.getLogger("kafkajet.producer")
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 
+def _compression_level(cfg: ProducerConfig) -> int | None:
+    """The level key of the codec compression.type names (None: the codec's default, or a codec without)."""
+    codec = cfg["compression.type"]
+    if codec == "gzip":
+        return cfg["compression.gzip.level"]
+    if codec == "lz4":
+        return cfg["compression.lz4.level"]
+    if codec == "zstd":
+        return cfg["compression.zstd.level"]
+    return None
+
+
 def _after_fork_in_child() -> None:
     # The sender thread and sockets did not survive fork(); using them would hang, so refuse clearly.
     for p in list(_live_producers):
@@ -166,6 +178,7 @@ class Producer:
             batch_size=cfg["batch.size"],
             batch_max_size=min(cfg["batch.max.size"], cfg["max.request.size"]),
             compression=int(Compression.from_name(cfg["compression.type"])),
+            compression_level=_compression_level(cfg),
             linger_ms=cfg["linger.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"],
             retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
