@@ -81,7 +81,7 @@ def test_the_level_changes_the_stored_batch_and_other_clients_read_it(
         by_python = sorted(read_topic(broker.bootstrap_servers, topic, len(values)), key=lambda r: r.offset)
         assert [r.value for r in by_python] == values
         assert _read_with_librdkafka(broker.bootstrap_servers, topic, len(values)) == values
-    assert sizes[low] > sizes[high], sizes
+    assert sizes[low] > 1.05 * sizes[high], sizes  # a margin: batching may vary a little between runs
 
 
 def _cli_produce(broker: EmbeddedBroker, topic: str, lines: bytes, *props: str) -> None:
@@ -103,4 +103,4 @@ def test_kafkajet_produce_passes_the_level_to_the_codec(broker: EmbeddedBroker, 
             admin.create_topics(topic, num_partitions=1)
         _cli_produce(broker, topic, lines, f"compression.gzip.level={level}")
         sizes[level] = _stored_size(broker, topic, Compression.GZIP)
-    assert sizes[1] > sizes[9], sizes
+    assert sizes[1] > 1.05 * sizes[9], sizes  # a margin: the CLI's batching may vary between runs
