@@ -46,11 +46,12 @@ from kafkajet.producer.partitioner import (
     resolve_partitioner,
 )
 from kafkajet.producer.sender import Sender
-from kafkajet.producer.transactions import PreparedTransaction, TransactionalResult, TransactionManager
 from kafkajet.producer.transactions import State as TxnState
+from kafkajet.producer.transactions import TransactionalResult, TransactionManager
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
 from kafkajet.serialization import resolve_serializer
+from kafkajet.transaction import PreparedTransaction
 
 if TYPE_CHECKING:
     from kafkajet.producer.arrow import ArrowRows  # imported when used: it needs pyarrow
