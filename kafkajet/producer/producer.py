@@ -1,4 +1,12 @@
-"""The Producer facade: send / flush / close / partitions_for / metrics. Wiring only; the work is elsewhere."""
+"""The Producer: send / send_batch / flush / close / transactions / partitions_for / metrics, over the internals
+in the modules beside it (accumulator, sender, partitioner, ...).
+
+Mostly wiring, with one deliberate exception: send() inlines the common case of serialization (bytes pass
+through), the size check and the partition choice instead of calling out to batch_input and the partitioner
+per record. A call costs more than that work does in CPython, and send() is the path every record of a
+send()-based program takes; the unusual cases (serializers, headers, large records, metadata waits) still
+branch off to the modules that own them.
+"""
 
 from __future__ import annotations
 
