@@ -3,7 +3,8 @@
 accumulator (per-partition batch queues), batch (one batch), batch_input (input checked and serialized),
 buffer_pool (buffer.memory), futures (futures and callbacks), partitioner, metadata, sender (the network
 thread), idempotence (producer id and sequences), transactions (the transaction manager), metrics; arrow
-(Arrow tables as input) and aio_producer (the asyncio producer over the same machinery)."""
+(Arrow tables as input), aio_producer (the asyncio producer over the same machinery) and send_gate
+(what it checks so that send() never blocks its loop)."""
 
 from __future__ import annotations
 

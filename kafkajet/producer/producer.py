@@ -53,6 +53,7 @@ from kafkajet.producer.partitioner import (
     invalid_partition,
     resolve_partitioner,
 )
+from kafkajet.producer.send_gate import SendGate
 from kafkajet.producer.sender import Sender
 from kafkajet.producer.transactions import State as TxnState
 from kafkajet.producer.transactions import TransactionalResult, TransactionManager
@@ -164,6 +165,9 @@ class Producer:
         self._client = self._make_client(cfg)
         self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
+        # What AIOProducer checks before send() so that its event loop never blocks in it.
+        self.send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
+                                  self.explain_exhausted)
         self._pool.on_block = self._wakeup
         self._accumulator.on_new_batch = self._wakeup
         self._metrics.gauges.update({
