@@ -1,7 +1,8 @@
 """kafkajet: a fast Kafka producer for Python, built on the Java producer's architecture.
 
 Everything a user names is importable from here: the clients (Producer, Admin), what they return
-(RecordMetadata, RecordFuture, BatchFuture, TopicPartition, PartitionInfo, NewTopic, Record) and the errors users catch
+(RecordMetadata, RecordFuture, BatchFuture, TopicPartition, PartitionInfo, NewTopic, Record, PreparedTransaction) and
+the errors users catch
 (the whole hierarchy is in kafkajet.errors).
 """
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from kafkajet.cluster import PartitionInfo, TopicPartition
     from kafkajet.producer.producer import Producer
     from kafkajet.records import Record
+    from kafkajet.transaction import PreparedTransaction
 
 # The clients pull in the network stack; `import kafkajet.protocol` alone must stay light for the codec, so
 # these load on first use. Type checkers see the imports above.
@@ -46,6 +48,7 @@ _LAZY = {
     "PartitionInfo": "kafkajet.cluster",
     "TopicPartition": "kafkajet.cluster",
     "Record": "kafkajet.records",
+    "PreparedTransaction": "kafkajet.transaction",
 }
 
 
@@ -61,8 +64,9 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError", "DeliveryTimeoutError",
-    "IllegalStateError", "InvalidPartitionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "PartitionInfo",
-    "Producer", "ProducerClosedError", "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata",
-    "RecordTooLargeError", "SerializationError", "TopicPartition", "TransactionAbortedError", "__version__",
+    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError",
+    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "KafkaError", "KafkaTimeoutError",
+    "NewTopic", "PartitionInfo", "PreparedTransaction", "Producer", "ProducerClosedError",
+    "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
+    "SerializationError", "TopicPartition", "TransactionAbortedError", "__version__",
 ]

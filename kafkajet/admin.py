@@ -36,9 +36,9 @@ from kafkajet.errors import (
 )
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection
-from kafkajet.producer.transactions import PreparedTransaction
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
+from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR, PreparedTransaction
 
 log = logging.getLogger("kafkajet.admin")
 
@@ -84,7 +84,6 @@ class ClusterDescription:
     brokers: list[BrokerDescription] = field(default_factory=list)
 
 
-GROUP_COORDINATOR, TXN_COORDINATOR = 0, 1  # FindCoordinator key types
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
                       CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 

@@ -25,6 +25,11 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
+# How the client's internals key a partition: a plain tuple, which the send path builds per record without a
+# NamedTuple's cost. A TopicPartition is one (a tuple subclass), so the two are the same key in a dict.
+TopicPartitionKey = tuple[str, int]
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:
     topic: str

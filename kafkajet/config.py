@@ -7,6 +7,7 @@ same. Values may arrive as strings (properties files, Spark options) and are con
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import itertools
@@ -17,6 +18,7 @@ from typing import Any
 
 from kafkajet.addresses import parse_servers
 from kafkajet.errors import ConfigError
+from kafkajet.security.sasl import SASL_MECHANISMS
 
 log = logging.getLogger("kafkajet.config")
 
@@ -33,6 +35,10 @@ class ConfigKey:
     validator: Callable[[str, Any], Any] | None = None  # returns the normalised value or raises ConfigError
     secret: bool = False
     required: bool = False
+    # Set when this client accepts the key but does not read it (a Java setting, or a shared one that means
+    # nothing here): what happens instead. Shown in the docs; tests/unit/test_config_keys_read.py holds every
+    # other key to being read by the client's code.
+    not_read: str = ""
 
 
 def _int_range(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], Any]:
@@ -104,7 +110,6 @@ def _interceptors(key: str, v: Any) -> list[Any]:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
 
@@ -178,6 +183,14 @@ def _optional_int(lo: int, hi: int) -> Callable[[str, Any], Any]:
     return lambda key, v: None if v is None else inner(key, v)
 
 
+def _gzip_level(key: str, v: Any) -> int | None:
+    # Java's GzipCompression.LevelValidator: 1-9, or -1 (Deflater.DEFAULT_COMPRESSION).
+    if v is not None and str(v).strip() == "-1":
+        return -1
+    level: int | None = _optional_int(1, 9)(key, v)
+    return level
+
+
 K = ConfigKey
 # What every client shares (Java's CommonClientConfigs): where the brokers are, how to reach them, how
 # long to wait and how to back off; per-client tables below extend it.
@@ -220,7 +233,8 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("ssl.key.pem", "str", None, "PEM text of the client's private key (instead of a file); secret", _str,
       secret=True),
     K("ssl.key.password", "str", None, "password of an encrypted private key; secret", _str, secret=True),
-    K("sasl.mechanism", "enum", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", _sasl_mechanism),
+    K("sasl.mechanism", "enum", None, ", ".join(SASL_MECHANISMS[:-1]) + " or " + SASL_MECHANISMS[-1],
+      _sasl_mechanism),
     K("sasl.username", "str", None, "SASL user name (PLAIN, SCRAM)", _str),
     K("sasl.password", "str", None, "SASL password (PLAIN, SCRAM); secret", _str, secret=True),
     K("sasl.jaas.config", "str", None,
@@ -230,6 +244,16 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
       "OAUTHBEARER: a callable returning the token, or 'module:function' naming one; secret", _token_provider,
       secret=True),
 )
+
+
+def _not_read(keys: tuple[ConfigKey, ...], why: Mapping[str, str]) -> tuple[ConfigKey, ...]:
+    """keys, those named in `why` marked as accepted but not read by this client, with what happens instead."""
+    unknown = set(why) - {k.name for k in keys}
+    if unknown:
+        raise AssertionError(f"not_read names keys that are not in the table: {sorted(unknown)}")
+    return tuple(dataclasses.replace(k, not_read=why[k.name]) if k.name in why else k for k in keys)
+
+
 PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
     K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
     K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
@@ -254,8 +278,11 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
       _int_range(5000)),
     K("compression.type", "enum", "none", "none, gzip, snappy, lz4 or zstd",
       _choice("none", "gzip", "snappy", "lz4", "zstd")),
-    K("compression.gzip.level", "int", None, "gzip level 1-9 (default 6)", _optional_int(1, 9)),
-    K("compression.zstd.level", "int", None, "zstd level (default 3)", _optional_int(-131072, 22)),
+    K("compression.gzip.level", "int", None, "gzip level 1-9 (default 6; -1, Java's default, means 6)",
+      _gzip_level),
+    K("compression.lz4.level", "int", None, "lz4 level 1-17 (default 9: lz4's fast compressor; any other level "
+      "its slower high-compression one, as Java's)", _optional_int(1, 17)),
+    K("compression.zstd.level", "int", None, "zstd level -131072 to 22 (default 3)", _optional_int(-131072, 22)),
     K("key.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
       _callable_or_name),
     K("value.serializer", "object", "bytes", "callable, or bytes / str / int / long / double / json",
@@ -264,7 +291,9 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
       "callable fn(key_bytes, all_partitions, available) -> int, or default / round_robin / random",
       _callable_or_name),
     K("partitioner.ignore.keys", "bool", False, "spread keyed records like keyless ones", _bool),
-    K("partitioner.adaptive.partitioning.enable", "bool", True, "accepted for Java compatibility", _bool),
+    K("partitioner.adaptive.partitioning.enable", "bool", True, "Java: favour partitions on less loaded brokers",
+      _bool, not_read="keyless records go to the available partitions (those with a leader) uniformly, "
+      "whatever their brokers' queues"),
     K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
     K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
     K("transactional.id", "str", None, "enables transactions (init_transactions, begin/commit/abort); implies "
@@ -272,9 +301,26 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
     K("transaction.timeout.ms", "int", 60000, "how long the coordinator lets a transaction stay open before it "
       "aborts it", _int_range(1, INT_MAX)),
 )
-# The admin and fetch clients take the common keys only: they send single requests, not batches.
-ADMIN_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG
-FETCH_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
+# The admin and fetch clients take the common keys, so one dict of settings serves every client; they send
+# single requests over blocking connections, so the producer's connection tuning means nothing to them.
+_BLOCKING_CONNECTIONS = {
+    "metadata.max.age.ms": "broker addresses are asked for when a call needs them, not refreshed on a timer",
+    "reconnect.backoff.ms": "a connection is opened when a call needs it; the call's deadline bounds the attempts",
+    "reconnect.backoff.max.ms": "a connection is opened when a call needs it; the call's deadline bounds the "
+                                "attempts",
+    "connections.max.idle.ms": "connections stay open until close()",
+    "socket.connection.setup.timeout.ms": "a connection attempt is bounded by request.timeout.ms",
+    "socket.connection.setup.timeout.max.ms": "a connection attempt is bounded by request.timeout.ms",
+    "send.buffer.bytes": "the OS default",
+    "receive.buffer.bytes": "the OS default",
+}
+ADMIN_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS)
+FETCH_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
+    **_BLOCKING_CONNECTIONS,
+    # The Spark task that called it is retried by Spark.
+    "retry.backoff.ms": "a failed request raises at once; its caller (a Spark task) retries",
+    "retry.backoff.max.ms": "a failed request raises at once; its caller (a Spark task) retries",
+}) + (
     K("isolation.level", "enum", "read_uncommitted", "read_committed: only committed transactions' records, up to "
       "the last stable offset (aborted ones dropped); read_uncommitted: everything up to the high watermark",
       _choice("read_uncommitted", "read_committed")),
@@ -531,5 +577,6 @@ def config_markdown(table: ClientTable = PRODUCER) -> str:
             default = "all"
         if isinstance(default, list):
             default = ",".join(default)
-        lines.append(f"| `{k.name}` | {k.type} | `{default}` | {k.doc} |")
+        doc = f"{k.doc}. **Accepted, not read by this client**: {k.not_read}" if k.not_read else k.doc
+        lines.append(f"| `{k.name}` | {k.type} | `{default}` | {doc} |")
     return "\n".join(lines)

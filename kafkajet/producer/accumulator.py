@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkajet.clock import Clock, now_ms
+from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.producer.batch import Columns, Headers, ProducerBatch
@@ -18,8 +19,6 @@ from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Cluster
 from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass
@@ -45,11 +44,13 @@ class RecordAccumulator:
         clock: Clock | None = None,
         guarantee_order: bool = False,
         batch_max_size: int = 0,
+        compression_level: int | None = None,
     ) -> None:
         self.batch_size = batch_size
         # How far a batch may grow while it waits in its deque (batch.max.size); at most batch_size: no growth.
         self.batch_max_size = batch_max_size
         self.compression = compression
+        self.compression_level = compression_level
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.max_block_ms = max_block_ms
@@ -62,7 +63,7 @@ class RecordAccumulator:
         # Java's RecordAccumulator: ExponentialBackoff(retryBackoffMs, 2, retryBackoffMaxMs, 0.2), attempts - 1.
         self._retry_backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.2)
         self._lock = threading.Lock()
-        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._queues: dict[TopicPartitionKey, deque[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes = 0
@@ -75,7 +76,7 @@ class RecordAccumulator:
         # max.in.flight.requests.per.connection=1 (Java's guaranteeMessageOrder): a partition with a batch in
         # flight is muted, so no later batch of it leaves (not even to a new leader) before that one resolves.
         self.guarantee_order = guarantee_order
-        self._muted: set[TopicPartition] = set()
+        self._muted: set[TopicPartitionKey] = set()
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -349,7 +350,7 @@ class RecordAccumulator:
         pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
         for batches in out.values():
             for b in batches:
-                b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional)
+                b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional, self.compression_level)
         return out
 
     def reenqueue(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:

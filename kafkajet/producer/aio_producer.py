@@ -18,6 +18,7 @@ from typing import Any
 from kafkajet.errors import IllegalStateError, ProducerClosedError
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.producer import Producer
+from kafkajet.producer.send_gate import SendGate
 
 log = logging.getLogger("kafkajet.aio")
 
@@ -46,6 +47,7 @@ class AIOProducer:
         self._scheduled = False
         self._memory_freed: asyncio.Event | None = None
         self._stopped = False
+        self._gate: SendGate | None = None
         self._batch_size = 0
         self._unyielded = 0
         self.memory_waits = 0  # how often send() awaited buffer memory (on the loop, without blocking it)
@@ -60,13 +62,15 @@ class AIOProducer:
             return
         self._loop = loop = asyncio.get_running_loop()
         self._producer = await loop.run_in_executor(None, partial(Producer, self._config, **self._kwargs))
+        self._gate = self._producer.send_gate
         self._memory_freed = asyncio.Event()
-        self._batch_size = self._producer._accumulator.batch_size
+        self._batch_size = self._producer.config["batch.size"]
 
     async def stop(self, timeout: float | None = None) -> None:
         """Deliver what is pending (at most `timeout` seconds, then fail the rest) and close."""
         p = self._producer
         self._stopped = True
+        self._gate = None  # send() goes the slow way, to _open_producer's error
         if p is None:
             return
         await asyncio.get_running_loop().run_in_executor(None, p.close, timeout)
@@ -106,17 +110,17 @@ class AIOProducer:
         timestamp_ms: int | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Queue one record; returns an asyncio future that resolves to its RecordMetadata or raises its error."""
-        p = self._producer
-        if p is None or self._stopped:
+        p, gate = self._producer, self._gate
+        if p is None or gate is None:  # stop() clears the gate: one check on the hot path
             p = self._open_producer("send")  # raises: not started, or stopped
-        if p._metadata.cluster.partition_counts.get(topic) is None:
+            gate = p.send_gate
+        if gate.partition_count(topic) is None:
             await self._wait_for_topic(p, topic)
         need = self._batch_size
         if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
-        # Read without the pool's lock: only the sender thread changes it meanwhile, and only upwards.
-        if p._pool._available() < need:
-            await self._wait_for_memory(p, need)
+        if gate.free_memory_estimate() < need:
+            await self._wait_for_memory(gate, need)
         self._unyielded += 1
         if self._unyielded >= _YIELD_EVERY:
             # A loop of sends that never wait (memory to spare) would otherwise hold the event loop for as
@@ -144,14 +148,15 @@ class AIOProducer:
         every RecordMetadata in input order (or the first failure; the BatchFuture is its `batch` attribute
         for errors())."""
         p = self._open_producer("send_batch")
-        if p._metadata.cluster.partition_counts.get(topic) is None:
+        gate = p.send_gate
+        if gate.partition_count(topic) is None:
             await self._wait_for_topic(p, topic)
         # Memory for the records and a batch per partition they may open: what send_batch() will allocate.
         sized = sum(len(v) for v in values if type(v) is bytes) + _RECORD_OVERHEAD * len(values)
-        count = p._metadata.cluster.partition_count(topic) or 1
-        need = min(sized + self._batch_size * (count + 1), p._pool.total_memory)
-        if p._pool.available_memory() < need:
-            await self._wait_for_memory(p, need)
+        count = gate.partition_count(topic) or 1
+        need = min(sized + self._batch_size * (count + 1), gate.total_memory)
+        if gate.free_memory() < need:
+            await self._wait_for_memory(gate, need)
         batch = p.send_batch(topic, values, keys, headers, partitions, timestamps_ms)
         fut = asyncio.wrap_future(batch, loop=self._loop)  # one hop to the loop per batch, not per record
         fut.batch = batch  # type: ignore[attr-defined]
@@ -177,25 +182,25 @@ class AIOProducer:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, p.partitions_for, topic)  # bounded by max.block.ms, raises after it
 
-    async def _wait_for_memory(self, p: Producer, need: int) -> None:
+    async def _wait_for_memory(self, gate: SendGate, need: int) -> None:
         """Wait (on the loop) until the pool has `need` bytes, at most max.block.ms."""
-        pool, loop, event = p._pool, self._loop, self._memory_freed
+        loop, event = self._loop, self._memory_freed
         assert loop is not None and event is not None
-        deadline = loop.time() + p._max_block_ms / 1000.0
+        deadline = loop.time() + gate.max_block_ms / 1000.0
 
         def freed() -> None:  # on the sender thread, after each release
             loop.call_soon_threadsafe(event.set)
 
-        pool.on_release = freed
+        gate.on_memory_freed(freed)
         self.memory_waits += 1
-        p._wakeup()  # the sender drains now instead of waiting out linger.ms
+        gate.wake_sender()
         try:
-            while pool.available_memory() < need:
+            while gate.free_memory() < need:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise p.explain_exhausted(pool.exhausted(need, p._max_block_ms, pool.available_memory()))
+                    raise gate.exhausted(need)
                 event.clear()
-                if pool.available_memory() >= need:
+                if gate.free_memory() >= need:
                     break
                 # Not asyncio.wait_for(): on 3.11 it can swallow a cancellation that races the event.
                 timer = loop.call_later(remaining, event.set)
@@ -204,7 +209,7 @@ class AIOProducer:
                 finally:
                     timer.cancel()
         finally:
-            pool.on_release = None
+            gate.on_memory_freed(None)
 
     # --- completions -------------------------------------------------------------------------------------
 

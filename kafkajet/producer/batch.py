@@ -235,7 +235,7 @@ class ProducerBatch:
     # --- drain / retry ----------------------------------------------------------------------------
 
     def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
-             transactional: bool = False) -> bytes | memoryview:
+             transactional: bool = False, compression_level: int | None = None) -> bytes | memoryview:
         """The wire bytes; rebuilt only if the producer identity or sequence changed since last time."""
         if (
             self.wire is None
@@ -248,7 +248,7 @@ class ProducerBatch:
             self.wire = seal_in_place(
                 self.buf, self.count, base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp,
                 compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
-                base_sequence=base_sequence, transactional=transactional,
+                base_sequence=base_sequence, transactional=transactional, compression_level=compression_level,
             )
         return self.wire
 

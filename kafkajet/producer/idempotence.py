@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 
+from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import KafkaError
 from kafkajet.producer.batch import ProducerBatch
 
@@ -15,16 +16,15 @@ log = logging.getLogger("kafkajet.producer.idempotence")
 
 MAX_SEQUENCE = 2**31 - 1
 MAX_EPOCH = 2**15 - 1  # the epoch is an int16: past it only a new producer id helps
-TopicPartition = tuple[str, int]
 
 
 class IdempotenceManager:
     def __init__(self) -> None:
         self.producer_id = -1
         self.producer_epoch = -1
-        self._next_sequence: dict[TopicPartition, int] = {}
-        self._in_flight: dict[TopicPartition, deque[ProducerBatch]] = {}
-        self._last_acked: dict[TopicPartition, int] = {}
+        self._next_sequence: dict[TopicPartitionKey, int] = {}
+        self._in_flight: dict[TopicPartitionKey, deque[ProducerBatch]] = {}
+        self._last_acked: dict[TopicPartitionKey, int] = {}
         self.bump_requested = False
         self.bump_reason = ""
         self.init_in_progress = False
@@ -69,7 +69,7 @@ class IdempotenceManager:
 
     # --- sequences --------------------------------------------------------------------------------
 
-    def next_sequence(self, tp: TopicPartition) -> int:
+    def next_sequence(self, tp: TopicPartitionKey) -> int:
         return self._next_sequence.get(tp, 0)
 
     def assign(self, batch: ProducerBatch) -> int:
@@ -77,7 +77,7 @@ class IdempotenceManager:
         self._next_sequence[batch.tp] = (seq + batch.count) % (MAX_SEQUENCE + 1)
         return seq
 
-    def first_in_flight_sequence(self, tp: TopicPartition) -> int | None:
+    def first_in_flight_sequence(self, tp: TopicPartitionKey) -> int | None:
         q = self._in_flight.get(tp)
         return q[0].base_sequence if q else None
 
@@ -115,6 +115,6 @@ class IdempotenceManager:
         q = self._in_flight.get(batch.tp)
         return bool(q) and q[0] is batch  # type: ignore[index]
 
-    def in_flight_count(self, tp: TopicPartition) -> int:
+    def in_flight_count(self, tp: TopicPartitionKey) -> int:
         q = self._in_flight.get(tp)
         return len(q) if q else 0

@@ -1,4 +1,12 @@
-"""The Producer facade: send / flush / close / partitions_for / metrics. Wiring only; the work is elsewhere."""
+"""The Producer: send / send_batch / flush / close / transactions / partitions_for / metrics, over the internals
+in the modules beside it (accumulator, sender, partitioner, ...).
+
+Mostly wiring, with one deliberate exception: send() inlines the common case of serialization (bytes pass
+through), the size check and the partition choice instead of calling out to batch_input and the partitioner
+per record. A call costs more than that work does in CPython, and send() is the path every record of a
+send()-based program takes; the unusual cases (serializers, headers, large records, metadata waits) still
+branch off to the modules that own them.
+"""
 
 from __future__ import annotations
 
@@ -47,12 +55,14 @@ from kafkajet.producer.partitioner import (
     invalid_partition,
     resolve_partitioner,
 )
+from kafkajet.producer.send_gate import SendGate
 from kafkajet.producer.sender import Sender
-from kafkajet.producer.transactions import PreparedTransaction, TransactionalResult, TransactionManager
 from kafkajet.producer.transactions import State as TxnState
+from kafkajet.producer.transactions import TransactionalResult, TransactionManager
 from kafkajet.records import Compression
 from kafkajet.security.connection import connection_security
 from kafkajet.serialization import resolve_serializer
+from kafkajet.transaction import PreparedTransaction
 
 if TYPE_CHECKING:
     from kafkajet.producer.arrow import ArrowRows  # imported when used: it needs pyarrow
@@ -60,6 +70,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkajet.producer")
 
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+def _compression_level(cfg: ProducerConfig) -> int | None:
+    """The level key of the codec compression.type names (None: the codec's default, or a codec without)."""
+    codec = cfg["compression.type"]
+    if codec == "gzip":
+        return cfg["compression.gzip.level"]
+    if codec == "lz4":
+        return cfg["compression.lz4.level"]
+    if codec == "zstd":
+        return cfg["compression.zstd.level"]
+    return None
 
 
 def _after_fork_in_child() -> None:
@@ -146,6 +168,9 @@ class Producer:
         self._client = self._make_client(cfg)
         self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
+        # What AIOProducer checks before send() so that its event loop never blocks in it.
+        self.send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
+                                  self.explain_exhausted)
         self._pool.on_block = self._wakeup
         self._accumulator.on_new_batch = self._wakeup
         self._metrics.gauges.update({
@@ -169,6 +194,7 @@ class Producer:
             batch_size=cfg["batch.size"],
             batch_max_size=min(cfg["batch.max.size"], cfg["max.request.size"]),
             compression=int(Compression.from_name(cfg["compression.type"])),
+            compression_level=_compression_level(cfg),
             linger_ms=cfg["linger.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"],
             retry_backoff_max_ms=cfg["retry.backoff.max.ms"],

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import (
     NO_ERROR,
     BrokerError,
@@ -39,13 +40,13 @@ from kafkajet.errors import (
 )
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.protocol import ApiKey
+from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR
+from kafkajet.transaction import (
+    PreparedTransaction as PreparedTransaction,  # its old home: old pickles name it
+)
 
 log = logging.getLogger("kafkajet.producer.transactions")
 
-TopicPartition = tuple[str, int]
-
-TXN_COORDINATOR = 1  # FindCoordinator key_type
-GROUP_COORDINATOR = 0
 _KEY_TYPE = {"txn": TXN_COORDINATOR, "group": GROUP_COORDINATOR}
 
 # Answers that mean "ask again": the coordinator moved or is not ready, or another step of this
@@ -83,16 +84,6 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
     State.FATAL_ERROR: frozenset(),
     State.PREPARED: frozenset(),  # the producer is done: only close() (which leaves the transaction open)
 }
-
-
-@dataclass(frozen=True)
-class PreparedTransaction:
-    """An open transaction handed to someone else to complete (KIP-939's PreparedTxnState): with these three,
-    `Admin.complete_transaction()` commits or aborts it from any process."""
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
 
 
 class TransactionalResult:
@@ -159,9 +150,9 @@ class TransactionManager:
         self.coordinators: dict[tuple[str, str], int] = {}
         self.coordinator_addresses: dict[int, tuple[str, int]] = {}
         self._next_add_at = 0.0  # after a retriable AddPartitionsToTxn answer
-        self._in_txn: set[TopicPartition] = set()  # added at the coordinator: batches may go
-        self._new: set[TopicPartition] = set()  # sent to, not yet added
-        self._adding: set[TopicPartition] = set()  # in the AddPartitionsToTxn request in flight
+        self._in_txn: set[TopicPartitionKey] = set()  # added at the coordinator: batches may go
+        self._new: set[TopicPartitionKey] = set()  # sent to, not yet added
+        self._adding: set[TopicPartitionKey] = set()  # in the AddPartitionsToTxn request in flight
         self._results: dict[str, TransactionalResult] = {}  # the step in progress per operation, for retries
         self._open: list[TransactionalResult] = []
         # The coordinator added a partition or a group: the transaction exists there and needs an EndTxn.
@@ -200,7 +191,7 @@ class TransactionManager:
                        else "the previous transaction must be committed or aborted first"))
             self._transition(State.IN_TRANSACTION)
 
-    def maybe_add_partition(self, tp: TopicPartition) -> None:
+    def maybe_add_partition(self, tp: TopicPartitionKey) -> None:
         """send() calls this for every record: a partition new to the transaction is added before its batches go."""
         if tp in self._in_txn or tp in self._new:
             return
@@ -210,10 +201,10 @@ class TransactionManager:
             if tp not in self._in_txn and tp not in self._adding:
                 self._new.add(tp)
 
-    def is_send_allowed(self, tp: TopicPartition) -> bool:
+    def is_send_allowed(self, tp: TopicPartitionKey) -> bool:
         return tp in self._in_txn
 
-    def send_offsets(self, offsets: Mapping[TopicPartition, tuple[int, str | None]], group_id: str,
+    def send_offsets(self, offsets: Mapping[TopicPartitionKey, tuple[int, str | None]], group_id: str,
                      member: Mapping[str, Any] | None = None) -> TransactionalResult:
         with self._lock:
             self._fail_if_error()
@@ -562,9 +553,9 @@ class TransactionManager:
         self._fatal(self._error_of(req, code))
 
     def _on_add_partitions(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
-        parts: list[TopicPartition] = req.extra["partitions"]
+        parts: list[TopicPartitionKey] = req.extra["partitions"]
         top = body.get("error_code", NO_ERROR)
-        codes: dict[TopicPartition, int] = {}
+        codes: dict[TopicPartitionKey, int] = {}
         topic_results = body.get("results_by_topic_v3_and_below") or [
             t for r in body.get("results_by_transaction", ()) for t in r.get("topic_results", ())]
         for t in topic_results:
@@ -607,7 +598,7 @@ class TransactionManager:
         if code == NO_ERROR:
             self.transaction_started = True
             group_id = req.extra["group_id"]
-            offsets: dict[TopicPartition, tuple[int, str | None]] = req.extra["offsets"]
+            offsets: dict[TopicPartitionKey, tuple[int, str | None]] = req.extra["offsets"]
             member = req.extra["member"]
             pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
             by_topic: dict[str, list[dict[str, Any]]] = {}

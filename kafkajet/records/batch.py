@@ -78,12 +78,13 @@ def build_batch(
     partition_leader_epoch: int = -1,
     timestamp_type: int = 0,
     last_offset_delta: int | None = None,
+    compression_level: int | None = None,
 ) -> bytes:
     """Wrap an encoded records region (append_record output) in a batch header, compressing it and adding
     the CRC. last_offset_delta defaults to count - 1, which is right for a fresh producer batch."""
     if compression not in (0, 1, 2, 3, 4):
         raise ValueError(f"unknown compression codec {compression}")
-    payload = compress(compression, records_data) if compression else records_data
+    payload = compress(compression, records_data, compression_level) if compression else records_data
     out = bytearray(BATCH_HEADER_SIZE)
     out += payload
     _write_header(out, count, len(payload), base_timestamp, max_timestamp, compression, producer_id,
@@ -103,6 +104,7 @@ def seal_in_place(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     transactional: bool = False,
+    compression_level: int | None = None,
 ) -> bytes | memoryview:
     """The batch of the records region that follows a BATCH_HEADER_SIZE gap at the start of buf (a producer
     batch's buffer). Uncompressed, the header is written into the gap and the batch is a view of buf, not a
@@ -110,7 +112,8 @@ def seal_in_place(
     if compression:
         return build_batch(memoryview(buf)[BATCH_HEADER_SIZE:], count, base_timestamp=base_timestamp,
                            max_timestamp=max_timestamp, compression=compression, producer_id=producer_id,
-                           producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=transactional)
+                           producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=transactional,
+                           compression_level=compression_level)
     _write_header(buf, count, len(buf) - BATCH_HEADER_SIZE, base_timestamp, max_timestamp, 0, producer_id,
                   producer_epoch, base_sequence, transactional, False, 0, -1, 0, None)
     return memoryview(buf)

@@ -6,7 +6,9 @@
 * lz4: the LZ4 frame format with the exact header the Java client writes (independent 64 KiB blocks, no
   block or content checksum, correct header checksum). The Java reader rejects linked blocks, which is
   cramjam's default, so frames are assembled here from raw blocks.
-* zstd: a standard zstd frame at level 3, Kafka's default.
+* zstd: a standard zstd frame.
+
+Levels are Java's (KIP-390): gzip 1-9 (default 6, zlib's), lz4 1-17 (default 9), zstd -131072..22 (default 3).
 """
 
 from __future__ import annotations
@@ -98,6 +100,11 @@ def _snappy_decompress(data: Buffer) -> bytes:
 
 # --- lz4 (frame format, Kafka's flavour) -----------------------------------------------------------
 
+# Java's default; at this level it uses lz4's fast compressor, at any other its high-compression one (KIP-390).
+LZ4_DEFAULT_LEVEL = 9
+GZIP_DEFAULT_LEVEL = 6  # zlib's, which Java's Deflater.DEFAULT_COMPRESSION (-1) means
+ZSTD_DEFAULT_LEVEL = 3
+
 # Magic 0x184D2204 (LE); FLG 0x60 = version 01, independent blocks, no checksums, no content size;
 # BD 0x40 = 64 KiB max block; 0x82 = second byte of xxh32(FLG, BD), the header checksum.
 LZ4_FRAME_HEADER = b"\x04\x22\x4d\x18\x60\x40\x82"
@@ -124,6 +131,31 @@ def _lz4_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
+def _lz4_compress_hc(data: Buffer, level: int) -> bytes:
+    """lz4 at a high-compression level. cramjam offers one only through its frame compressor, whose frames
+    carry block checksums (FLG 0x70); its blocks are re-framed under the header Java writes, so every reader
+    sees the same frame whatever the level."""
+    c = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+    c.compress(data if isinstance(data, bytes) else bytes(data))  # it takes nothing else; a batch is a view
+    frame = memoryview(bytes(c.finish()))
+    flg = frame[4]
+    # Version 01, independent 64 KiB blocks, no content size or dictionary: only the checksums may differ.
+    if frame[:4] != LZ4_FRAME_HEADER[:4] or flg & 0xEB != 0x60 or frame[5] != LZ4_FRAME_HEADER[5]:
+        raise RuntimeError(f"unexpected lz4 frame header from cramjam: {bytes(frame[:7]).hex()}")
+    checksum = 4 if flg & 0x10 else 0
+    parts: list[Buffer] = [LZ4_FRAME_HEADER]
+    pos = 7
+    while True:
+        word = int.from_bytes(frame[pos:pos + 4], "little")
+        if word == 0:
+            break
+        end = pos + 4 + (word & ~_LZ4_UNCOMPRESSED)
+        parts.append(frame[pos:end])
+        pos = end + checksum
+    parts.append(_LZ4_END_MARK)
+    return b"".join(parts)
+
+
 # --- dispatch --------------------------------------------------------------------------------------
 
 _CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -132,19 +164,19 @@ _CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
     """Compress a records region with the given codec.
 
-    level applies to gzip and zstd (None: Kafka's defaults, 6 and 3). snappy has no levels, and cramjam's lz4
-    block compressor has one speed (the equivalent of the Java client's default fast compressor).
+    level applies to gzip, lz4 and zstd (None: Java's defaults; gzip's -1 is Java's spelling of its default);
+    snappy has no levels.
     """
     if codec == 0:
         return bytes(data)
     if codec == 1:
-        return bytes(cramjam.gzip.compress(data, level=6 if level is None else level))
+        return bytes(cramjam.gzip.compress(data, level=GZIP_DEFAULT_LEVEL if level in (None, -1) else level))
     if codec == 2:
         return _snappy_compress(data)
     if codec == 3:
-        return _lz4_compress(data)
+        return _lz4_compress(data) if level in (None, LZ4_DEFAULT_LEVEL) else _lz4_compress_hc(data, level)
     if codec == 4:
-        return bytes(cramjam.zstd.compress(data, level=3 if level is None else level))
+        return bytes(cramjam.zstd.compress(data, level=ZSTD_DEFAULT_LEVEL if level is None else level))
     raise ValueError(f"unknown compression codec {codec}")
 
 

@@ -32,10 +32,11 @@ from kafkajet.security.jaas import (
 from kafkajet.security.mechanism import OneExchange, SaslClient
 from kafkajet.security.scram import ScramClient
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-
+# Every mechanism kafkajet speaks, with the JAAS login module that configures it. The one list: config.py
+# validates sasl.mechanism against it, so a new mechanism is added here only.
 _LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
                  "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE}
+SASL_MECHANISMS: tuple[str, ...] = tuple(_LOGIN_MODULE)
 
 
 def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
@@ -207,8 +208,8 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
             raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
                               "(a callable returning a token, or an object with a token() method)")
         return OAuthBearerClient(provider)
-    username = _credential(cfg, options, "username", mechanism)
-    password = _credential(cfg, options, "password", mechanism)
+    username = _credential(cfg, options, "sasl.username", mechanism)
+    password = _credential(cfg, options, "sasl.password", mechanism)
     if mechanism == "PLAIN":
         return PlainClient(username, password)
     return ScramClient(username, password, mechanism)
@@ -225,8 +226,8 @@ def _jaas_options(cfg: Mapping[str, Any], mechanism: str) -> dict[str, str]:
     return jaas.options
 
 
-def _credential(cfg: Mapping[str, Any], jaas: Mapping[str, str], name: str, mechanism: str) -> str:
-    key = f"sasl.{name}"
+def _credential(cfg: Mapping[str, Any], jaas: Mapping[str, str], key: str, mechanism: str) -> str:
+    name = key.removeprefix("sasl.")  # the JAAS option's name
     explicit = cfg.get(key)
     from_jaas = jaas.get(name)
     if explicit is not None and not isinstance(explicit, str):

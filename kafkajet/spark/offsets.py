@@ -8,8 +8,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
-Offsets = dict[TopicPartition, int]
+from kafkajet.cluster import TopicPartitionKey
+
+Offsets = dict[TopicPartitionKey, int]
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class OffsetRange:
         return self.end - self.start
 
 
-def to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+def to_json(offsets: Mapping[TopicPartitionKey, int]) -> dict[str, dict[str, int]]:
     """Spark's Kafka offset JSON: {"topic": {"0": 23, "1": 42}}."""
     out: dict[str, dict[str, int]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
@@ -36,7 +37,7 @@ def from_json(data: Mapping[str, Mapping[str, int]]) -> Offsets:
     return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
 
 
-def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int) -> Offsets:
+def rate_limit(start: Mapping[TopicPartitionKey, int], latest: Mapping[TopicPartitionKey, int], limit: int) -> Offsets:
     """At most `limit` records in all, shared in proportion to what each partition has waiting; a partition
     with little waiting still gets at least one (Spark: "don't completely starve small topic partitions")."""
     sizes = {tp: end - start[tp] for tp, end in latest.items() if tp in start and end - start[tp] > 0}
@@ -73,7 +74,7 @@ def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
     return [OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
-def data_loss(tp: TopicPartition, start: int, earliest: int, latest: int) -> str | None:
+def data_loss(tp: TopicPartitionKey, start: int, earliest: int, latest: int) -> str | None:
     """Why reading from `start` would lose or skip data, or None: records before it were deleted (retention,
     a recreated topic), or it lies past the log's end."""
     topic, partition = tp

@@ -20,12 +20,12 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import ConfigError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkajet.spark.offsets import (
     DATA_LOSS_ADVICE,
     OffsetRange,
     Offsets,
-    TopicPartition,
     data_loss,
     from_json,
     rate_limit,
@@ -95,11 +95,11 @@ class Planner:
             self._client.close()
             self._client = None
 
-    def partitions(self) -> list[TopicPartition]:
+    def partitions(self) -> list[TopicPartitionKey]:
         sub = self.opts.subscription
         if sub.pattern is not None:
             return [(t, p) for t in self.client.topics() if sub.matches(t) for p in self.client.partitions(t)]
-        out: list[TopicPartition] = []
+        out: list[TopicPartitionKey] = []
         for topic in sub.topics:
             try:
                 existing = self.client.partitions(topic)
@@ -117,10 +117,10 @@ class Planner:
                 out.extend((topic, p) for p in existing)
         return out
 
-    def bounds(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+    def bounds(self, tps: list[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
         return {tp: self.client.offsets(*tp) for tp in tps}
 
-    def resolve(self, spec: OffsetSpec, bounds: dict[TopicPartition, tuple[int, int]]) -> Offsets:
+    def resolve(self, spec: OffsetSpec, bounds: dict[TopicPartitionKey, tuple[int, int]]) -> Offsets:
         """Where `spec` puts each partition (absolute offsets; latest means the end of the log now)."""
         if spec.kind in ("earliest", "latest"):
             return {tp: lo if spec.kind == "earliest" else hi for tp, (lo, hi) in bounds.items()}
@@ -147,7 +147,7 @@ class Planner:
             out[tp] = found
         return out
 
-    def checked(self, start: Offsets, bounds: dict[TopicPartition, tuple[int, int]]) -> Offsets:
+    def checked(self, start: Offsets, bounds: dict[TopicPartitionKey, tuple[int, int]]) -> Offsets:
         """start, with data loss (offsets deleted, or past the end) failing or skipped as failOnDataLoss says."""
         out = dict(start)
         for tp, offset in start.items():

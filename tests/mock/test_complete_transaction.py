@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkajet import Admin, Producer
+from kafkajet import Admin, PreparedTransaction, Producer
 from kafkajet.errors import InvalidTxnStateError, KafkaError, KafkaTimeoutError, ProducerFencedError
-from kafkajet.producer.transactions import PreparedTransaction
 from kafkajet.testing import MockCluster
 from tests.helpers.readback import read_topic_confluent
 

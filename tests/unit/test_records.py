@@ -332,6 +332,25 @@ def test_codec_levels() -> None:
     for codec in (Compression.GZIP, Compression.ZSTD):
         assert decompress(codec, compress(codec, data, level=1)) == data
         assert len(compress(codec, data, level=1)) >= len(compress(codec, data))
+    assert compress(Compression.GZIP, data, level=-1) == compress(Compression.GZIP, data)  # Java's "default"
+
+
+def test_lz4_levels_keep_javas_frame_and_take_any_buffer() -> None:
+    import random
+
+    import lz4.frame
+
+    rng = random.Random(3)
+    words = [bytes(rng.choice(b"abcdefghij") for _ in range(rng.randint(2, 8))) for _ in range(300)]
+    # Several 64 KiB blocks, the last ones incompressible (stored raw), as a view: what a batch hands over.
+    data = memoryview(bytearray(b" ".join(rng.choice(words) for _ in range(40_000)) + rng.randbytes(70_000)))
+    default = compress(Compression.LZ4, data)
+    assert compress(Compression.LZ4, data, level=9) == default  # Java's default level: the fast compressor
+    for level in (3, 12, 17):
+        hc = compress(Compression.LZ4, data, level=level)
+        assert hc[:7] == bytes.fromhex("04224d18604082") and hc.endswith(b"\x00\x00\x00\x00")
+        assert lz4.frame.decompress(hc) == data and decompress(Compression.LZ4, hc) == data
+        assert len(hc) < len(default), level
 
 
 def test_codec_empty_input() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
+from kafkajet.cluster import TopicPartitionKey
 
 # Kafka's offset.metadata.max.bytes default: longer metadata is refused with OFFSET_METADATA_TOO_LARGE.
 MAX_METADATA_BYTES = 4096
@@ -27,14 +27,14 @@ class GroupOffsets:
     """Every group's committed and pending offsets. Not thread-safe: the cluster's lock guards it."""
 
     def __init__(self) -> None:
-        self._committed: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self._committed: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
         # group -> producer id -> offsets staged by that producer's ongoing transaction
-        self._pending: dict[str, dict[int, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        self._pending: dict[str, dict[int, dict[TopicPartitionKey, OffsetAndMetadata]]] = {}
 
-    def commit(self, group: str, tp: TopicPartition, offset: OffsetAndMetadata) -> None:
+    def commit(self, group: str, tp: TopicPartitionKey, offset: OffsetAndMetadata) -> None:
         self._committed.setdefault(group, {})[tp] = offset
 
-    def stage(self, group: str, producer_id: int, tp: TopicPartition, offset: OffsetAndMetadata) -> None:
+    def stage(self, group: str, producer_id: int, tp: TopicPartitionKey, offset: OffsetAndMetadata) -> None:
         self._pending.setdefault(group, {}).setdefault(producer_id, {})[tp] = offset
 
     def complete(self, group: str, producer_id: int, commit: bool) -> None:
@@ -44,12 +44,12 @@ class GroupOffsets:
             for tp, offset in staged.items():
                 self.commit(group, tp, offset)
 
-    def committed(self, group: str) -> dict[TopicPartition, OffsetAndMetadata]:
+    def committed(self, group: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
         return dict(self._committed.get(group, {}))
 
-    def fetch(self, group: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+    def fetch(self, group: str, tp: TopicPartitionKey) -> OffsetAndMetadata | None:
         return self._committed.get(group, {}).get(tp)
 
-    def has_pending(self, group: str, tp: TopicPartition) -> bool:
+    def has_pending(self, group: str, tp: TopicPartitionKey) -> bool:
         """An ongoing transaction will change this partition's offset (OffsetFetch require_stable waits)."""
         return any(tp in staged for staged in self._pending.get(group, {}).values())

@@ -20,13 +20,12 @@ from kafkajet.testing.mock.log import PartitionLog
 from kafkajet.testing.mock.sasl import Credentials, SaslAuthRecord
 from kafkajet.testing.mock.sequences import SequenceChecker
 from kafkajet.testing.mock.transactions import PartitionTransactions, TransactionCoordinator
+from kafkajet.transaction import GROUP_COORDINATOR as GROUP_COORDINATOR  # the mock's modules import them here
+from kafkajet.transaction import TXN_COORDINATOR as TXN_COORDINATOR
 
 # Kafka's rule for topic names (Topic.validate): at most 249 of these characters, not "." or "..".
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 NO_LEADER = -1
-# FindCoordinator key types (Kafka's CoordinatorType).
-GROUP_COORDINATOR = 0
-TXN_COORDINATOR = 1
 # The partition counts of __consumer_offsets and __transaction_state (offsets.topic.num.partitions,
 # transaction.state.log.num.partitions): a key's coordinator is the leader of partition hash(key) % 50.
 _COORDINATOR_PARTITIONS = 50

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from kafkajet.cluster import TopicPartitionKey
+
 log = logging.getLogger("kafkajet.testing.mock")
 
 # Kafka's transaction.max.timeout.ms default: a longer transaction_timeout_ms is refused.
@@ -35,7 +37,6 @@ _EPOCH_EXHAUSTED = 32767 - 1
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
-TopicPartition = tuple[str, int]
 
 
 class TxnState(Enum):
@@ -61,7 +62,7 @@ class TransactionMetadata:
     # with the current epoch instead of being fenced.
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     state: TxnState = TxnState.EMPTY
-    partitions: set[TopicPartition] = field(default_factory=set)
+    partitions: set[TopicPartitionKey] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     start_ms: float = -1.0
     # When the markers of a transaction in Prepare* are all written (only with txn_marker_delay_ms).
@@ -170,7 +171,7 @@ class TransactionCoordinator:
             error = "CONCURRENT_TRANSACTIONS"
         return meta, error
 
-    def add_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
+    def add_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartitionKey],
                        now_ms: float) -> str | None:
         meta, error = self._addable(txn_id, pid, epoch, now_ms)
         if error is not None or meta is None:
@@ -179,8 +180,8 @@ class TransactionCoordinator:
         meta.partitions.update(partitions)
         return None
 
-    def verify_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
-                          now_ms: float) -> dict[TopicPartition, str | None]:
+    def verify_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartitionKey],
+                          now_ms: float) -> dict[TopicPartitionKey, str | None]:
         """AddPartitionsToTxn v4+ verify_only (what a leader asks before a transactional append)."""
         wanted = list(partitions)
         meta, error = self._addable(txn_id, pid, epoch, now_ms)
@@ -216,7 +217,7 @@ class TransactionCoordinator:
             return "INVALID_TXN_STATE"
         return None
 
-    def check_produce(self, txn_id: str | None, pid: int, epoch: int, tp: TopicPartition,
+    def check_produce(self, txn_id: str | None, pid: int, epoch: int, tp: TopicPartitionKey,
                       now_ms: float) -> str | None:
         """A transactional batch must belong to an ongoing transaction holding the partition. Kafka (3.6+,
         transaction.partition.verification.enable) asks the coordinator before appending and maps its answer
