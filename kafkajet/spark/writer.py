@@ -136,7 +136,7 @@ class PreparedCommitMessage(WriterCommitMessage):
     micro-batch already committed by an earlier run)."""
 
     records: int
-    prepared: Any  # kafkajet.producer.transactions.PreparedTransaction | None
+    prepared: Any  # kafkajet.PreparedTransaction | None
 
 
 def _task_id() -> int:
