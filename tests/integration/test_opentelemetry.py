@@ -64,13 +64,19 @@ def test_a_span_per_record_ends_at_the_brokers_answer_with_its_partition_and_off
 def test_the_callback_sees_the_span_ended_and_the_metrics_count_every_record(
         broker: EmbeddedBroker, topic_name: str) -> None:
     exporter, reader = sdk()
-    seen: list[int] = []
+    seen: list[bool] = []
+
+    def ended(key: bytes) -> bool:
+        return any(s.attributes.get("messaging.kafka.message.key") == key.decode()  # type: ignore[union-attr]
+                   for s in spans_named(exporter, f"send {topic_name}"))
+
     with Producer(bootstrap_servers=broker.bootstrap_servers, opentelemetry_enable=True) as p:
         for i in range(50):
-            p.send(topic_name, b"v", headers=[("app", b"x"), ("traceparent", b"stale")],
-                   callback=lambda md, exc: seen.append(len(spans_named(exporter, f"send {topic_name}"))))
+            key = b"%d" % i
+            p.send(topic_name, b"v", key=key, headers=[("app", b"x"), ("traceparent", b"stale")],
+                   callback=lambda md, exc, key=key: seen.append(ended(key)))
         p.flush(60)
-    assert len(seen) == 50 and seen[0] >= 1  # the user's callback runs after the record's span ended
+    assert seen == [True] * 50  # the user's callback runs after the record's span ended
     records = read_topic(broker.bootstrap_servers, topic_name, 50)
     for r in records:
         names = [k for k, _ in r.headers]
