@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkajet._version import __version__
@@ -25,6 +28,7 @@ from kafkajet.errors import ConfigError
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import metrics, propagate, trace
+    from opentelemetry.metrics import CallbackOptions, Observation
     from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError as e:  # pragma: no cover - the extra's absence is tested in a subprocess
     raise ConfigError("opentelemetry.enable=true needs the OpenTelemetry API: pip install 'kafkajet[otel]' "
@@ -88,6 +92,47 @@ def _elapsed(start: float) -> float:
     return time.perf_counter() - start
 
 
+# messaging.client.sent.messages, one instrument for the process: a Counter's add() costs as much as a span's
+# attribute work per record, so each producer counts in a plain dict on its sender thread and the SDK reads
+# the sums when it collects (an asynchronous counter; the exported data is the same monotonic sum).
+_Counts = dict[tuple[str, int, "str | None"], list[Any]]  # key -> [metric attributes, records]
+_live: weakref.WeakSet[ProducerTelemetry] = weakref.WeakSet()
+_retired: dict[frozenset[tuple[str, Any]], int] = {}  # the counts of producers gone, kept so sums never drop
+_sent_lock = threading.Lock()
+_sent_counter: Any = None
+
+
+def _add_to(totals: dict[frozenset[tuple[str, Any]], int], counts: _Counts) -> None:
+    for attrs, n in list(counts.values()):
+        key = frozenset(attrs.items())
+        totals[key] = totals.get(key, 0) + n
+
+
+def _retire(counts: _Counts) -> None:
+    with _sent_lock:
+        _add_to(_retired, counts)
+
+
+def _observe_sent(options: CallbackOptions) -> Iterable[Observation]:
+    with _sent_lock:
+        totals = dict(_retired)
+        for telemetry in list(_live):
+            _add_to(totals, telemetry._sent_counts)
+    return [Observation(n, dict(key)) for key, n in totals.items()]
+
+
+def _register(telemetry: ProducerTelemetry) -> None:
+    global _sent_counter
+    with _sent_lock:
+        if _sent_counter is None:
+            meter = metrics.get_meter("kafkajet", __version__, schema_url=_SCHEMA_URL)
+            _sent_counter = meter.create_observable_counter(
+                "messaging.client.sent.messages", callbacks=[_observe_sent], unit="{message}",
+                description="Number of messages the producer attempted to send to the broker")
+        _live.add(telemetry)
+    weakref.finalize(telemetry, _retire, telemetry._sent_counts)
+
+
 class ProducerTelemetry:
     """The tracer, the meter's two instruments and the wrappers that replace one Producer's send methods."""
 
@@ -96,9 +141,6 @@ class ProducerTelemetry:
         self._metadata = metadata
         self._tracer = trace.get_tracer("kafkajet", __version__, schema_url=_SCHEMA_URL)
         meter = metrics.get_meter("kafkajet", __version__, schema_url=_SCHEMA_URL)
-        self._sent = meter.create_counter(
-            "messaging.client.sent.messages", unit="{message}",
-            description="Number of messages the producer attempted to send to the broker")
         self._duration = meter.create_histogram(
             "messaging.client.operation.duration", unit="s",
             description="Duration of the send operation: from send() to the broker's answer",
@@ -106,6 +148,8 @@ class ProducerTelemetry:
         # Metric attributes per (topic, partition, error type): the SDK keys its aggregation on them, and
         # building the dict once per combination keeps the per-record cost down.
         self._metric_attrs: dict[tuple[str, int, str | None], dict[str, Any]] = {}
+        self._sent_counts: _Counts = {}
+        _register(self)
 
     # --- attributes -------------------------------------------------------------------------------------
 
@@ -142,6 +186,16 @@ class ProducerTelemetry:
                 self._metric_attrs[key] = attrs
         return attrs
 
+    def _count_sent(self, topic: str, partition: int, error: str | None, n: int) -> None:
+        """No lock, so the per-record path stays cheap: records complete on the sender thread, and only rarely on
+        another (a batch call already finished when its watch is added, close() failing what is left), where
+        an increment racing the sender's could be lost."""
+        key = (topic, partition, error)
+        entry = self._sent_counts.get(key)
+        if entry is None:
+            entry = self._sent_counts[key] = [self._attrs_for_metrics(topic, partition, error), 0]
+        entry[1] += n
+
     def _fail(self, span: Any, error: BaseException) -> str:
         kind = error_type(error)
         span.set_attribute("error.type", kind)
@@ -154,7 +208,7 @@ class ProducerTelemetry:
     def traced_send(self, send: Callable[..., RecordFuture]) -> Callable[..., RecordFuture]:
         """Producer.send with a span per record, ended by the delivery callback the record carries."""
         tracer, start_attributes = self._tracer, self._start_attributes
-        ended = self._record_done
+        ended, partial = self._record_done, functools.partial
 
         def traced(topic: str, value: Any = None, key: Any = None, headers: Headers = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
@@ -175,13 +229,8 @@ class ProducerTelemetry:
             if span.get_span_context().is_valid:
                 headers = merge_headers(headers, context_headers(trace.set_span_in_context(span)))
 
-            def done(md: RecordMetadata, error: BaseException | None) -> None:
-                ended(span, start, md, error)
-                if callback is not None:
-                    callback(md, error)
-
             try:
-                return send(topic, value, key, headers, partition, timestamp_ms, done)
+                return send(topic, value, key, headers, partition, timestamp_ms, partial(ended, span, start, callback))
             except BaseException as e:
                 # Refused before it was queued (serializer, size, metadata wait, buffer): no broker answer comes.
                 kind = self._fail(span, e)
@@ -191,29 +240,32 @@ class ProducerTelemetry:
 
         return traced
 
-    def _record_done(self, span: Any, start: float, md: RecordMetadata, error: BaseException | None) -> None:
-        """At the broker's answer (or the record's expiry or abort), on the sender thread."""
+    def _record_done(self, span: Any, start: float, callback: Callable[[RecordMetadata, BaseException | None], object]
+                     | None, md: RecordMetadata, error: BaseException | None) -> None:
+        """The record's delivery callback: at the broker's answer (or the record's expiry or abort), on the
+        sender thread. Then the caller's own callback, if any."""
         topic, partition = md.topic, md.partition
         kind = None
         if span.is_recording():
-            span.set_attribute("messaging.destination.partition.id", str(partition))
+            attributes: dict[str, Any] = {"messaging.destination.partition.id": str(partition)}
             server = self._server(topic, partition)
             if server is not None:
-                span.set_attribute("server.address", server[0])
-                span.set_attribute("server.port", server[1])
+                attributes["server.address"], attributes["server.port"] = server
             if error is None:
                 if md.offset >= 0:
-                    span.set_attribute("messaging.kafka.offset", md.offset)
+                    attributes["messaging.kafka.offset"] = md.offset
                 if md.serialized_value_size >= 0:
-                    span.set_attribute("messaging.message.body.size", md.serialized_value_size)
-            else:
+                    attributes["messaging.message.body.size"] = md.serialized_value_size
+            span.set_attributes(attributes)  # one lock and one pass, not one per attribute
+            if error is not None:
                 kind = self._fail(span, error)
         elif error is not None:
             kind = error_type(error)
         span.end()
-        attrs = self._attrs_for_metrics(topic, partition, kind)
-        self._duration.record(_elapsed(start), attrs)
-        self._sent.add(1, attrs)
+        self._duration.record(_elapsed(start), self._attrs_for_metrics(topic, partition, kind))
+        self._count_sent(topic, partition, kind, 1)
+        if callback is not None:
+            callback(md, error)
 
     # --- send_batch() / send_arrow() -------------------------------------------------------------------------
 
@@ -235,9 +287,9 @@ class ProducerTelemetry:
             where = topic or ""
             self._duration.record(_elapsed(start), self._attrs_for_metrics(where, -1, kind))
             if n > len(errors):
-                self._sent.add(n - len(errors), self._attrs_for_metrics(where, -1, None))
+                self._count_sent(where, -1, None, n - len(errors))
             if errors:
-                self._sent.add(len(errors), self._attrs_for_metrics(where, -1, kind))
+                self._count_sent(where, -1, kind, len(errors))
 
         fut.add_done_callback(done)
 
