@@ -95,7 +95,7 @@ def _elapsed(start: float) -> float:
 # messaging.client.sent.messages, one instrument for the process: a Counter's add() costs as much as a span's
 # attribute work per record, so each producer counts in a plain dict on its sender thread and the SDK reads
 # the sums when it collects (an asynchronous counter; the exported data is the same monotonic sum).
-_Counts = dict[tuple[str, int, "str | None"], list[Any]]  # key -> [metric attributes, records]
+_Counts = dict[tuple[str, int, int, "str | None"], list[Any]]  # series -> [metric attributes, records]
 _live: weakref.WeakSet[ProducerTelemetry] = weakref.WeakSet()
 _retired: dict[frozenset[tuple[str, Any]], int] = {}  # the counts of producers gone, kept so sums never drop
 _sent_lock = threading.Lock()
@@ -147,7 +147,7 @@ class ProducerTelemetry:
             explicit_bucket_boundaries_advisory=list(_DURATION_BUCKETS))
         # Metric attributes per (topic, partition, error type): the SDK keys its aggregation on them, and
         # building the dict once per combination keeps the per-record cost down.
-        self._metric_attrs: dict[tuple[str, int, str | None], dict[str, Any]] = {}
+        self._metric_attrs: dict[tuple[str, int, int, str | None], dict[str, Any]] = {}
         self._sent_counts: _Counts = {}
         _register(self)
 
@@ -169,8 +169,13 @@ class ProducerTelemetry:
         node = None if leader is None else cluster.nodes.get(leader)
         return None if node is None else (node.host, node.port)
 
+    def _metric_key(self, topic: str, partition: int, error: str | None) -> tuple[str, int, int, str | None]:
+        """The metric series of a record: its partition's leader is part of it (server.address moves with it)."""
+        leader = self._metadata.cluster.leader_for(topic, partition) if partition >= 0 else None
+        return topic, partition, -1 if leader is None else leader, error
+
     def _attrs_for_metrics(self, topic: str, partition: int, error: str | None) -> dict[str, Any]:
-        key = (topic, partition, error)
+        key = self._metric_key(topic, partition, error)
         attrs = self._metric_attrs.get(key)
         if attrs is None:
             attrs = {"messaging.system": "kafka", "messaging.operation.name": "send",
@@ -190,7 +195,7 @@ class ProducerTelemetry:
         """No lock, so the per-record path stays cheap: records complete on the sender thread, and only rarely on
         another (a batch call already finished when its watch is added, close() failing what is left), where
         an increment racing the sender's could be lost."""
-        key = (topic, partition, error)
+        key = self._metric_key(topic, partition, error)
         entry = self._sent_counts.get(key)
         if entry is None:
             entry = self._sent_counts[key] = [self._attrs_for_metrics(topic, partition, error), 0]

@@ -85,6 +85,9 @@ def test_the_callback_sees_the_span_ended_and_the_metrics_count_every_record(
             if pt.attributes.get("messaging.destination.name") == topic_name]
     assert sum(pt.value for pt in sent) == 50
     assert all("error.type" not in pt.attributes for pt in sent)
+    port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
+    assert all(pt.attributes["server.port"] == port and "messaging.destination.partition.id" in pt.attributes
+               for pt in sent)
     durations = [pt for pt in metric_points(reader, "messaging.client.operation.duration")
                  if pt.attributes.get("messaging.destination.name") == topic_name]
     assert sum(pt.count for pt in durations) == 50 and all(pt.min > 0 for pt in durations)
