@@ -7,7 +7,7 @@ threads, for kafkajet's send() (plain, with a callback, from AIOProducer) and co
 
 "kafkajet otel" is send() with opentelemetry.enable and the OpenTelemetry SDK configured (a span per record
 through a BatchSpanProcessor to an exporter that drops them, so the export's own cost is left out, and the
-metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel no-sdk" has the setting on but no SDK (the API's no-op tracer). "kafka-python
+metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK (the API's no-op tracer). "kafka-python
 otel" is kafka-python's producer wrapped by the contrib instrumentation (its span ends at the enqueue), for the
 per-record cost of the usual wrapper approach: compare its difference to plain kafka-python.
 
@@ -35,7 +35,7 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _otel_sdk(sample: bool = True) -> None:
+def _otel_sdk(sample: bool = True, metered: bool = True) -> None:
     """The SDK as a service would configure it, minus the export (spans dropped when their batch is handed over)."""
     from collections.abc import Sequence
 
@@ -54,14 +54,15 @@ def _otel_sdk(sample: bool = True) -> None:
     provider = TracerProvider(sampler=ALWAYS_ON if sample else ALWAYS_OFF)
     provider.add_span_processor(BatchSpanProcessor(Drop()))
     trace.set_tracer_provider(provider)
-    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    if metered:
+        metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
 def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
     value = b"x" * 100
     ok = 0
-    if client in ("kafkajet otel", "kafka-python otel", "kafkajet otel unsampled"):
-        _otel_sdk(sample=client != "kafkajet otel unsampled")
+    if client in ("kafkajet otel", "kafka-python otel", "kafkajet otel unsampled", "kafkajet otel traces"):
+        _otel_sdk(sample=client != "kafkajet otel unsampled", metered=client != "kafkajet otel traces")
 
     def cb(md: Any, exc: Any) -> None:
         nonlocal ok
