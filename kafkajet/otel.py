@@ -92,6 +92,11 @@ def _elapsed(start: float) -> float:
     return time.perf_counter() - start
 
 
+def _current(span: Any) -> contextlib.AbstractContextManager[Any]:
+    """`span` current while records are queued; its end and its errors are _refusal_ends()'s and the watch's."""
+    return trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+
+
 # messaging.client.sent.messages, one instrument for the process: a Counter's add() costs as much as a span's
 # attribute work per record, so each producer counts in a plain dict on its sender thread and the SDK reads
 # the sums when it collects (an asynchronous counter; the exported data is the same monotonic sum).
@@ -311,7 +316,9 @@ class ProducerTelemetry:
                 if injected:
                     headers = ([list(injected) for _ in range(n)] if headers is None
                                else [merge_headers(h, injected) for h in headers])
-            with self._refusal_ends(span, start, topic):
+            # Current while the records are queued: with interceptors they go through send() one by one, and
+            # their spans are then this one's children.
+            with self._refusal_ends(span, start, topic), _current(span):
                 fut = send_batch(topic, values, keys, headers, partitions, timestamps_ms, timestamps=timestamps)
             self._watch_batch(span, start, topic, n, fut)
             return fut
@@ -326,7 +333,7 @@ class ProducerTelemetry:
             start = time.perf_counter()
             # The span is current while the rows are queued, so the rows' headers get its context
             # (injecting_rows(), around each topic's rows).
-            with self._refusal_ends(span, start, topic), trace.use_span(span, end_on_exit=False):
+            with self._refusal_ends(span, start, topic), _current(span):
                 fut = send_arrow(topic, data)
             self._watch_batch(span, start, topic, n, fut)
             return fut

@@ -69,3 +69,15 @@ def test_the_setting_without_the_extra_names_the_extra_to_install(cluster: MockC
     with Producer(bootstrap_servers=cluster.bootstrap_servers) as p:  # off: the extra is never imported
         p.send("t", b"v").result(15)
     assert sys.modules.get("kafkajet.otel") is None
+
+
+def test_a_batch_call_send_batch_refuses_ends_its_span_once_with_the_error(cluster: MockCluster) -> None:
+    exporter, _ = sdk()
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, max_request_size=1000,
+                  opentelemetry_enable=True) as p:
+        with pytest.raises(RecordTooLargeError):
+            p.send_batch("t", [b"ok", b"x" * 2000])
+    (span,) = spans_named(exporter, "send t")
+    assert span.attributes["error.type"] == "RecordTooLargeError"  # type: ignore[index]
+    assert span.attributes["messaging.batch.message_count"] == 2  # type: ignore[index]
+    assert [e.name for e in span.events] == ["exception"]  # recorded once
