@@ -3,12 +3,15 @@ refuses, one that expires unanswered, one send() refuses, and the extra missing.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
 
 import pytest
 from opentelemetry.trace import StatusCode
 
 from kafkajet import Producer
+from kafkajet.aio import AIOProducer
 from kafkajet.errors import ConfigError, DeliveryTimeoutError, RecordTooLargeError
 from kafkajet.testing import MockCluster
 from tests.helpers.otel import metric_points, sdk, spans_named
@@ -81,3 +84,37 @@ def test_a_batch_call_send_batch_refuses_ends_its_span_once_with_the_error(clust
     assert span.attributes["error.type"] == "RecordTooLargeError"  # type: ignore[index]
     assert span.attributes["messaging.batch.message_count"] == 2  # type: ignore[index]
     assert [e.name for e in span.events] == ["exception"]  # recorded once
+
+
+def test_sent_messages_keep_counting_a_producer_that_is_gone(cluster: MockCluster) -> None:
+    # The counter is read at collection from live producers' counts: a collected producer's must stay in the sum,
+    # or a cumulative counter would go down.
+    _, reader = sdk()
+    cluster.create_topic("gone", partitions=1)
+
+    def sent() -> int:
+        return sum(pt.value for pt in metric_points(reader, "messaging.client.sent.messages")
+                   if pt.attributes.get("messaging.destination.name") == "gone")
+
+    before = sent()
+    p = Producer(bootstrap_servers=cluster.bootstrap_servers, opentelemetry_enable=True)
+    with p:
+        p.send_batch("gone", [b"a", b"b", b"c"]).result(15)
+        p.send("gone", b"d").result(15)
+    assert sent() == before + 4
+    del p
+    gc.collect()
+    assert sent() == before + 4
+
+
+def test_the_asyncio_producer_gets_the_same_spans(cluster: MockCluster) -> None:
+    exporter, _ = sdk()
+
+    async def main() -> int:
+        async with AIOProducer(bootstrap_servers=cluster.bootstrap_servers, opentelemetry_enable=True) as p:
+            await p.send_and_wait("t", b"a")
+            return (await p.send_and_wait("t", b"b")).offset
+
+    offset = asyncio.run(main())
+    offsets = sorted(s.attributes["messaging.kafka.offset"] for s in spans_named(exporter, "send t"))  # type: ignore[index]
+    assert offsets == [offset - 1, offset]
