@@ -2,6 +2,14 @@
 threads, for kafkajet's send() (plain, with a callback, from AIOProducer) and confluent-kafka's produce().
 
     .venv/bin/python benchmarks/send_cost.py [--records 300000]
+    .venv/bin/python benchmarks/send_cost.py --clients "kafkajet,kafkajet otel,kafkajet otel no-sdk"
+    .venv/bin/python benchmarks/send_cost.py --records 100000 --clients "kafka-python,kafka-python otel"
+
+"kafkajet otel" is send() with opentelemetry.enable and the OpenTelemetry SDK configured (a span per record
+through a BatchSpanProcessor to an exporter that drops them, so the export's own cost is left out, and the
+metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK (the API's no-op tracer). "kafka-python
+otel" is kafka-python's producer wrapped by the contrib instrumentation (its span ends at the enqueue), for the
+per-record cost of the usual wrapper approach: compare its difference to plain kafka-python.
 
 A 2-core machine runs the caller, the client's thread(s) and the broker: a client's speed is bounded by the
 sum of its per-record CPU on both threads (they share one GIL in Python). This prints that sum beside the
@@ -27,9 +35,34 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _otel_sdk(sample: bool = True, metered: bool = True) -> None:
+    """The SDK as a service would configure it, minus the export (spans dropped when their batch is handed over)."""
+    from collections.abc import Sequence
+
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
+
+    provider = TracerProvider(sampler=ALWAYS_ON if sample else ALWAYS_OFF)
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    trace.set_tracer_provider(provider)
+    if metered:
+        metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+
+
 def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
     value = b"x" * 100
     ok = 0
+    if client in ("kafkajet otel", "kafka-python otel", "kafkajet otel unsampled", "kafkajet otel traces"):
+        _otel_sdk(sample=client != "kafkajet otel unsampled", metered=client != "kafkajet otel traces")
 
     def cb(md: Any, exc: Any) -> None:
         nonlocal ok
@@ -51,7 +84,7 @@ def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
             wall, cpu, main = asyncio.run(go())
             ok = n
         else:
-            with Producer(bootstrap_servers=bootstrap) as p:
+            with Producer(bootstrap_servers=bootstrap, opentelemetry_enable="otel" in client) as p:
                 p.send(topic, b"warm-up").result(30)
                 send = p.send
                 t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
@@ -63,7 +96,29 @@ def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
                         send(topic, value)
                 p.flush()
                 wall, cpu, main = time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+                # The sender counts a batch just after completing it, so the last batch's count can trail
+                # flush() by the time its callbacks take (long with tracing on): wait for it, briefly.
+                deadline = time.monotonic() + 5
+                while p.metrics()["record-send-total"] < n + 1 and time.monotonic() < deadline:
+                    time.sleep(0.01)
                 ok = int(p.metrics()["record-send-total"]) - 1
+    elif client.startswith("kafka-python"):
+        from kafka import KafkaProducer
+
+        if client == "kafka-python otel":
+            from opentelemetry.instrumentation.kafka import KafkaInstrumentor
+
+            KafkaInstrumentor().instrument()
+        kp = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+        kp.send(topic, b"warm-up").get(30)
+        ksend = kp.send
+        t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
+        for _ in range(n):
+            ksend(topic, value)
+        kp.flush()
+        wall, cpu, main = time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+        kp.close()
+        ok = n
     else:
         from confluent_kafka import Producer as CProducer
 

@@ -300,6 +300,9 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
       "idempotence. Producers with the same id fence each other", _transactional_id),
     K("transaction.timeout.ms", "int", 60000, "how long the coordinator lets a transaction stay open before it "
       "aborts it", _int_range(1, INT_MAX)),
+    K("opentelemetry.enable", "bool", False, "OpenTelemetry spans (one per record, ended at the broker's answer), "
+      "trace context in the record headers, and the messaging metrics; needs pip install 'kafkajet[otel]'",
+      _bool),
 )
 # The admin and fetch clients take the common keys, so one dict of settings serves every client; they send
 # single requests over blocking connections, so the producer's connection tuning means nothing to them.

@@ -65,6 +65,7 @@ from kafkajet.serialization import resolve_serializer
 from kafkajet.transaction import PreparedTransaction
 
 if TYPE_CHECKING:
+    from kafkajet.otel import ProducerTelemetry  # imported when used: it needs the otel extra
     from kafkajet.producer.arrow import ArrowRows  # imported when used: it needs pyarrow
 
 log = logging.getLogger("kafkajet.producer")
@@ -116,6 +117,8 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
         check_resolvable(cfg["bootstrap.servers"])
+        if cfg["opentelemetry.enable"]:
+            from kafkajet.otel import ProducerTelemetry  # ConfigError naming the extra when it is missing
         self.config: ProducerConfig = cfg
         self.client_id: str = cfg["client.id"]
         self._owner_pid = os.getpid()
@@ -181,6 +184,8 @@ class Producer:
             "waiting-threads": self._pool.queued,
             "metadata-age": self._metadata_age_s,
         })
+        if cfg["opentelemetry.enable"]:
+            self._instrument(ProducerTelemetry(self.client_id, self._metadata))
         self._thread = threading.Thread(
             target=self._sender.run, name=f"kafkajet-network-thread | {self.client_id}", daemon=True
         )
@@ -188,6 +193,14 @@ class Producer:
         _live_producers.add(self)
         log.info("producer %s started (acks=%s, idempotence=%s)", self.client_id, cfg["acks"],
                  cfg["enable.idempotence"])
+
+    def _instrument(self, telemetry: ProducerTelemetry) -> None:
+        """opentelemetry.enable: the send methods of this instance become traced ones, decided once here, so a
+        producer without it runs the plain methods and pays nothing."""
+        self.send = telemetry.traced_send(self.send)  # type: ignore[method-assign]
+        self.send_batch = telemetry.traced_send_batch(self.send_batch)  # type: ignore[method-assign]
+        self.send_arrow = telemetry.traced_send_arrow(self.send_arrow)  # type: ignore[method-assign, assignment]
+        self._send_rows = telemetry.injecting_rows(self._send_rows)  # type: ignore[method-assign, assignment]
 
     def _make_accumulator(self, cfg: ProducerConfig) -> RecordAccumulator:
         return RecordAccumulator(

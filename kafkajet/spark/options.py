@@ -35,5 +35,6 @@ def producer_config(options: Mapping[str, str]) -> dict[str, str]:
     if not cfg.get("bootstrap.servers"):
         raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
                           ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
-    parse_producer_config(cfg)  # fail on the driver, not in every task
+    if parse_producer_config(cfg)["opentelemetry.enable"]:  # fail on the driver, not in every task
+        import kafkajet.otel  # noqa: F401  (a ConfigError naming the extra when it is missing)
     return cfg

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -65,9 +66,25 @@ def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterat
     return sent
 
 
+def _trace_context(producer: Any) -> contextlib.AbstractContextManager[None]:
+    """With kafka.opentelemetry.enable: the trace context the driver left for the task (otel.spark_trace_context),
+    so the task's send spans and the records' trace headers continue the driver's trace."""
+    if not producer.config["opentelemetry.enable"]:
+        return contextlib.nullcontext()
+    from kafkajet.otel import task_trace_context
+
+    return task_trace_context()
+
+
 def _send_all(producer: Any, topic_option: str | None, batches: Iterator[Any], fail_after: int | None,
               fail_marker: str | None) -> tuple[int, list[Any], str | None]:
     """(rows sent, their futures, the first topic written)."""
+    with _trace_context(producer):
+        return _send_each(producer, topic_option, batches, fail_after, fail_marker)
+
+
+def _send_each(producer: Any, topic_option: str | None, batches: Iterator[Any], fail_after: int | None,
+               fail_marker: str | None) -> tuple[int, list[Any], str | None]:
     pending = []
     sent = 0
     first_topic = topic_option

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from kafkajet.errors import ConfigError
@@ -36,3 +38,12 @@ def test_the_sinks_own_options_and_those_spark_adds_pass() -> None:
     cfg = sink(topic="t", exactlyOnce="true", transactionalIdPrefix="p", path="/x", queryName="q",
                checkpointLocation="/ck", **{"kafka.linger.ms": "5", "kafka.acks": "1"})
     assert cfg == {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5", "acks": "1"}
+
+
+def test_tracing_without_the_extra_fails_at_planning_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sink(**{"kafka.opentelemetry.enable": "true"})["opentelemetry.enable"] == "true"
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if opentelemetry-api were not installed
+    monkeypatch.delitem(sys.modules, "kafkajet.otel", raising=False)
+    with pytest.raises(ConfigError, match=r"pip install 'kafkajet\[otel\]'"):
+        sink(**{"kafka.opentelemetry.enable": "true"})
+    sink(**{"kafka.opentelemetry.enable": "false"})
