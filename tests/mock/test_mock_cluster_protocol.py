@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -432,6 +433,38 @@ def test_control_hook_answers_and_can_be_removed(cluster: MockCluster, leader0: 
 
     cluster.control("Metadata", lambda h, b, n: {"brokers": [], "controller_id": 42, "topics": []})
     assert leader0.request(ApiKey.METADATA, 9, {"topics": None})["controller_id"] == 42
+
+
+def test_a_hook_that_waits_stalls_only_its_own_connection(cluster: MockCluster, leader0: RawClient) -> None:
+    leader = cluster.leader("t", 0)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_partition_0(header: Any, body: dict[str, Any], broker_id: int) -> Any:
+        if body["topic_data"][0]["partition_data"][0]["index"] == 0 and not release.is_set():
+            holding.set()
+            release.wait(30)
+        return None
+
+    cluster.control("Produce", hold_partition_0)
+    leader0.send(ApiKey.PRODUCE, PRODUCE_V, produce_body(batch(3)))
+    leader0.send(ApiKey.PRODUCE, PRODUCE_V, produce_body(batch(3, start=3)))  # pipelined behind the held one
+    assert holding.wait(10)
+    try:
+        # Every other broker, and another connection to the same one, still answer at once.
+        for broker_id in cluster.broker_ids:
+            other = RawClient(cluster.address(broker_id))
+            try:
+                assert other.request(ApiKey.METADATA, 9, {"topics": None})["brokers"]
+            finally:
+                other.close()
+        # The held connection took nothing further: its second Produce was not appended ahead of the first.
+        assert cluster.records("t", 0) == []
+        assert [r.api for r in cluster.requests() if r.broker_id == leader].count("PRODUCE") == 1
+    finally:
+        release.set()
+    # Then both are answered, in request order, and appended in that order.
+    assert [leader0.receive()["responses"][0]["partition_responses"][0]["base_offset"] for _ in range(2)] == [0, 3]
+    assert [r.value for r in cluster.records("t", 0)] == [b"v%d" % i for i in range(6)]
 
 
 def test_injected_bytes_are_written_verbatim(cluster: MockCluster) -> None:
