@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import socket
 import struct
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from kafkajet.errors import error_for_name
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
 from kafkajet.records import encode_batch
 from kafkajet.testing import MockCluster
-from kafkajet.testing.mock import NO_LEADER, SequenceChecker, after_append
+from kafkajet.testing.mock import NO_LEADER, SequenceChecker, after_append, handlers
 from kafkajet.testing.mock.handlers import advertised
 
 PRODUCE_V = 8
@@ -109,6 +111,18 @@ def test_api_versions_advertises_exactly_what_is_served(cluster: MockCluster) ->
     # The coordinator APIs (8, 9, 10, 24, 25, 26, 28) are served since the mock has coordinators.
     assert set(got) == {0, 1, 2, 3, 8, 9, 10, 18, 19, 20, 22, 24, 25, 26, 28, 60}
     assert ApiKey.SASL_HANDSHAKE not in got  # not served without SASL, so not listed
+
+
+def test_each_api_is_answered_in_one_handler_module_that_declares_its_versions() -> None:
+    declared: dict[ApiKey, str] = {api: "__init__" for api in handlers.VERSIONS}
+    for path in sorted(Path(handlers.__file__).parent.glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        assert f"{path.name} " in (handlers.__doc__ or ""), f"{path.name} is missing from the package's map"
+        for api in importlib.import_module(f"{handlers.__name__}.{path.stem}").VERSIONS:
+            assert api not in declared, f"{api.name} in {declared[api]} and {path.stem}"
+            declared[api] = path.stem
+    assert {api: advertised(sasl=True)[api] for api in declared} == advertised(sasl=True)
 
 
 def test_too_new_api_versions_is_answered_at_v0_with_the_ranges(cluster: MockCluster) -> None:

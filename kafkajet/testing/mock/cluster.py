@@ -11,7 +11,8 @@ It speaks the real wire protocol (kafkajet.protocol) and stores real record batc
 (kafka-python, confluent-kafka) produce into it and read back from it. It is not replicated and forgets
 everything on stop(). Served: ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
 InitProducerId, DescribeCluster, and the coordinator APIs: FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
-EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch. Faults are described in kafkajet.testing.mock.faults; they
+EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch (kafkajet.testing.mock.handlers: one module per API or
+family, each with the versions it serves). Faults are described in kafkajet.testing.mock.faults; they
 apply to every API (push_request_errors("EndTxn", ["CONCURRENT_TRANSACTIONS"]) and the like).
 
 Transactions (kafkajet.testing.mock.transactions) as a Kafka broker runs them: a transaction coordinator per
