@@ -46,8 +46,7 @@ class Ticker:
 def test_the_loop_keeps_ticking_while_200k_records_wait_for_memory_behind_a_slow_broker(
         cluster: MockCluster) -> None:
     # Every Produce answer takes 1 s and the buffer holds 2 MiB (about 18,000 records): send() must wait for
-    # memory over and over. A send() that blocked the loop for it would stall the ticker for most of a second
-    # each time; a loaded 2-core machine stalls it up to ~350 ms (GIL, three threads, CI's other processes).
+    # memory over and over, and must await it rather than block the loop in the pool.
     cluster.set_rtt(cluster.broker_ids[0], 1000)
     n = 200_000
 
@@ -67,10 +66,11 @@ def test_the_loop_keeps_ticking_while_200k_records_wait_for_memory_behind_a_slow
     assert len(mds) == n and all(isinstance(md, RecordMetadata) for md in mds)
     assert cluster.record_count("t") == n + 1
     assert ticker.ticks > 100  # the run took seconds: the ticker ran throughout, not only at the end
-    # The precise check: send() awaited memory many times, and no thread ever blocked in the pool for it.
+    # The check: send() awaited memory many times, and no thread ever blocked in the pool for it. The ticker's
+    # longest gap is not asserted: it measured scheduling, not this. A send() planted to block in the pool
+    # left gaps of at most 0.64 s (each block ends when one batch's memory comes back), while a loaded 2-core
+    # machine stalled the loop of the correct one for 0.95 s.
     assert awaited > 5 and blocked_s == 0.0, (awaited, blocked_s)
-    # The ticker's view (scheduling on a loaded machine stalls it too, so the bound is loose).
-    assert ticker.max_gap < 0.75, f"the event loop was blocked for {ticker.max_gap * 1000:.0f} ms"
 
 
 def test_a_cancelled_await_does_not_recall_its_record(cluster: MockCluster) -> None:
@@ -148,7 +148,9 @@ def test_memory_that_never_frees_ends_in_buffer_exhausted_after_max_block_ms(clu
 
     err, ticker, elapsed = asyncio.run(main())
     assert 0.9 <= elapsed < 10, elapsed  # it waited max.block.ms (1 s) for memory, then gave up
-    assert ticker.max_gap < 0.1 and ticker.ticks > 20  # without holding the loop
+    # Without holding the loop: one that blocked for the wait would stand still for all of max.block.ms (1 s)
+    # and tick a few times at most. The gap bound leaves room for a loaded machine's stalls (0.1-0.6 s seen).
+    assert ticker.max_gap < 0.5 and ticker.ticks > 20, (ticker.max_gap, ticker.ticks)
     assert "max.block.ms" in str(err) and "cannot be delivered" in str(err)  # the broker's absence is named
 
 

@@ -29,15 +29,16 @@ def _caused_by(error: BaseException | None, cls: type[BaseException]) -> bool:
 
 
 def test_queued_records_fail_with_the_fatal_error_and_later_sends_raise_at_once(cluster: MockCluster) -> None:
-    # The broker answers InitProducerId only once the records are queued: otherwise the fatal error can win
-    # the race and send() itself raises (the case the second half of this test checks).
+    # The broker refuses InitProducerId only once the records are queued: otherwise the fatal error can win
+    # the race and send() itself raises (the case the second half of this test checks). Until then it answers
+    # a retriable error rather than holding the request: the sends wait for a Metadata answer, which may be
+    # queued behind the InitProducerId on the same connection (the sender may ask for a producer id first).
     queued_all = threading.Event()
 
-    def refuse_when_queued(header: object, body: object, broker: int) -> str:
-        queued_all.wait(10)
-        return "CLUSTER_AUTHORIZATION_FAILED"
+    def refuse_once_queued(header: object, body: object, broker: int) -> str:
+        return "CLUSTER_AUTHORIZATION_FAILED" if queued_all.is_set() else "COORDINATOR_LOAD_IN_PROGRESS"
 
-    cluster.control("InitProducerId", refuse_when_queued)  # type: ignore[arg-type]
+    cluster.control("InitProducerId", refuse_once_queued)  # type: ignore[arg-type]
     with Producer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=10_000) as p:
         queued = [p.send("t", value=b"v%d" % i, key=b"k%d" % (i % 5)) for i in range(50)]
         queued_all.set()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +17,7 @@ from kafkajet.errors import error_for_name
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
 from kafkajet.records import encode_batch
 from kafkajet.testing import MockCluster
-from kafkajet.testing.mock import NO_LEADER, SequenceChecker, after_append
+from kafkajet.testing.mock import NO_LEADER, SequenceChecker, after_append, handlers
 from kafkajet.testing.mock.handlers import advertised
 
 PRODUCE_V = 8
@@ -108,6 +111,18 @@ def test_api_versions_advertises_exactly_what_is_served(cluster: MockCluster) ->
     # The coordinator APIs (8, 9, 10, 24, 25, 26, 28) are served since the mock has coordinators.
     assert set(got) == {0, 1, 2, 3, 8, 9, 10, 18, 19, 20, 22, 24, 25, 26, 28, 60}
     assert ApiKey.SASL_HANDSHAKE not in got  # not served without SASL, so not listed
+
+
+def test_each_api_is_answered_in_one_handler_module_that_declares_its_versions() -> None:
+    declared: dict[ApiKey, str] = {api: "__init__" for api in handlers.VERSIONS}
+    for path in sorted(Path(handlers.__file__).parent.glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        assert f"{path.name} " in (handlers.__doc__ or ""), f"{path.name} is missing from the package's map"
+        for api in importlib.import_module(f"{handlers.__name__}.{path.stem}").VERSIONS:
+            assert api not in declared, f"{api.name} in {declared[api]} and {path.stem}"
+            declared[api] = path.stem
+    assert {api: advertised(sasl=True)[api] for api in declared} == advertised(sasl=True)
 
 
 def test_too_new_api_versions_is_answered_at_v0_with_the_ranges(cluster: MockCluster) -> None:
@@ -432,6 +447,38 @@ def test_control_hook_answers_and_can_be_removed(cluster: MockCluster, leader0: 
 
     cluster.control("Metadata", lambda h, b, n: {"brokers": [], "controller_id": 42, "topics": []})
     assert leader0.request(ApiKey.METADATA, 9, {"topics": None})["controller_id"] == 42
+
+
+def test_a_hook_that_waits_stalls_only_its_own_connection(cluster: MockCluster, leader0: RawClient) -> None:
+    leader = cluster.leader("t", 0)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_partition_0(header: Any, body: dict[str, Any], broker_id: int) -> Any:
+        if body["topic_data"][0]["partition_data"][0]["index"] == 0 and not release.is_set():
+            holding.set()
+            release.wait(30)
+        return None
+
+    cluster.control("Produce", hold_partition_0)
+    leader0.send(ApiKey.PRODUCE, PRODUCE_V, produce_body(batch(3)))
+    leader0.send(ApiKey.PRODUCE, PRODUCE_V, produce_body(batch(3, start=3)))  # pipelined behind the held one
+    assert holding.wait(10)
+    try:
+        # Every other broker, and another connection to the same one, still answer at once.
+        for broker_id in cluster.broker_ids:
+            other = RawClient(cluster.address(broker_id))
+            try:
+                assert other.request(ApiKey.METADATA, 9, {"topics": None})["brokers"]
+            finally:
+                other.close()
+        # The held connection took nothing further: its second Produce was not appended ahead of the first.
+        assert cluster.records("t", 0) == []
+        assert [r.api for r in cluster.requests() if r.broker_id == leader].count("PRODUCE") == 1
+    finally:
+        release.set()
+    # Then both are answered, in request order, and appended in that order.
+    assert [leader0.receive()["responses"][0]["partition_responses"][0]["base_offset"] for _ in range(2)] == [0, 3]
+    assert [r.value for r in cluster.records("t", 0)] == [b"v%d" % i for i in range(6)]
 
 
 def test_injected_bytes_are_written_verbatim(cluster: MockCluster) -> None:

@@ -253,6 +253,9 @@ def test_workers_without_kafkajet_fail_at_registration_with_what_to_do(tmp_path:
         "os.environ['PYSPARK_PYTHON'] = sys.argv[1]\n"
         "from pyspark.sql import SparkSession\n"
         "import kafkajet.spark\n"
+        # The workers inherit the driver's environment: a PYTHONPATH naming a checkout (as in a worktree run)
+        # would hand them kafkajet and hide the mistake. The driver has imported its kafkajet by now.
+        "os.environ.pop('PYTHONPATH', None)\n"
         "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
         "try:\n"
         "    kafkajet.spark.register(spark)\n"

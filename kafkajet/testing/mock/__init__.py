@@ -1,5 +1,6 @@
-"""The MockCluster (cluster.py) and its parts: storage, sequence checks, faults, server, handlers, and the
-transaction (transactions.py) and group (groups.py) coordinators with their handlers (coordinator_handlers.py)."""
+"""The MockCluster (cluster.py) and its parts: storage, sequence checks, faults, server, the transaction
+(transactions.py) and group (groups.py) coordinators, and the handlers of each API (handlers/, one module per
+API or family, with the versions it serves)."""
 
 from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, ControlFn, after_append
 from kafkajet.testing.mock.sequences import BATCHES_RETAINED, SequenceChecker, Verdict

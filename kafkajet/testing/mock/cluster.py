@@ -11,7 +11,8 @@ It speaks the real wire protocol (kafkajet.protocol) and stores real record batc
 (kafka-python, confluent-kafka) produce into it and read back from it. It is not replicated and forgets
 everything on stop(). Served: ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
 InitProducerId, DescribeCluster, and the coordinator APIs: FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
-EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch. Faults are described in kafkajet.testing.mock.faults; they
+EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch (kafkajet.testing.mock.handlers: one module per API or
+family, each with the versions it serves). Faults are described in kafkajet.testing.mock.faults; they
 apply to every API (push_request_errors("EndTxn", ["CONCURRENT_TRANSACTIONS"]) and the like).
 
 Transactions (kafkajet.testing.mock.transactions) as a Kafka broker runs them: a transaction coordinator per
@@ -208,7 +209,14 @@ class MockCluster:
 
     def control(self, api: ApiKey | int | str, fn: ControlFn) -> int:
         """Add a hook fn(request_header, body, broker_id) -> action; returns a handle for remove_control().
-        The actions are listed in kafkajet.testing.mock.faults. Hooks run on the server thread."""
+        The actions are listed in kafkajet.testing.mock.faults.
+
+        A hook runs on a thread of its own, NOT on the server thread, and may block (wait on an event, sleep
+        to delay an answer, call back into the cluster): while it runs, its connection takes no further
+        request, so its answer and those behind it stay in order, and every other connection and broker is
+        served. It stalls that one connection: don't make it wait for something the client can only do
+        through that connection (answer a retriable error until then). Hooks of different connections run
+        concurrently."""
         return self._faults.add_hook(api_key(api), fn)
 
     def remove_control(self, handle: int) -> bool:

@@ -1,7 +1,7 @@
 """Per-request hooks (franz-go kfake style) and the queue of one-shot faults built on them.
 
-A hook is fn(request_header, body, broker_id) -> Action, called on the server thread before the request is
-handled. The first hook returning something other than None decides:
+A hook is fn(request_header, body, broker_id) -> Action. The first hook returning something other than None
+decides:
 
     None                      handle the request normally
     dict                      answer with this response body (encoded at the request's version)
@@ -13,6 +13,20 @@ handled. The first hook returning something other than None decides:
     bytes                     write these bytes instead of a response (size prefix, header and all: garbage,
                               truncated frames, wrong correlation ids)
     callable(header) -> bytes the same, built from the request header (e.g. to get its correlation id right)
+
+WHERE HOOKS RUN. A hook runs on a thread of its own, one per request it is consulted for, never on the
+cluster's server thread. While it runs, its connection handles no further request (a Kafka broker, too, takes
+one request per connection at a time), so answers stay in request order and a Produce behind it is not
+appended before it; every other connection, of this broker and of the others, goes on being served. So a hook
+may block: wait on an event, sleep to delay its answer, or call back into the cluster (broker_down(),
+set_leader(), wait_until(): none of them deadlocks). What it stalls is its own connection and so everything the
+client sends behind it there: a hook that waits for the client to make progress on that same connection (a
+Metadata answer queued behind the InitProducerId it holds, say) waits for its timeout. Answer a retriable error
+meanwhile instead (COORDINATOR_LOAD_IN_PROGRESS until the condition holds, then the real answer). Hooks of
+different connections run at the same time: keep what they share thread-safe (list.append is).
+
+Queued one-shot faults (push_request_errors and the like) are taken on the server thread, before any hook, and
+never block.
 """
 
 from __future__ import annotations
@@ -111,8 +125,8 @@ class Faults:
             self._hooks.clear()
             self._queued.clear()
 
-    def decide(self, header: RequestHeader, body: dict[str, Any], broker_id: int) -> Action:
-        """Queued one-shot faults come first (in the order pushed), then hooks in the order added."""
+    def take_queued(self, header: RequestHeader, broker_id: int) -> Action:
+        """The first one-shot fault pushed for this request's api and broker, consumed; None if there is none."""
         with self._lock:
             queue = self._queued.get(header.api_key)
             if queue:
@@ -120,8 +134,17 @@ class Faults:
                     if item.broker_id is None or item.broker_id == broker_id:
                         del queue[i]
                         return item.action
+            return None
+
+    def has_hooks(self, api: int) -> bool:
+        with self._lock:
+            return bool(self._hooks.get(api))
+
+    def run_hooks(self, header: RequestHeader, body: dict[str, Any], broker_id: int) -> Action:
+        """The first action a hook returns, in the order the hooks were added (None: handle normally)."""
+        with self._lock:
             hooks = [fn for _, fn in self._hooks.get(header.api_key, ())]
-        # Hooks run outside our lock: they are test code and may call back into the cluster.
+        # Called outside our lock: hooks are test code and may block or call back into the cluster.
         for fn in hooks:
             action = fn(header, body, broker_id)
             if action is not None:

@@ -2,7 +2,9 @@
 
 Each connection answers in request order, as Kafka does: a request gets a slot when it arrives and the slot is
 filled when its answer is ready (at once, after the broker's rtt, or when a held Fetch completes). A timer heap
-in the loop releases delayed answers, so a slow broker never blocks the others.
+in the loop releases delayed answers, so a slow broker never blocks the others. Control hooks (faults.py) run on
+threads of their own, never on this one: while one decides a request, its connection reads no further request
+(as a Kafka broker handles one request per connection at a time) and the rest of the cluster is served.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class _Conn:
         self.slots: deque[_Slot] = deque()
         self.out: deque[memoryview] = deque()
         self.closing = False  # no further requests are read: a drop is pending
+        self.hook_running = False  # a control hook is deciding the request at hand: the next ones wait in inbuf
         self.close_when_written = False
         self.closed = False
         self.events = selectors.EVENT_READ
@@ -165,8 +168,7 @@ class MockServer:
             finally:
                 done.set()
 
-        self._commands.put(command)
-        self._wake()
+        self._post(command)
         if not done.wait(timeout):
             raise TimeoutError(f"mock cluster did not run the command within {timeout} s")
         ok, value = result[0]
@@ -311,11 +313,15 @@ class MockServer:
             return
         if conn.closing:
             return
+        conn.inbuf += data
+        self._take_requests(conn)
+
+    def _take_requests(self, conn: _Conn) -> None:
+        """Handle the whole frames in conn.inbuf, in order, until one waits on a control hook."""
         buf = conn.inbuf
-        buf += data
         pos = 0
         limit = self._state.config.max_request_bytes
-        while len(buf) - pos >= 4 and not conn.closed and not conn.closing:
+        while len(buf) - pos >= 4 and not conn.closed and not conn.closing and not conn.hook_running:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > limit:
                 self._close(conn, f"request frame of {size} bytes (limit {limit})")
@@ -359,10 +365,49 @@ class MockServer:
         log.debug("broker %d: %s v%d correlation %d from %s", conn.broker_id, ApiKey(api).name,
                   header.api_version, header.correlation_id, header.client_id)
         req = Request(header, body, conn.broker_id)
-        action = self._faults.decide(header, body, conn.broker_id)
+        action = self._faults.take_queued(header, conn.broker_id)
+        if action is None and self._faults.has_hooks(api):
+            self._consult_hooks(conn, req)
+            return
         self._apply(conn, req, action)
         with self._state.changed:
             self._state.changed.notify_all()
+
+    def _consult_hooks(self, conn: _Conn, req: Request) -> None:
+        """Run the hooks on a thread of their own, so a hook that blocks stalls only its connection; the loop
+        applies their action and goes on with the connection's next request."""
+        conn.hook_running = True
+
+        def consult() -> None:
+            try:
+                action = self._faults.run_hooks(req.header, req.body, req.broker_id)
+            except Exception:
+                log.exception("broker %d: a control hook for %s failed; closing the connection", conn.broker_id,
+                              ApiKey(req.header.api_key).name)
+                self._post(lambda: self._close(conn, "control hook failed"))
+                return
+            self._post(lambda: self._hooks_decided(conn, req, action))
+
+        threading.Thread(target=consult, name=f"mock-hook-{ApiKey(req.header.api_key).name}", daemon=True).start()
+
+    def _hooks_decided(self, conn: _Conn, req: Request, action: Action) -> None:
+        # Applied even if the client closed meanwhile: a broker handles a request it has read (a Produce
+        # appends), only the answer has nowhere to go.
+        conn.hook_running = False
+        try:
+            self._apply(conn, req, action)
+            with self._state.changed:
+                self._state.changed.notify_all()
+            if not conn.closed:
+                self._take_requests(conn)
+        except Exception:
+            log.exception("broker %d: connection %s failed; closing it", conn.broker_id, conn.peer)
+            self._close(conn, "internal error")
+
+    def _post(self, fn: Callable[[], None]) -> None:
+        """Have the loop run fn (from any thread)."""
+        self._commands.put(fn)
+        self._wake()
 
     def _unsupported_version(self, conn: _Conn, payload: bytes, e: Exception) -> None:
         api, version, correlation_id = _REQUEST_HEAD.unpack_from(payload)
