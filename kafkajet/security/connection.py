@@ -43,9 +43,9 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
     factory: SaslClientFactory | None = None
     mechanism = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import sasl_client_from_config
+        from kafkajet.security.sasl import sasl_client_from_config, with_token_source
 
-        settings = {k: v for k, v in cfg.items() if k.startswith("sasl.")}
+        settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
 
         def make(host: str) -> SaslClient:
             return sasl_client_from_config(settings, host)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kafkajet.errors import AuthenticationError, ConfigError
+from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
 from kafkajet.security.jaas import (
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
@@ -127,6 +127,8 @@ class OAuthBearerClient(OneExchange):
         fetch = self._provider if callable(self._provider) else self._provider.token
         try:
             token = fetch()
+        except KafkaError as e:  # kafkajet's own sources (OIDC, MSK): their texts name no secret
+            raise AuthenticationError(f"OAUTHBEARER: {e}") from None
         except Exception as e:
             # Not chained: the provider's exception text is outside our control and might quote the token.
             raise AuthenticationError(
@@ -205,13 +207,27 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
         provider = cfg.get("sasl.oauthbearer.token.provider")
         if provider is None:
             raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
-                              "(a callable returning a token, or an object with a token() method)")
+                              "(a callable returning a token, or an object with a token() method) "
+                              "or sasl.oauthbearer.method=oidc")
         return OAuthBearerClient(provider)
     username = _credential(cfg, options, "username", mechanism)
     password = _credential(cfg, options, "password", mechanism)
     if mechanism == "PLAIN":
         return PlainClient(username, password)
     return ScramClient(username, password, mechanism)
+
+
+def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """`cfg` with the client's one token source in sasl.oauthbearer.token.provider when the client fetches
+    its own OAUTHBEARER tokens (sasl.oauthbearer.method=oidc): made once per client, so that all its
+    connections share one cached token and one refresh schedule."""
+    out = dict(cfg)
+    mechanism = str(cfg.get("sasl.mechanism") or "").strip().upper()
+    if mechanism == "OAUTHBEARER" and cfg.get("sasl.oauthbearer.method") == "oidc":
+        from kafkajet.security.oidc import oidc_token_source
+
+        out["sasl.oauthbearer.token.provider"] = oidc_token_source(cfg, _jaas_options(cfg, mechanism))
+    return out
 
 
 def _jaas_options(cfg: Mapping[str, Any], mechanism: str) -> dict[str, str]:
