@@ -126,8 +126,13 @@ class RefreshingTokenSource:
                 self._timer = None
 
     def _valid(self) -> Token | None:
+        """The cached token, unless it is about to expire: one that runs out while its SaslAuthenticate
+        travels fails the connection, so the last second (or tenth of a short life) counts as expired."""
         token = self._token
-        return token if token is not None and self._clock() < token.expires_at else None
+        if token is None:
+            return None
+        margin = min(1.0, (token.expires_at - token.issued_at) / 10)
+        return token if self._clock() < token.expires_at - margin else None
 
     def _install(self, token: Token) -> Token:
         now = self._clock()
