@@ -246,9 +246,13 @@ def oidc_token_source(cfg: Mapping[str, Any], jaas: Mapping[str, str] | None = N
     url = cfg.get("sasl.oauthbearer.token.endpoint.url")
     if not url:
         raise ConfigError("sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url")
-    scheme = urllib.parse.urlsplit(url).scheme
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme
     if scheme not in ("http", "https"):
         raise ConfigError(f"sasl.oauthbearer.token.endpoint.url must be an http(s) URL, not {redact_url(url)!r}")
+    if parts.username is not None:
+        raise ConfigError("sasl.oauthbearer.token.endpoint.url must not carry a user or password: give "
+                          "sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret")
     client_id = _one_of(cfg, jaas, ("sasl.oauthbearer.client.id", "sasl.oauthbearer.client.credentials.client.id"),
                         "clientId", "client id")
     secret = _one_of(cfg, jaas, ("sasl.oauthbearer.client.secret",
