@@ -148,3 +148,46 @@ def test_identity_provider_outage_is_retried_without_losing_a_record(idp: OidcPr
     # The retry got the new token in before the old one ran out: no re-authentication had to use a dying one.
     left = [seconds for _, seconds in validator.seen]
     assert min(left) > 0.3 * idp.token_lifetime_s, left
+
+
+def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp: OidcProvider) -> None:
+    """librdkafka's own OIDC (sasl.oauthbearer.method=oidc) against the same endpoint and acceptor, side by
+    side with kafkajet, both through a token refresh and re-authentication."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    idp.token_lifetime_s = 5
+    validator = RecordingValidator(idp.validator(scope="kafka"))
+    with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_oauthbearer_validator=validator) as cluster:
+        cluster.create_topic("t", partitions=2)
+        ours = _cfg(cluster, idp, **SHORT)
+        idp.clients["referee"] = SECRET  # its own client id: the broker's records tell the two apart
+        theirs = {k: v for k, v in ours.items() if not k.startswith("sasl.login.")}
+        theirs["sasl.oauthbearer.client.id"] = "referee"
+        errors: list[str] = []
+        referee = confluent_kafka.Producer({**theirs, "error_cb": lambda e: errors.append(str(e))})
+        delivered: list[Any] = []
+        with Producer(ours) as producer:
+            def both_reauthenticated() -> bool:
+                reauthenticated = {a.principal for a in cluster.sasl_authentications() if a.reauth and a.ok}
+                return reauthenticated >= {"app", "referee"}
+
+            futures = []
+            deadline = time.monotonic() + 60
+            i = 0
+            while not both_reauthenticated():
+                assert time.monotonic() < deadline, "no re-authentication of both clients within 60 s"
+                futures.append(producer.send("t", f"kj{i}".encode(), partition=0))
+                referee.produce("t", f"rd{i}".encode(), partition=1,
+                                on_delivery=lambda err, msg: delivered.append(err))
+                referee.poll(0)
+                i += 1
+                time.sleep(0.02)
+            assert referee.flush(30) == 0
+            assert all(f.result(timeout=30) for f in futures)
+        auths = cluster.sasl_authentications()
+    assert all(a.ok for a in auths), [a.error for a in auths if not a.ok]
+    left = [seconds for _, seconds in validator.seen]
+    assert min(left) > 0.3 * idp.token_lifetime_s, left  # both presented fresh tokens at each re-authentication
+    assert delivered == [None] * i
+    assert [r.value for r in cluster.records("t", 0)] == [f"kj{n}".encode() for n in range(i)]
+    assert [r.value for r in cluster.records("t", 1)] == [f"rd{n}".encode() for n in range(i)]
+    assert not [e for e in errors if "auth" in e.lower()], errors
