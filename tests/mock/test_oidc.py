@@ -191,3 +191,34 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
     assert [r.value for r in cluster.records("t", 0)] == [f"kj{n}".encode() for n in range(i)]
     assert [r.value for r in cluster.records("t", 1)] == [f"rd{n}".encode() for n in range(i)]
     assert not [e for e in errors if "auth" in e.lower()], errors
+
+
+def test_spark_options_and_cli_properties_carry_oidc_through(idp: OidcProvider, tmp_path: Any) -> None:
+    from kafkajet.cli.main import main
+    from kafkajet.fetch import FetchClient
+    from kafkajet.spark.options import producer_config
+    from kafkajet.spark.source_options import parse_source_options
+
+    with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"],
+                     sasl_oauthbearer_validator=idp.validator(scope="kafka")) as cluster:
+        cluster.create_topic("t", partitions=1)
+        settings = {k: str(v) for k, v in _cfg(cluster, idp).items()}
+        # Spark's sink: kafka.* options become the producer's settings.
+        sink = producer_config({"topic": "t", **{f"kafka.{k}": v for k, v in settings.items()}})
+        with Producer(sink) as producer:
+            producer.send("t", b"from-spark-sink").result(timeout=30)
+        # Spark's source: kafka.* security options reach the fetch client of every task.
+        source = parse_source_options({"subscribe": "t", **{f"kafka.{k}": v for k, v in settings.items()}},
+                                      streaming=False)
+        with FetchClient(source.fetch_config) as fetch:
+            assert fetch.offsets("t", 0) == (0, 1)
+        # The CLI: the client-options (Java properties) file.
+        properties = tmp_path / "client.properties"
+        properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items() if k != "bootstrap.servers"))
+        lines = tmp_path / "lines.txt"
+        lines.write_text("from-cli\n")
+        assert main(["produce", "--bootstrap-server", cluster.bootstrap_servers, "--topic", "t",
+                     "--file", str(lines), "--producer.config", str(properties)]) == 0
+        assert [r.value for r in cluster.records("t", 0)] == [b"from-spark-sink", b"from-cli"]
+        assert {a.principal for a in cluster.sasl_authentications()} == {"app"}
+    assert idp.token_requests == 3  # one per client: the sink's producer, the source's fetcher, the CLI's
