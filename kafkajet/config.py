@@ -119,7 +119,7 @@ def _interceptors(key: str, v: Any) -> list[Any]:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
 
@@ -235,7 +235,8 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("ssl.key.pem", "str", None, "PEM text of the client's private key (instead of a file); secret", _str,
       secret=True),
     K("ssl.key.password", "str", None, "password of an encrypted private key; secret", _str, secret=True),
-    K("sasl.mechanism", "enum", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", _sasl_mechanism),
+    K("sasl.mechanism", "enum", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM",
+      _sasl_mechanism),
     K("sasl.username", "str", None, "SASL user name (PLAIN, SCRAM)", _str),
     K("sasl.password", "str", None, "SASL password (PLAIN, SCRAM); secret", _str, secret=True),
     K("sasl.jaas.config", "str", None,
@@ -246,8 +247,8 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
       secret=True),
     # OAUTHBEARER tokens fetched by the client (kafkajet.security.oidc): librdkafka's and Java's names.
     K("sasl.oauthbearer.method", "enum", "default", "default: tokens from sasl.oauthbearer.token.provider; oidc: "
-      "fetched from sasl.oauthbearer.token.endpoint.url (OAuth client credentials or JWT bearer)",
-      _choice("default", "oidc")),
+      "fetched from sasl.oauthbearer.token.endpoint.url (OAuth client credentials or JWT bearer); aws_msk_iam: "
+      "AWS MSK IAM tokens (pip install 'kafkajet[aws]')", _choice("default", "oidc", "aws_msk_iam")),
     K("sasl.oauthbearer.token.endpoint.url", "str", None, "OIDC: the identity provider's token endpoint", _str),
     K("sasl.oauthbearer.client.id", "str", None, "OIDC: the client id (librdkafka's name)", _str),
     K("sasl.oauthbearer.client.secret", "str", None, "OIDC: the client secret (librdkafka's name); secret", _str,
@@ -283,6 +284,11 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("https.ca.location", "str", None, "OIDC: PEM file of CA certificates trusted for the token endpoint "
       "(instead of the system store)", _str),
     K("https.ca.pem", "str", None, "OIDC: PEM text of CA certificates trusted for the token endpoint", _str),
+    K("sasl.aws.region", "str", None, "AWS MSK IAM: the cluster's region (default: AWS_REGION, "
+      "AWS_DEFAULT_REGION or the profile's)", _str),
+    K("sasl.aws.profile", "str", None, "AWS MSK IAM: the named profile whose credentials sign", _str),
+    K("sasl.aws.role.arn", "str", None, "AWS MSK IAM (OAUTHBEARER): a role to assume for the credentials", _str),
+    K("sasl.aws.role.session.name", "str", None, "AWS MSK IAM: the session name of the assumed role", _str),
     K("sasl.login.refresh.window.factor", "float", 0.8, "a fetched token is refreshed at this fraction of its "
       "lifetime", _float_range(0.5, 1.0)),
     K("sasl.login.refresh.window.jitter", "float", 0.05, "random fraction of the lifetime added to the refresh "
@@ -559,13 +565,15 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
                               "(or give sasl.jaas.config)")
     elif mechanism == "OAUTHBEARER":
         oidc = values["sasl.oauthbearer.method"] == "oidc"
-        if oidc and values["sasl.oauthbearer.token.provider"] is not None:
-            raise ConfigError("set sasl.oauthbearer.method=oidc or sasl.oauthbearer.token.provider, not both")
         if oidc and values["sasl.oauthbearer.token.endpoint.url"] is None:
             raise ConfigError("sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url")
-        if not oidc and values["sasl.oauthbearer.token.provider"] is None:
+        built_in = values["sasl.oauthbearer.method"] != "default"
+        if built_in and values["sasl.oauthbearer.token.provider"] is not None:
+            raise ConfigError(f"set sasl.oauthbearer.method={values['sasl.oauthbearer.method']} or "
+                              "sasl.oauthbearer.token.provider, not both")
+        if not built_in and values["sasl.oauthbearer.token.provider"] is None:
             raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider (a callable "
-                              "returning the token) or sasl.oauthbearer.method=oidc")
+                              "returning the token) or sasl.oauthbearer.method=oidc or aws_msk_iam")
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:

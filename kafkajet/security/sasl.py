@@ -32,10 +32,13 @@ from kafkajet.security.jaas import (
 from kafkajet.security.mechanism import OneExchange, SaslClient
 from kafkajet.security.scram import ScramClient
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 
 _LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
-                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE}
+                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE,
+                 "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule"}
+# The client-wide signer of AWS_MSK_IAM, put in the settings by with_token_source (not a user's key).
+_MSK_SIGNER = "_kafkajet.aws.msk.signer"
 
 
 def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
@@ -203,6 +206,11 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
     if mechanism not in SASL_MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
     options = _jaas_options(cfg, mechanism)
+    if mechanism == "AWS_MSK_IAM":
+        from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
+
+        signer = cfg.get(_MSK_SIGNER) or MskNativeSigner(_msk_settings(cfg, options))
+        return AwsMskIamClient(signer, host)
     if mechanism == "OAUTHBEARER":
         provider = cfg.get("sasl.oauthbearer.token.provider")
         if provider is None:
@@ -223,10 +231,28 @@ def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
     connections share one cached token and one refresh schedule."""
     out = dict(cfg)
     mechanism = str(cfg.get("sasl.mechanism") or "").strip().upper()
-    if mechanism == "OAUTHBEARER" and cfg.get("sasl.oauthbearer.method") == "oidc":
+    method = cfg.get("sasl.oauthbearer.method")
+    if mechanism == "OAUTHBEARER" and method == "oidc":
         from kafkajet.security.oidc import oidc_token_source
 
         out["sasl.oauthbearer.token.provider"] = oidc_token_source(cfg, _jaas_options(cfg, mechanism))
+    elif mechanism == "OAUTHBEARER" and method == "aws_msk_iam":
+        from kafkajet.security.aws_msk import msk_token_source
+
+        out["sasl.oauthbearer.token.provider"] = msk_token_source(cfg)
+    elif mechanism == "AWS_MSK_IAM":
+        from kafkajet.security.aws_msk import MskNativeSigner
+
+        out[_MSK_SIGNER] = MskNativeSigner(_msk_settings(cfg, _jaas_options(cfg, mechanism)))
+    return out
+
+
+def _msk_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Mapping[str, Any]:
+    """The sasl.aws.* keys, with aws-msk-iam-auth's IAMLoginModule options (awsProfileName, awsRoleArn)."""
+    out = dict(cfg)
+    for key, option in (("sasl.aws.profile", "awsProfileName"), ("sasl.aws.role.arn", "awsRoleArn")):
+        if out.get(key) is None and jaas.get(option) is not None:
+            out[key] = jaas[option]
     return out
 
 

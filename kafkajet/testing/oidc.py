@@ -137,8 +137,7 @@ class OidcProvider:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "start() the provider first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     @property
     def token_url(self) -> str:

@@ -43,7 +43,8 @@ has passed, a connection that sent no new SaslHandshake is closed at its next re
 lists the exchanges; requests() records the principal of each request. Without sasl_mechanisms the cluster
 takes no SASL at all (and does not list the SASL APIs), as before. OAUTHBEARER tokens are checked by
 sasl_oauthbearer_validator (token, extensions) -> (principal, expiry); kafkajet.testing.oidc makes one that
-checks a local identity provider's JWTs. As Kafka, a token's expiry caps the session lifetime.
+checks a local identity provider's JWTs; AWS_MSK_IAM messages by sasl_aws_msk_iam_validator
+(kafkajet.testing.aws_msk checks both MSK forms). As Kafka, a credential's expiry caps the session lifetime.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from kafkajet.testing.mock.faults import (
     api_key,
     parse_error_action,
 )
-from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, SaslAuthRecord, TokenValidator
+from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, NativeMskValidator, SaslAuthRecord, TokenValidator
 from kafkajet.testing.mock.server import MockServer, RequestRecord
 from kafkajet.testing.mock.state import (
     GROUP_COORDINATOR,
@@ -99,6 +100,7 @@ class MockCluster:
         sasl_users: Mapping[str, str] | None = None,
         sasl_session_lifetime_ms: int = 0,
         sasl_oauthbearer_validator: TokenValidator | None = None,
+        sasl_aws_msk_iam_validator: NativeMskValidator | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
@@ -123,6 +125,7 @@ class MockCluster:
         for user, password in (sasl_users or {}).items():
             self._state.sasl_credentials.set(user, password)
         self._state.sasl_credentials.oauthbearer_validator = sasl_oauthbearer_validator
+        self._state.sasl_credentials.aws_msk_iam_validator = sasl_aws_msk_iam_validator
         self._faults = Faults()
         self._server: MockServer | None = None
 

@@ -25,7 +25,7 @@ from kafkajet.errors import error_for_name
 from kafkajet.protocol import ApiKey
 from kafkajet.security import scram
 
-SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
 
@@ -86,6 +86,8 @@ class InvalidToken(Exception):
 # An OAUTHBEARER token and its KIP-342 extensions -> (principal, expiry in wall-clock seconds or None);
 # InvalidToken to refuse. Kafka's broker plugs its validator in the same way (a callback handler).
 TokenValidator = Callable[[str, Mapping[str, str]], tuple[str, float | None]]
+# AWS_MSK_IAM's JSON message -> (principal, expiry); InvalidToken to refuse (kafkajet.testing.aws_msk).
+NativeMskValidator = Callable[[Mapping[str, str]], tuple[str, float | None]]
 
 
 class Credentials:
@@ -94,6 +96,7 @@ class Credentials:
 
     def __init__(self, users: Mapping[str, str] | None = None, iterations: int = ITERATIONS) -> None:
         self.oauthbearer_validator: TokenValidator | None = None
+        self.aws_msk_iam_validator: NativeMskValidator | None = None
         self._iterations = iterations
         self._plain: dict[str, bytes] = {}
         self._scram: dict[tuple[str, str], ScramCredential] = {}
@@ -338,7 +341,42 @@ def _parse_oauthbearer(message: bytes) -> tuple[str, dict[str, str]]:
     return token, pairs
 
 
+class MskIamServer:
+    """aws-msk-iam-auth's native mechanism: one JSON message of SigV4 query parameters; the broker answers
+    JSON with its version and a request id, or fails the exchange."""
+
+    mechanism = "AWS_MSK_IAM"
+
+    def __init__(self, validator: NativeMskValidator | None) -> None:
+        self._validator = validator
+        self.principal: str | None = None
+        self.expires_at: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.principal is not None
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        if self.complete:
+            raise SaslRejected("AWS_MSK_IAM takes one message", "ILLEGAL_SASL_STATE")
+        try:
+            message = json.loads(client_message)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            raise _malformed("AWS_MSK_IAM", "message: not a JSON object")
+        try:
+            if self._validator is None:
+                raise InvalidToken("no AWS_MSK_IAM validator is configured on this cluster")
+            self.principal, self.expires_at = self._validator(message)
+        except InvalidToken as e:
+            raise SaslRejected(f"Authentication failed: {e}") from None
+        return json.dumps({"version": message.get("version"), "request-id": secrets.token_hex(8)}).encode()
+
+
 def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
+    if mechanism == "AWS_MSK_IAM":
+        return MskIamServer(credentials.aws_msk_iam_validator)
     if mechanism == "PLAIN":
         return PlainServer(credentials)
     if mechanism == "OAUTHBEARER":
@@ -495,6 +533,6 @@ def _auth_body(error: str | None, message: str | None, auth_bytes: bytes = b"") 
 
 
 __all__ = [
-    "Credentials", "InvalidToken", "OAuthBearerServer", "PlainServer", "TokenValidator", "SASL_APIS", "SERVER_MECHANISMS", "SaslAuthRecord",
+    "Credentials", "InvalidToken", "MskIamServer", "NativeMskValidator", "OAuthBearerServer", "PlainServer", "TokenValidator", "SASL_APIS", "SERVER_MECHANISMS", "SaslAuthRecord",
     "SaslRejected", "SaslReply", "SaslSession", "ScramCredential", "ScramServer", "scram_credential",
 ]
