@@ -17,6 +17,7 @@ profile's. No secret key, session token or signature appears in a message.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -34,11 +35,30 @@ _INSTALL = "pip install 'kafkajet[aws]'"
 NO_CREDENTIALS = "no AWS credentials found (environment, shared files, profile or instance role)"
 
 
+class _HideSigningMaterial(logging.Filter):
+    """botocore logs the canonical request (with the session token) and the signature at DEBUG: together
+    they rebuild a presigned MSK credential, usable for 15 minutes. Kept out of the log, as our own texts."""
+
+    _HIDDEN = ("CanonicalRequest:", "StringToSign:", "Signature:")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(self._HIDDEN):
+            record.args = ("[hidden by kafkajet]",)
+        return True
+
+
+def _hide_botocore_signing_logs() -> None:
+    logger = logging.getLogger("botocore.auth")
+    if not any(isinstance(f, _HideSigningMaterial) for f in logger.filters):
+        logger.addFilter(_HideSigningMaterial())
+
+
 def _botocore_session(profile: str | None) -> Any:
     try:
         import botocore.session
     except ImportError:
         raise ConfigError(f"AWS MSK IAM authentication needs botocore: {_INSTALL}") from None
+    _hide_botocore_signing_logs()
     try:
         return botocore.session.Session(profile=profile)
     except Exception as e:  # ProfileNotFound and the like: their texts name the profile, no secret

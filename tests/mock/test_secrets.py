@@ -165,3 +165,50 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
     for text in texts:
         for secret in (*SECRETS, pem_body, *seen_tokens):
             assert secret not in text, f"a secret leaked into: {text[:300]}"
+
+
+@pytest.mark.parametrize("form", ["OAUTHBEARER", "AWS_MSK_IAM"])
+def test_aws_msk_iam_secret_key_and_signatures_never_leak(form: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("aws_msk_iam_sasl_signer")
+    from kafkajet.testing.aws_msk import MskIamVerifier
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDKAFKAJETEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PASSWORD)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    verifier = MskIamVerifier("AKIDKAFKAJETEXAMPLE", PASSWORD, region="eu-west-1", session_token=TOKEN)
+    presented: list[str] = []
+    oauth, native = verifier.oauthbearer_validator(), verifier.native_validator()
+
+    def on_token(token: str, extensions: Any) -> Any:
+        presented.append(token)
+        return oauth(token, extensions)
+
+    def on_message(message: Any) -> Any:
+        presented.append(message["x-amz-signature"])
+        return native(message)
+
+    texts: list[str] = []
+    with MockCluster(brokers=1, sasl_mechanisms=[form], sasl_oauthbearer_validator=on_token,
+                     sasl_aws_msk_iam_validator=on_message) as c, caplog.at_level(logging.DEBUG):
+        c.create_topic("t", partitions=1)
+        mechanism = {"sasl.mechanism": form} if form == "AWS_MSK_IAM" else \
+            {"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "aws_msk_iam"}
+        cfg = {"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+               "sasl.aws.region": "eu-west-1", **mechanism}
+        with Producer(cfg) as good:
+            good.send("t", b"ok").result(timeout=30)
+            sasl = good._client.security.sasl
+            assert sasl is not None
+            texts += [repr(good), repr(good.config), repr(good.metrics()), repr(sasl("localhost"))]
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", WRONG)
+        with Producer({**cfg, "max.block.ms": 10000}) as bad, pytest.raises(KafkaError) as info:
+            bad.send("t", b"x").result(timeout=30)
+        texts += _texts(info.value)
+    texts += [caplog.text] + [repr(r.args) for r in caplog.records]
+    assert presented
+    for text in texts:
+        for secret in (*SECRETS, *presented):
+            assert secret not in text, f"a secret leaked into: {text[:300]}"
