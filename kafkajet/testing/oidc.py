@@ -7,7 +7,8 @@
 POST {token_url}: grant_type=client_credentials (HTTP Basic client id and secret) or
 urn:ietf:params:oauth:grant-type:jwt-bearer (an assertion signed by a key registered with
 `register_assertion_key`, audience `token_url`). GET {jwks_url}: the signing key. Knobs for tests:
-`token_lifetime_s`, `down` (answer 503), `token_requests` (how many tokens were asked for).
+`token_lifetime_s`, `down` (answer 503), `token_requests` (how many tokens were asked for); with
+`ssl_context` it serves https.
 
 The validator checks a token the way a broker's JWT validator does: the RS256 signature against the key in
 the JWKS, exp (and nbf), the audience and the scope; it needs the `cryptography` package.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -67,8 +69,10 @@ def _verify(public_key: Any, alg: str, signing_input: bytes, signature: bytes) -
 class OidcProvider:
     def __init__(self, clients: Mapping[str, str] | None = None, *, audience: str = "kafka",
                  issuer: str = "https://idp.test", scopes: Iterable[str] = ("kafka",),
-                 token_lifetime_s: float = 3600.0) -> None:
+                 token_lifetime_s: float = 3600.0, ssl_context: ssl.SSLContext | None = None) -> None:
         from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self._ssl = ssl_context  # serve https with this server context
 
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = "kafkajet-test-1"
@@ -116,6 +120,8 @@ class OidcProvider:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self._ssl is not None:
+            self._server.socket = self._ssl.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, name="oidc-provider", daemon=True)
         self._thread.start()
         return self
@@ -137,7 +143,8 @@ class OidcProvider:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "start() the provider first"
-        return f"http://127.0.0.1:{self._server.server_port}"
+        scheme = "https" if self._ssl is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_port}"
 
     @property
     def token_url(self) -> str:

@@ -160,3 +160,27 @@ def test_config_requires_an_endpoint_for_oidc() -> None:
     assert cfg["sasl.login.refresh.window.factor"] == 0.9 and SECRET not in repr(cfg)
     with pytest.raises(ConfigError, match=r"\[0.5, 1.0\]"):
         security_config({**base, "sasl.login.refresh.window.factor": 0.2})
+
+
+def test_an_https_endpoint_is_verified_against_the_configured_ca(tmp_path: Any) -> None:
+    import ssl
+
+    from tests.helpers.tls_proxy import CertificateAuthority
+
+    ca = CertificateAuthority("idp CA")
+    cert_file, key_file = ca.issue("idp", ips=("127.0.0.1",)).write(tmp_path, "idp")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    with OidcProvider(clients={"app": SECRET}, scopes=("kafka",), ssl_context=server) as idp:
+        assert idp.token_url.startswith("https://")
+        (tmp_path / "ca.pem").write_text(ca.cert_pem)
+        for trust in ({"https.ca.location": str(tmp_path / "ca.pem")}, {"https.ca.pem": ca.cert_pem}):
+            assert jwt_claims(oidc_token_source({**_cfg(idp), **trust}).token()) is not None
+        # Without the CA the system store does not know the endpoint's certificate: refused, and said so.
+        with pytest.raises(TokenFetchError, match="CERTIFICATE_VERIFY_FAILED|SSLCertVerificationError") as info:
+            oidc_token_source(_cfg(idp, **{"sasl.login.retry.backoff.max.ms": 0})).token()
+        assert idp.token_url in str(info.value) and SECRET not in str(info.value)
+    with pytest.raises(ConfigError, match="https.ca"):
+        oidc_token_source({"sasl.oauthbearer.token.endpoint.url": "https://127.0.0.1:1/token",
+                           "sasl.oauthbearer.client.id": "app", "sasl.oauthbearer.client.secret": SECRET,
+                           "https.ca.location": str(tmp_path / "missing.pem")})
