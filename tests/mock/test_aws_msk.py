@@ -103,7 +103,7 @@ def test_the_verifier_agrees_with_kafka_pythons_independent_signer(verifier: Msk
     validate = verifier.native_validator()
     principal, expires_at = validate(message())
     assert principal == ACCESS_KEY and expires_at is not None and 880 < expires_at - time.time() <= 900
-    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=901)
+    old = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=901)
     with pytest.raises(InvalidToken, match="expired"):  # a well-signed message past its 900 s
         validate(message(timestamp=old.strftime("%Y%m%dT%H%M%SZ"), datestamp=old.strftime("%Y%m%d")))
     with pytest.raises(InvalidToken, match="action"):

@@ -15,7 +15,6 @@ from kafkajet import AuthenticationError, Producer
 from kafkajet.testing.mock.cluster import MockCluster
 from kafkajet.testing.mock.sasl import TokenValidator
 from kafkajet.testing.oidc import OidcProvider
-from tests.helpers.waiting import wait_for
 
 SECRET = "app-Client-S3cret"
 
