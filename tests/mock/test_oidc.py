@@ -15,6 +15,7 @@ from kafkajet import AuthenticationError, Producer
 from kafkajet.testing.mock.cluster import MockCluster
 from kafkajet.testing.mock.sasl import TokenValidator
 from kafkajet.testing.oidc import OidcProvider
+from tests.helpers.waiting import wait_for
 
 SECRET = "app-Client-S3cret"
 
@@ -221,3 +222,17 @@ def test_spark_options_and_cli_properties_carry_oidc_through(idp: OidcProvider, 
         assert [r.value for r in cluster.records("t", 0)] == [b"from-spark-sink", b"from-cli"]
         assert {a.principal for a in cluster.sasl_authentications()} == {"app"}
     assert idp.token_requests == 3  # one per client: the sink's producer, the source's fetcher, the CLI's
+
+
+def test_closing_the_client_ends_its_background_refresh(idp: OidcProvider) -> None:
+    with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"],
+                     sasl_oauthbearer_validator=idp.validator(scope="kafka")) as cluster:
+        cluster.create_topic("t", partitions=1)
+        producer = Producer(_cfg(cluster, idp))
+        producer.send("t", b"x").result(timeout=30)
+        source = producer._client.security.token_source
+        timer = source._timer  # waiting for the refresh, most of an hour away
+        assert timer is not None and timer.is_alive()
+        producer.close()
+    wait_for(lambda: not timer.is_alive(), 10, "the refresh timer ends with the producer")
+    assert source._timer is None
