@@ -564,16 +564,26 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
             raise ConfigError(f"sasl.mechanism={mechanism} needs credentials: {missing} is not set "
                               "(or give sasl.jaas.config)")
     elif mechanism == "OAUTHBEARER":
-        oidc = values["sasl.oauthbearer.method"] == "oidc"
-        if oidc and values["sasl.oauthbearer.token.endpoint.url"] is None:
+        method = oauthbearer_method(values)
+        if method == "oidc" and values["sasl.oauthbearer.token.endpoint.url"] is None:
             raise ConfigError("sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url")
-        built_in = values["sasl.oauthbearer.method"] != "default"
+        built_in = method != "default"
         if built_in and values["sasl.oauthbearer.token.provider"] is not None:
             raise ConfigError(f"set sasl.oauthbearer.method={values['sasl.oauthbearer.method']} or "
                               "sasl.oauthbearer.token.provider, not both")
         if not built_in and values["sasl.oauthbearer.token.provider"] is None:
             raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider (a callable "
                               "returning the token) or sasl.oauthbearer.method=oidc or aws_msk_iam")
+
+
+def oauthbearer_method(values: Mapping[str, Any]) -> str:
+    """sasl.oauthbearer.method, where a Java configuration (a token endpoint URL, no method key and no
+    token provider) means oidc, as Java's OAuthBearerLoginCallbackHandler takes it."""
+    method = values.get("sasl.oauthbearer.method") or "default"
+    if method == "default" and values.get("sasl.oauthbearer.token.provider") is None \
+            and values.get("sasl.oauthbearer.token.endpoint.url"):
+        return "oidc"
+    return str(method)
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kafkajet.config import oauthbearer_method
 from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
 from kafkajet.security.jaas import (
     OAUTHBEARER_LOGIN_MODULE,
@@ -231,7 +232,7 @@ def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
     connections share one cached token and one refresh schedule."""
     out = dict(cfg)
     mechanism = str(cfg.get("sasl.mechanism") or "").strip().upper()
-    method = cfg.get("sasl.oauthbearer.method")
+    method = oauthbearer_method(cfg)
     if mechanism == "OAUTHBEARER" and method == "oidc":
         from kafkajet.security.oidc import oidc_token_source
 

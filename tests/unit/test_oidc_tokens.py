@@ -72,7 +72,10 @@ def test_client_credentials_in_either_spelling_and_extensions(idp: OidcProvider)
 def test_java_jaas_options_give_the_client(idp: OidcProvider) -> None:
     jaas = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
             f'clientId="app" clientSecret="{SECRET}" scope="kafka" extension_tenant="t1";')
-    cfg = {k: v for k, v in _cfg(idp).items() if "client." not in k} | {"sasl.jaas.config": jaas}
+    # Java's configuration has no method key: a token endpoint URL without a token provider means OIDC.
+    cfg = {k: v for k, v in _cfg(idp).items() if "client." not in k and k != "sasl.oauthbearer.method"} | \
+        {"sasl.jaas.config": jaas}
+    security_config({**cfg, "security.protocol": "SASL_SSL"})
     source = with_token_source(cfg)["sasl.oauthbearer.token.provider"]
     assert (jwt_claims(source.token()) or {})["scope"] == "kafka"
     assert source.extensions() == {"tenant": "t1"}
