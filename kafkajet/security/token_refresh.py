@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkajet.errors import AuthenticationError
+from kafkajet.errors import AuthenticationError, KafkaError
 from kafkajet.network.backoff import ExponentialBackoff
 
 log = logging.getLogger("kafkajet.security")
@@ -171,14 +171,15 @@ class RefreshingTokenSource:
         try:
             with self._fetch_lock:
                 token = self._fetch_with_retry()
-        except AuthenticationError as e:
+        except Exception as e:  # also a provider's bug: the refresh must not die with its timer thread
             # The old token may still be good for a while: keep it, try again after a growing wait.
+            reason = str(e) if isinstance(e, KafkaError) else type(e).__name__  # only our texts are secret-free
             wait_ms = ExponentialBackoff(max(self._cfg.retry_backoff_ms, 1.0), 2, max(self._cfg.retry_backoff_max_ms,
                                          1.0), 0.2, self._rng).backoff(failures)
             old = self._token
             left = "expired" if old is None or old.expires_at <= self._clock() else \
                 f"current token expires in {old.expires_at - self._clock():.0f} s"
-            log.warning("token refresh failed (%s); retrying in %.0f ms (%s)", e, wait_ms, left)
+            log.warning("token refresh failed (%s); retrying in %.0f ms (%s)", reason, wait_ms, left)
             self._schedule(wait_ms / 1000, failures + 1)
             return
         self._install(token)
