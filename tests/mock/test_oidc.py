@@ -236,3 +236,23 @@ def test_closing_the_client_ends_its_background_refresh(idp: OidcProvider) -> No
         producer.close()
     wait_for(lambda: not timer.is_alive(), 10, "the refresh timer ends with the producer")
     assert source._timer is None
+
+
+def test_the_session_lifetime_is_capped_at_the_tokens_expiry(idp: OidcProvider) -> None:
+    """As Kafka: min(connections.max.reauth.ms, the token's remaining life); with no maximum, the token's."""
+    from collections import deque
+
+    from kafkajet.testing.mock.sasl import Credentials, SaslSession
+
+    credentials = Credentials()
+    credentials.oauthbearer_validator = idp.validator()
+    token = idp.mint("app", "kafka", lifetime_s=30)
+    lifetimes = []
+    for max_reauth_ms in (0, 5_000, 120_000):
+        session = SaslSession(("OAUTHBEARER",), credentials, 1, deque())
+        session.handshake("OAUTHBEARER", 1, time.monotonic())
+        reply = session.authenticate(f"n,,\x01auth=Bearer {token}\x01\x01".encode(), time.monotonic(),
+                                     max_reauth_ms)
+        assert reply.body["error_code"] == 0
+        lifetimes.append(reply.body["session_lifetime_ms"])
+    assert 25_000 < lifetimes[0] <= 30_000 and lifetimes[1] == 5_000 and 25_000 < lifetimes[2] <= 30_000
