@@ -124,7 +124,9 @@ def test_token_refreshed_before_expiry_and_open_connections_reauthenticate(idp: 
     assert min(left) > 0.3 * idp.token_lifetime_s, left
     # One fetch per refresh for the whole client, not one per connection.
     tokens = {token for token, _ in validator.seen}
-    assert idp.token_requests == len(tokens) <= len(validator.seen) / 2 + 1
+    # (A refresh may have fetched one more that no connection presented before the producer closed.)
+    assert len(tokens) <= idp.token_requests <= len(tokens) + 1
+    assert len(validator.seen) >= 2 * len(tokens) - 1  # each token served several connections
 
 
 def test_identity_provider_outage_is_retried_without_losing_a_record(idp: OidcProvider) -> None:
