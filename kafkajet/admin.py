@@ -265,6 +265,7 @@ class Admin:
             for conn in self._connections.values():
                 conn.close()
             self._connections.clear()
+            self._security.close()
 
     def __repr__(self) -> str:
         # What tells two clients apart in a log line; never the configuration (it may hold passwords).

@@ -18,7 +18,7 @@ from typing import Any
 
 from kafkajet.addresses import parse_servers
 from kafkajet.errors import ConfigError
-from kafkajet.security.sasl import SASL_MECHANISMS
+from kafkajet.security.sasl import SASL_MECHANISMS, oauthbearer_method
 
 log = logging.getLogger("kafkajet.config")
 
@@ -54,6 +54,21 @@ def _int_range(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], Any]:
         if not lo <= n <= hi:
             raise ConfigError(f"{key}={n}: must be in [{lo}, {hi}]")
         return n
+
+    return check
+
+
+def _float_range(lo: float, hi: float) -> Callable[[str, Any], Any]:
+    def check(key: str, v: Any) -> float:
+        try:
+            x = float(v) if not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            x = None
+        if x is None:
+            raise ConfigError(f"{key}={v!r}: expected a number")
+        if not lo <= x <= hi:
+            raise ConfigError(f"{key}={x}: must be in [{lo}, {hi}]")
+        return x
 
     return check
 
@@ -243,6 +258,64 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.oauthbearer.token.provider", "object", None,
       "OAUTHBEARER: a callable returning the token, or 'module:function' naming one; secret", _token_provider,
       secret=True),
+    # OAUTHBEARER tokens fetched by the client (kafkajet.security.oidc): librdkafka's and Java's names.
+    K("sasl.oauthbearer.method", "enum", "default", "default: tokens from sasl.oauthbearer.token.provider; oidc: "
+      "fetched from sasl.oauthbearer.token.endpoint.url (OAuth client credentials or JWT bearer); aws_msk_iam: "
+      "AWS MSK IAM tokens (pip install 'kafkajet[aws]')", _choice("default", "oidc", "aws_msk_iam")),
+    K("sasl.oauthbearer.token.endpoint.url", "str", None, "OIDC: the identity provider's token endpoint", _str),
+    K("sasl.oauthbearer.client.id", "str", None, "OIDC: the client id (librdkafka's name)", _str),
+    K("sasl.oauthbearer.client.secret", "str", None, "OIDC: the client secret (librdkafka's name); secret", _str,
+      secret=True),
+    K("sasl.oauthbearer.client.credentials.client.id", "str", None, "OIDC: the client id (Java's name)", _str),
+    K("sasl.oauthbearer.client.credentials.client.secret", "str", None, "OIDC: the client secret (Java's "
+      "name); secret", _str, secret=True),
+    K("sasl.oauthbearer.scope", "str", None, "OIDC: the scope requested with the token", _str),
+    K("sasl.oauthbearer.extensions", "str", None, "OAUTHBEARER extensions (KIP-342) sent with the token: "
+      "key=value,key=value", _str),
+    K("sasl.oauthbearer.grant.type", "enum", "client_credentials", "OIDC: client_credentials or "
+      "urn:ietf:params:oauth:grant-type:jwt-bearer (a signed assertion instead of a client secret)",
+      _choice("client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer")),
+    K("sasl.oauthbearer.assertion.file", "str", None, "OIDC JWT bearer: a file holding a ready assertion "
+      "(read at each fetch)", _str),
+    K("sasl.oauthbearer.assertion.private.key.file", "str", None, "OIDC JWT bearer: PEM private key that signs "
+      "the assertion", _str),
+    K("sasl.oauthbearer.assertion.private.key.pem", "str", None, "OIDC JWT bearer: the PEM private key as text; "
+      "secret", _str, secret=True),
+    K("sasl.oauthbearer.assertion.private.key.passphrase", "str", None, "OIDC JWT bearer: passphrase of an "
+      "encrypted private key; secret", _str, secret=True),
+    K("sasl.oauthbearer.assertion.algorithm", "enum", "RS256", "OIDC JWT bearer: RS256 or ES256",
+      lambda key, v: _choice("rs256", "es256")(key, v).upper()),
+    K("sasl.oauthbearer.assertion.claim.iss", "str", None, "OIDC JWT bearer: the assertion's issuer", _str),
+    K("sasl.oauthbearer.assertion.claim.sub", "str", None, "OIDC JWT bearer: the assertion's subject", _str),
+    K("sasl.oauthbearer.assertion.claim.aud", "str", None, "OIDC JWT bearer: the assertion's audience", _str),
+    K("sasl.oauthbearer.assertion.claim.exp.seconds", "int", 300, "OIDC JWT bearer: the assertion's lifetime",
+      _int_range(1, 86400)),
+    K("sasl.oauthbearer.assertion.claim.nbf.seconds", "int", 60, "OIDC JWT bearer: how far before now the "
+      "assertion becomes valid (clock skew)", _int_range(0, 3600)),
+    K("sasl.oauthbearer.assertion.claim.jti.include", "bool", False, "OIDC JWT bearer: add a unique jti claim",
+      _bool),
+    K("https.ca.location", "str", None, "OIDC: PEM file of CA certificates trusted for the token endpoint "
+      "(instead of the system store)", _str),
+    K("https.ca.pem", "str", None, "OIDC: PEM text of CA certificates trusted for the token endpoint", _str),
+    K("sasl.aws.region", "str", None, "AWS MSK IAM: the cluster's region (default: AWS_REGION, "
+      "AWS_DEFAULT_REGION or the profile's)", _str),
+    K("sasl.aws.profile", "str", None, "AWS MSK IAM: the named profile whose credentials sign", _str),
+    K("sasl.aws.role.arn", "str", None, "AWS MSK IAM (OAUTHBEARER): a role to assume for the credentials", _str),
+    K("sasl.aws.role.session.name", "str", None, "AWS MSK IAM: the session name of the assumed role", _str),
+    K("sasl.login.refresh.window.factor", "float", 0.8, "a fetched token is refreshed at this fraction of its "
+      "lifetime", _float_range(0.5, 1.0)),
+    K("sasl.login.refresh.window.jitter", "float", 0.05, "random fraction of the lifetime added to the refresh "
+      "time", _float_range(0.0, 0.25)),
+    K("sasl.login.refresh.min.period.seconds", "int", 60, "least time between two token refreshes",
+      _int_range(0, 900)),
+    K("sasl.login.refresh.buffer.seconds", "int", 300, "refresh at least this long before the token expires",
+      _int_range(0, 3600)),
+    K("sasl.login.retry.backoff.ms", "int", 100, "first wait before retrying a failed token fetch",
+      _int_range(0)),
+    K("sasl.login.retry.backoff.max.ms", "int", 10000, "how long a token fetch is retried (doubling waits)",
+      _int_range(0)),
+    K("sasl.login.connect.timeout.ms", "int", 10000, "OIDC: connect timeout of a token request", _int_range(1)),
+    K("sasl.login.read.timeout.ms", "int", 10000, "OIDC: read timeout of a token request", _int_range(1)),
 )
 
 
@@ -483,7 +556,8 @@ def _validate(k: ConfigKey, value: Any) -> Any:
 
 
 SECURITY_KEYS: tuple[str, ...] = tuple(
-    k.name for k in COMMON_CONFIG if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.")))
+    k.name for k in COMMON_CONFIG
+    if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.", "https.")))
 
 
 def security_config(config: Mapping[str, Any]) -> ClientConfig:
@@ -537,9 +611,17 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
                                    if v is None)
             raise ConfigError(f"sasl.mechanism={mechanism} needs credentials: {missing} is not set "
                               "(or give sasl.jaas.config)")
-    elif mechanism == "OAUTHBEARER" and values["sasl.oauthbearer.token.provider"] is None:
-        raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider: a callable "
-                          "returning the token")
+    elif mechanism == "OAUTHBEARER":
+        method = oauthbearer_method(values)
+        if method == "oidc" and values["sasl.oauthbearer.token.endpoint.url"] is None:
+            raise ConfigError("sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url")
+        built_in = method != "default"
+        if built_in and values["sasl.oauthbearer.token.provider"] is not None:
+            raise ConfigError(f"set sasl.oauthbearer.method={values['sasl.oauthbearer.method']} or "
+                              "sasl.oauthbearer.token.provider, not both")
+        if not built_in and values["sasl.oauthbearer.token.provider"] is None:
+            raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider (a callable "
+                              "returning the token) or sasl.oauthbearer.method=oidc or aws_msk_iam")
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:

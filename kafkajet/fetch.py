@@ -57,6 +57,7 @@ class FetchClient:
         for conn in self._conns.values():
             conn.close()
         self._conns.clear()
+        self.security.close()
 
     def partitions(self, topic: str) -> list[int]:
         md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id,

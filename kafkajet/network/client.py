@@ -340,6 +340,7 @@ class NetworkClient:
         self._closed = True
         self._selector.close()
         self._waker.close()
+        self.security.close()
 
     def _tls_buffered(self) -> list[BrokerConnection]:
         if self.security.ssl_context is None:

@@ -22,6 +22,13 @@ class ConnectionSecurity:
     sasl: SaslClientFactory | None = field(default=None, repr=False)
     mechanism: str | None = None
     client_certificate: bool = False  # for error messages: whether the broker could have refused ours
+    # The client's own token source (OIDC, MSK IAM): its background refresh ends with the client.
+    token_source: Any = field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        close = getattr(self.token_source, "close", None)
+        if callable(close):
+            close()
 
 
 PLAINTEXT = ConnectionSecurity()
@@ -42,15 +49,18 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
         context = build_ssl_context(cfg)
     factory: SaslClientFactory | None = None
     mechanism = None
+    token_source = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import sasl_client_from_config
+        from kafkajet.security.sasl import sasl_client_from_config, with_token_source
 
-        settings = {k: v for k, v in cfg.items() if k.startswith("sasl.")}
+        settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
 
         def make(host: str) -> SaslClient:
             return sasl_client_from_config(settings, host)
 
         factory = make
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
+        if cfg.get("sasl.oauthbearer.token.provider") is None:  # ours, not the user's: we may close it
+            token_source = settings.get("sasl.oauthbearer.token.provider")
     has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
-    return ConnectionSecurity(protocol, context, factory, mechanism, has_cert)
+    return ConnectionSecurity(protocol, context, factory, mechanism, has_cert, token_source)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kafkajet.errors import AuthenticationError, ConfigError
+from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
 from kafkajet.security.jaas import (
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
@@ -35,8 +35,21 @@ from kafkajet.security.scram import ScramClient
 # Every mechanism kafkajet speaks, with the JAAS login module that configures it. The one list: config.py
 # validates sasl.mechanism against it, so a new mechanism is added here only.
 _LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
-                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE}
+                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE,
+                 "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule"}
 SASL_MECHANISMS: tuple[str, ...] = tuple(_LOGIN_MODULE)
+# The client-wide signer of AWS_MSK_IAM, put in the settings by with_token_source (not a user's key).
+_MSK_SIGNER = "_kafkajet.aws.msk.signer"
+
+
+def oauthbearer_method(values: Mapping[str, Any]) -> str:
+    """sasl.oauthbearer.method, where a Java configuration (a token endpoint URL, no method key and no
+    token provider) means oidc, as Java's OAuthBearerLoginCallbackHandler takes it."""
+    method = values.get("sasl.oauthbearer.method") or "default"
+    if method == "default" and values.get("sasl.oauthbearer.token.provider") is None \
+            and values.get("sasl.oauthbearer.token.endpoint.url"):
+        return "oidc"
+    return str(method)
 
 
 def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
@@ -128,6 +141,8 @@ class OAuthBearerClient(OneExchange):
         fetch = self._provider if callable(self._provider) else self._provider.token
         try:
             token = fetch()
+        except KafkaError as e:  # kafkajet's own sources (OIDC, MSK): their texts name no secret
+            raise AuthenticationError(f"OAUTHBEARER: {e}") from None
         except Exception as e:
             # Not chained: the provider's exception text is outside our control and might quote the token.
             raise AuthenticationError(
@@ -202,17 +217,54 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
     if mechanism not in SASL_MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
     options = _jaas_options(cfg, mechanism)
+    if mechanism == "AWS_MSK_IAM":
+        from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
+
+        signer = cfg.get(_MSK_SIGNER) or MskNativeSigner(_msk_settings(cfg, options))
+        return AwsMskIamClient(signer, host)
     if mechanism == "OAUTHBEARER":
         provider = cfg.get("sasl.oauthbearer.token.provider")
         if provider is None:
             raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
-                              "(a callable returning a token, or an object with a token() method)")
+                              "(a callable returning a token, or an object with a token() method) "
+                              "or sasl.oauthbearer.method=oidc")
         return OAuthBearerClient(provider)
     username = _credential(cfg, options, "sasl.username", mechanism)
     password = _credential(cfg, options, "sasl.password", mechanism)
     if mechanism == "PLAIN":
         return PlainClient(username, password)
     return ScramClient(username, password, mechanism)
+
+
+def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """`cfg` with the client's one token source in sasl.oauthbearer.token.provider when the client fetches
+    its own OAUTHBEARER tokens (sasl.oauthbearer.method=oidc): made once per client, so that all its
+    connections share one cached token and one refresh schedule."""
+    out = dict(cfg)
+    mechanism = str(cfg.get("sasl.mechanism") or "").strip().upper()
+    method = oauthbearer_method(cfg)
+    if mechanism == "OAUTHBEARER" and method == "oidc":
+        from kafkajet.security.oidc import oidc_token_source
+
+        out["sasl.oauthbearer.token.provider"] = oidc_token_source(cfg, _jaas_options(cfg, mechanism))
+    elif mechanism == "OAUTHBEARER" and method == "aws_msk_iam":
+        from kafkajet.security.aws_msk import msk_token_source
+
+        out["sasl.oauthbearer.token.provider"] = msk_token_source(cfg)
+    elif mechanism == "AWS_MSK_IAM":
+        from kafkajet.security.aws_msk import MskNativeSigner
+
+        out[_MSK_SIGNER] = MskNativeSigner(_msk_settings(cfg, _jaas_options(cfg, mechanism)))
+    return out
+
+
+def _msk_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Mapping[str, Any]:
+    """The sasl.aws.* keys, with aws-msk-iam-auth's IAMLoginModule options (awsProfileName, awsRoleArn)."""
+    out = dict(cfg)
+    for key, option in (("sasl.aws.profile", "awsProfileName"), ("sasl.aws.role.arn", "awsRoleArn")):
+        if out.get(key) is None and jaas.get(option) is not None:
+            out[key] = jaas[option]
+    return out
 
 
 def _jaas_options(cfg: Mapping[str, Any], mechanism: str) -> dict[str, str]:

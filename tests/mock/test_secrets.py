@@ -109,3 +109,106 @@ def test_a_secret_set_twice_is_not_quoted() -> None:
     with pytest.raises(ConfigError, match="set twice") as info:
         parse_producer_config({"bootstrap.servers": "127.0.0.1:1", "sasl.password": PASSWORD}, sasl_password=WRONG)
     _assert_clean(_texts(info.value))
+
+
+def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixture) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from kafkajet.testing.oidc import OidcProvider
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    pem_body = pem.splitlines()[5]  # a line of the key itself, not the BEGIN header
+    seen_tokens: list[str] = []
+    texts: list[str] = []
+    with OidcProvider(clients={"app": PASSWORD}) as idp:
+        idp.register_assertion_key("svc", key.public_key())
+        inner = idp.validator()
+
+        def validator(token: str, extensions: Any) -> Any:
+            seen_tokens.append(token)
+            return inner(token, extensions)
+
+        with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_oauthbearer_validator=validator) as c:
+            c.create_topic("t", partitions=1)
+            base = {"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+                    "sasl.oauthbearer.token.endpoint.url": idp.token_url, "max.block.ms": 10000,
+                    "sasl.login.retry.backoff.max.ms": 200}
+            with caplog.at_level(logging.DEBUG):
+                with Producer({**base, "sasl.oauthbearer.client.id": "app",
+                               "sasl.oauthbearer.client.secret": WRONG}) as bad:
+                    texts += [repr(bad), repr(bad.config), str(bad.config)]
+                    with pytest.raises(KafkaError) as info:
+                        bad.send("t", b"x").result(timeout=30)
+                    texts += _texts(info.value) + [repr(bad.metrics())]
+                assert "HTTP 401" in str(info.value)
+                for good_cfg in ({"sasl.oauthbearer.client.credentials.client.id": "app",
+                                  "sasl.oauthbearer.client.credentials.client.secret": PASSWORD},
+                                 {"sasl.oauthbearer.assertion.private.key.pem": pem,
+                                  "sasl.oauthbearer.assertion.claim.iss": "svc",
+                                  "sasl.oauthbearer.assertion.claim.sub": "svc",
+                                  "sasl.oauthbearer.assertion.claim.aud": idp.token_url}):
+                    with Producer({**base, **good_cfg}) as good:
+                        good.send("t", b"ok").result(timeout=30)
+                        texts += [repr(good), repr(good.config), repr(good.metrics()),
+                                  repr(good._client.security),
+                                  repr(good.config["sasl.oauthbearer.token.provider"] or "")]
+                        sasl = good._client.security.sasl
+                        assert sasl is not None
+                        texts.append(repr(sasl("localhost")))
+    texts.append(caplog.text)
+    texts += [repr(r.args) for r in caplog.records]
+    assert len(seen_tokens) >= 2
+    for text in texts:
+        for secret in (*SECRETS, pem_body, *seen_tokens):
+            assert secret not in text, f"a secret leaked into: {text[:300]}"
+
+
+@pytest.mark.parametrize("form", ["OAUTHBEARER", "AWS_MSK_IAM"])
+def test_aws_msk_iam_secret_key_and_signatures_never_leak(form: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("aws_msk_iam_sasl_signer")
+    from kafkajet.testing.aws_msk import MskIamVerifier
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDKAFKAJETEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PASSWORD)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    verifier = MskIamVerifier("AKIDKAFKAJETEXAMPLE", PASSWORD, region="eu-west-1", session_token=TOKEN)
+    presented: list[str] = []
+    oauth, native = verifier.oauthbearer_validator(), verifier.native_validator()
+
+    def on_token(token: str, extensions: Any) -> Any:
+        presented.append(token)
+        return oauth(token, extensions)
+
+    def on_message(message: Any) -> Any:
+        presented.append(message["x-amz-signature"])
+        return native(message)
+
+    texts: list[str] = []
+    with MockCluster(brokers=1, sasl_mechanisms=[form], sasl_oauthbearer_validator=on_token,
+                     sasl_aws_msk_iam_validator=on_message) as c, caplog.at_level(logging.DEBUG):
+        c.create_topic("t", partitions=1)
+        mechanism = {"sasl.mechanism": form} if form == "AWS_MSK_IAM" else \
+            {"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "aws_msk_iam"}
+        cfg = {"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+               "sasl.aws.region": "eu-west-1", **mechanism}
+        with Producer(cfg) as good:
+            good.send("t", b"ok").result(timeout=30)
+            sasl = good._client.security.sasl
+            assert sasl is not None
+            texts += [repr(good), repr(good.config), repr(good.metrics()), repr(sasl("localhost"))]
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", WRONG)
+        with Producer({**cfg, "max.block.ms": 10000}) as bad, pytest.raises(KafkaError) as info:
+            bad.send("t", b"x").result(timeout=30)
+        texts += _texts(info.value)
+    texts += [caplog.text] + [repr(r.args) for r in caplog.records]
+    assert presented
+    for text in texts:
+        for secret in (*SECRETS, *presented):
+            assert secret not in text, f"a secret leaked into: {text[:300]}"

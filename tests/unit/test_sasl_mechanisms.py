@@ -299,7 +299,7 @@ def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any]
 
 
 def test_supported_mechanisms_constant() -> None:
-    assert SASL_MECHANISMS == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+    assert SASL_MECHANISMS == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 
 
 # --- OAUTHBEARER ------------------------------------------------------------------------------------------

@@ -42,7 +42,10 @@ set_sasl_user() / remove_sasl_user(). sasl_session_lifetime_ms is the SessionLif
 v1+ answers (KIP-368; also cluster.config.sasl_session_lifetime_ms, read at each authentication): once it
 has passed, a connection that sent no new SaslHandshake is closed at its next request. sasl_authentications()
 lists the exchanges; requests() records the principal of each request. Without sasl_mechanisms the cluster
-takes no SASL at all (and does not list the SASL APIs), as before.
+takes no SASL at all (and does not list the SASL APIs), as before. OAUTHBEARER tokens are checked by
+sasl_oauthbearer_validator (token, extensions) -> (principal, expiry); kafkajet.testing.oidc makes one that
+checks a local identity provider's JWTs; AWS_MSK_IAM messages by sasl_aws_msk_iam_validator
+(kafkajet.testing.aws_msk checks both MSK forms). As Kafka, a credential's expiry caps the session lifetime.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from kafkajet.testing.mock.faults import (
     api_key,
     parse_error_action,
 )
-from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, SaslAuthRecord
+from kafkajet.testing.mock.sasl import SERVER_MECHANISMS, NativeMskValidator, SaslAuthRecord, TokenValidator
 from kafkajet.testing.mock.server import MockServer, RequestRecord
 from kafkajet.testing.mock.state import (
     GROUP_COORDINATOR,
@@ -97,6 +100,8 @@ class MockCluster:
         sasl_mechanisms: Iterable[str] | None = None,
         sasl_users: Mapping[str, str] | None = None,
         sasl_session_lifetime_ms: int = 0,
+        sasl_oauthbearer_validator: TokenValidator | None = None,
+        sasl_aws_msk_iam_validator: NativeMskValidator | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
@@ -120,6 +125,8 @@ class MockCluster:
         self._state = ClusterState(config, list(range(1, brokers + 1)))
         for user, password in (sasl_users or {}).items():
             self._state.sasl_credentials.set(user, password)
+        self._state.sasl_credentials.oauthbearer_validator = sasl_oauthbearer_validator
+        self._state.sasl_credentials.aws_msk_iam_validator = sasl_aws_msk_iam_validator
         self._faults = Faults()
         self._server: MockServer | None = None
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import base64
 import hmac
+import json
 import secrets
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,7 +25,7 @@ from kafkajet.errors import error_for_name
 from kafkajet.protocol import ApiKey
 from kafkajet.security import scram
 
-SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
 
@@ -77,11 +79,24 @@ def scram_credential(mechanism: str, password: str, *, salt: bytes | None = None
                            scram.server_key(hash_, salted))
 
 
+class InvalidToken(Exception):
+    """A TokenValidator's refusal; the text says what was wrong (never quoting the token)."""
+
+
+# An OAUTHBEARER token and its KIP-342 extensions -> (principal, expiry in wall-clock seconds or None);
+# InvalidToken to refuse. Kafka's broker plugs its validator in the same way (a callback handler).
+TokenValidator = Callable[[str, Mapping[str, str]], tuple[str, float | None]]
+# AWS_MSK_IAM's JSON message -> (principal, expiry); InvalidToken to refuse (kafkajet.testing.aws_msk).
+NativeMskValidator = Callable[[Mapping[str, str]], tuple[str, float | None]]
+
+
 class Credentials:
     """user -> password for PLAIN (Kafka's PLAIN callback compares plain passwords too), and salted SCRAM
-    credentials per SCRAM mechanism. Guarded by the cluster lock."""
+    credentials per SCRAM mechanism; the OAUTHBEARER token validator. Guarded by the cluster lock."""
 
     def __init__(self, users: Mapping[str, str] | None = None, iterations: int = ITERATIONS) -> None:
+        self.oauthbearer_validator: TokenValidator | None = None
+        self.aws_msk_iam_validator: NativeMskValidator | None = None
         self._iterations = iterations
         self._plain: dict[str, bytes] = {}
         self._scram: dict[tuple[str, str], ScramCredential] = {}
@@ -269,9 +284,103 @@ class ScramServer:
         return b"v=" + base64.b64encode(server_signature)
 
 
+class OAuthBearerServer:
+    """RFC 7628 / KIP-255 server: "n,,\x01auth=Bearer <token>[\x01k=v]\x01\x01", checked by the validator.
+    A refused token is answered with the JSON error challenge; the client's "\x01" then ends the exchange
+    with SASL_AUTHENTICATION_FAILED, as Kafka's OAuthBearerSaslServer does. `expires_at` (wall seconds)
+    caps the session lifetime, as Kafka caps it at the token's expiry."""
+
+    mechanism = "OAUTHBEARER"
+
+    def __init__(self, validator: TokenValidator | None) -> None:
+        self._validator = validator
+        self._state = "initial"  # -> complete | error-sent -> failed
+        self._error = ""
+        self.principal: str | None = None
+        self.expires_at: float | None = None
+        self.extensions: dict[str, str] = {}
+
+    @property
+    def complete(self) -> bool:
+        return self._state == "complete"
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        if self._state == "error-sent":
+            self._state = "failed"
+            if client_message != b"\x01":
+                raise _malformed("OAUTHBEARER", "message after the error challenge: expected \\x01")
+            raise SaslRejected(f"Authentication failed: {self._error}")
+        if self._state != "initial":
+            raise SaslRejected("OAUTHBEARER: unexpected client message", "ILLEGAL_SASL_STATE")
+        token, extensions = _parse_oauthbearer(client_message)
+        try:
+            if self._validator is None:
+                raise InvalidToken("no token validator is configured on this cluster")
+            principal, expires_at = self._validator(token, extensions)
+        except InvalidToken as e:
+            self._state, self._error = "error-sent", str(e)
+            return json.dumps({"status": "invalid_token"}).encode()
+        self.principal, self.expires_at, self.extensions = principal, expires_at, extensions
+        self._state = "complete"
+        return b""
+
+
+def _parse_oauthbearer(message: bytes) -> tuple[str, dict[str, str]]:
+    try:
+        text = message.decode("ascii")
+    except UnicodeDecodeError:
+        raise _malformed("OAUTHBEARER", "message: not ASCII") from None
+    header, sep, rest = text.partition("\x01")
+    if not sep or not header.startswith(("n,", "y,")) or not rest.endswith("\x01\x01"):
+        raise _malformed("OAUTHBEARER", "message: expected a GS2 header and \\x01-separated key=value pairs")
+    pairs = dict(item.partition("=")[::2] for item in rest[:-2].split("\x01"))
+    auth = pairs.pop("auth", "")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise _malformed("OAUTHBEARER", "message: no auth=Bearer <token>")
+    return token, pairs
+
+
+class MskIamServer:
+    """aws-msk-iam-auth's native mechanism: one JSON message of SigV4 query parameters; the broker answers
+    JSON with its version and a request id, or fails the exchange."""
+
+    mechanism = "AWS_MSK_IAM"
+
+    def __init__(self, validator: NativeMskValidator | None) -> None:
+        self._validator = validator
+        self.principal: str | None = None
+        self.expires_at: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.principal is not None
+
+    def evaluate(self, client_message: bytes) -> bytes:
+        if self.complete:
+            raise SaslRejected("AWS_MSK_IAM takes one message", "ILLEGAL_SASL_STATE")
+        try:
+            message = json.loads(client_message)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            raise _malformed("AWS_MSK_IAM", "message: not a JSON object")
+        try:
+            if self._validator is None:
+                raise InvalidToken("no AWS_MSK_IAM validator is configured on this cluster")
+            self.principal, self.expires_at = self._validator(message)
+        except InvalidToken as e:
+            raise SaslRejected(f"Authentication failed: {e}") from None
+        return json.dumps({"version": message.get("version"), "request-id": secrets.token_hex(8)}).encode()
+
+
 def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
+    if mechanism == "AWS_MSK_IAM":
+        return MskIamServer(credentials.aws_msk_iam_validator)
     if mechanism == "PLAIN":
         return PlainServer(credentials)
+    if mechanism == "OAUTHBEARER":
+        return OAuthBearerServer(credentials.oauthbearer_validator)
     return ScramServer(mechanism, credentials)
 
 
@@ -310,6 +419,7 @@ class SaslSession:
         self.mechanism: str | None = None
         self.principal: str | None = None
         self.expires_at: float | None = None  # time.monotonic() when the session ends; None: never
+        self.session_lifetime_ms = 0  # what the last SaslAuthenticate answer told the client
         self.authentications = 0
         self._server: ServerMechanism | None = None
         self._reauth = False
@@ -365,7 +475,7 @@ class SaslSession:
             return SaslReply(_auth_body(e.error, e.message), close=True)
         body = _auth_body(None, None, challenge)
         if self.stage == "authenticated":
-            body["session_lifetime_ms"] = max(lifetime_ms, 0)
+            body["session_lifetime_ms"] = self.session_lifetime_ms
         return SaslReply(body)
 
     def raw_token(self, token: bytes, now: float, lifetime_ms: int) -> bytes | None:
@@ -395,6 +505,12 @@ class SaslSession:
             self.stage = "authenticated"
             self.principal = server.principal
             self.authentications += 1
+            token_expiry = getattr(server, "expires_at", None)
+            if token_expiry is not None:
+                # Kafka: min(connections.max.reauth.ms, the credential's remaining life), at least 0.
+                left_ms = max(int((token_expiry - time.time()) * 1000), 0)
+                lifetime_ms = left_ms if lifetime_ms <= 0 else min(lifetime_ms, left_ms)
+            self.session_lifetime_ms = max(lifetime_ms, 0)
             self.expires_at = now + lifetime_ms / 1000 if lifetime_ms > 0 else None
             self._record(mechanism, True, self._reauth, None, now)
         return challenge
@@ -417,6 +533,6 @@ def _auth_body(error: str | None, message: str | None, auth_bytes: bytes = b"") 
 
 
 __all__ = [
-    "Credentials", "PlainServer", "SASL_APIS", "SERVER_MECHANISMS", "SaslAuthRecord",
+    "Credentials", "InvalidToken", "MskIamServer", "NativeMskValidator", "OAuthBearerServer", "PlainServer", "TokenValidator", "SASL_APIS", "SERVER_MECHANISMS", "SaslAuthRecord",
     "SaslRejected", "SaslReply", "SaslSession", "ScramCredential", "ScramServer", "scram_credential",
 ]
