@@ -7,7 +7,7 @@ import pytest
 
 from kafkajet import Producer
 from kafkajet.admin import Admin, PartitionLag
-from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing import EmbeddedBroker, MockCluster
 from tests.integration.test_cli import cli
 
 
@@ -63,3 +63,15 @@ def test_groups_command_lists_and_describes(broker: EmbeddedBroker, topic_name: 
     assert r.returncode == 1 and "has no committed offsets" in r.stderr and "Traceback" not in r.stderr
     r = cli("groups", *bs, "--describe")
     assert r.returncode == 2 and "--describe needs --group" in r.stderr
+
+
+@pytest.mark.mock_cluster(brokers=3, topics={"t": 2})
+def test_groups_are_listed_from_every_broker_that_coordinates_some(cluster: MockCluster) -> None:
+    # Each broker lists only the groups it coordinates: asking one would miss the others'.
+    groups = [f"g{i}" for i in range(12)]
+    with Admin(cluster.bootstrap_servers) as admin:
+        for g in groups:
+            admin.commit_consumer_group_offsets(g, {("t", 0): 1})
+        assert len({cluster.coordinator("group", g) for g in groups}) > 1, "the groups must be spread"
+        assert [g.group_id for g in admin.list_consumer_groups()] == sorted(groups)
+    assert cluster.committed_offsets("g0") == {("t", 0): 1}

@@ -1,6 +1,6 @@
 """The coordinator APIs: FindCoordinator, the transaction coordinator's (InitProducerId with a transactional id,
 AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) and the group coordinator's (OffsetCommit, OffsetFetch,
-TxnOffsetCommit). Registered in handlers.HANDLERS; the state machines are in transactions.py and groups.py.
+TxnOffsetCommit, ListGroups). Registered in handlers.HANDLERS; the state machines are in transactions.py and groups.py.
 
 A coordinator request reaching a broker that does not coordinate its key is answered NOT_COORDINATOR, as Kafka
 answers it, so clients look the coordinator up again.
@@ -228,6 +228,14 @@ def handle_offset_fetch(state: ClusterState, req: Request) -> Answer:
         error, topics = _fetch_group(state, req, g["group_id"], g.get("topics"), stable)
         groups.append({"group_id": g["group_id"], "topics": topics, "error_code": _err(error)})
     return Answer({"throttle_time_ms": 0, "groups": groups})
+
+
+def handle_list_groups(state: ClusterState, req: Request) -> Answer:
+    # Each broker lists the groups it coordinates, as Kafka's do; with no members, every group is a simple
+    # group: protocol type "" and state Empty.
+    groups = [{"group_id": g, "protocol_type": "", "group_state": "Empty", "group_type": "classic"}
+              for g in state.group_offsets.groups() if _not_coordinator(state, req, GROUP_COORDINATOR, g) is None]
+    return Answer({"throttle_time_ms": 0, "error_code": 0, "groups": groups})
 
 
 # --- forced errors -------------------------------------------------------------------------------------

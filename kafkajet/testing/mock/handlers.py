@@ -17,6 +17,7 @@ from kafkajet.testing.mock.coordinator_handlers import (
     handle_add_partitions_to_txn,
     handle_end_txn,
     handle_find_coordinator,
+    handle_list_groups,
     handle_offset_commit,
     handle_offset_fetch,
     handle_transactional_init_producer_id,
@@ -389,6 +390,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.LIST_GROUPS: handle_list_groups,
 }
 
 
