@@ -52,7 +52,7 @@ SOURCE_OPTIONS = OptionNames(
     kafka={f"kafka.{k}" for k in (*_KAFKA_KEYS, *_REFUSED_KAFKA)},
     summary="Spark's Kafka source options (subscribe, subscribePattern, assign, startingOffsets, endingOffsets, "
             "maxOffsetsPerTrigger, failOnDataLoss, includeHeaders, ...) and kafka.bootstrap.servers, "
-            "kafka.isolation.level, kafka.client.id, kafka.request.timeout.ms and the security settings "
+            "kafka.isolation.level, kafka.client.id, kafka.group.id, kafka.request.timeout.ms and the security settings "
             "(kafka.security.protocol, kafka.ssl.*, kafka.sasl.*)",
 )
 
