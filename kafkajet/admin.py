@@ -1,4 +1,4 @@
-"""Admin client: create, delete and list topics, describe the cluster.
+"""Admin client: create, delete and list topics, describe the cluster, list consumer groups and their lag.
 
 What tests, the CLI and the Spark data source need, over blocking connections (kafkajet.network.blocking).
 Every call is bounded by its `timeout_s`; retriable failures (connection errors, NOT_CONTROLLER, leaders
@@ -34,6 +34,7 @@ from kafkajet.errors import (
     UnknownTopicOrPartitionError,
     make_error,
 )
+from kafkajet.fetch import FetchClient
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection
 from kafkajet.protocol import ApiKey
@@ -82,6 +83,40 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: list[BrokerDescription] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupListing:
+    """A group as ListGroups names it: protocol_type is "consumer" for groups of consumers, and "" on Kafka for
+    a group that only has committed offsets (a "simple" group, as the Spark source commits to)."""
+
+    group_id: str
+    protocol_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """One partition of a group: its committed offset, the log's end (high watermark) and the difference."""
+
+    topic: str
+    partition: int
+    committed_offset: int
+    log_end_offset: int
+
+    @property
+    def lag(self) -> int:
+        # A log truncated below the commit (a recreated topic) shows no lag rather than a negative one.
+        return max(0, self.log_end_offset - self.committed_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    group_id: str
+    partitions: list[PartitionLag]
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag for p in self.partitions)
 
 
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
@@ -226,16 +261,20 @@ class Admin:
         with self._lock:
             self._retry(deadline, timeout_s, what, attempt)
 
-    def list_consumer_group_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]],
+    def list_consumer_group_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None = None,
                                     timeout_s: float = 30) -> dict[tuple[str, int], int]:
-        """The group's committed offsets for `partitions` (those without one are left out); only stable ones:
-        an offset committed by a transaction that is still open is waited for, as Java's requireStable."""
+        """The group's committed offsets for `partitions` (those without one are left out), or for every
+        partition of every topic when None; only stable ones: an offset committed by a transaction that is
+        still open is waited for, as Java's requireStable."""
         deadline = self._deadline(timeout_s)
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
 
         def attempt() -> dict[tuple[str, int], int]:
+            # Every partition named rather than OffsetFetch's null "all topics": Tansu answers that with a null
+            # array the protocol does not allow, and a partition without a commit is simply left out.
+            wanted = partitions if partitions is not None else self._all_partitions(deadline)
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in wanted:
+                by_topic.setdefault(topic, []).append(partition)
             conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
             version = conn.api_version(ApiKey.OFFSET_FETCH)
             if version < 7:
@@ -258,6 +297,69 @@ class Admin:
 
         with self._lock:
             return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
+
+    def commit_consumer_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int], *,
+                                      metadata: str | None = None, timeout_s: float = 30) -> None:
+        """Commit `offsets` (the next offset to read, per partition) for a group that has no live members:
+        OffsetCommit at generation -1 with no member id, which Kafka's coordinator accepts for an empty
+        group (a "simple" group). A group with live members refuses it (UnknownMemberIdError, or
+        IllegalGenerationError / RebalanceInProgressError while it rebalances): its own consumers own it."""
+        deadline = self._deadline(timeout_s)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                   "committed_metadata": metadata})
+        what = f"commit of offsets for group {group_id!r}"
+
+        def attempt() -> None:
+            conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
+            body = conn.request(ApiKey.OFFSET_COMMIT, {
+                "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            }, version=conn.api_version(ApiKey.OFFSET_COMMIT), timeout_s=self._request_timeout_s(deadline))
+            for t in body.get("topics") or ():
+                for p in t["partitions"]:
+                    self._coordinator_answer(p["error_code"], group_id, GROUP_COORDINATOR,
+                                             f"{what}, at {t['name']}-{p['partition_index']}")
+
+        with self._lock:
+            self._retry(deadline, timeout_s, what, attempt)
+
+    def list_consumer_groups(self, timeout_s: float = 30) -> list[ConsumerGroupListing]:
+        """Every group the cluster knows, sorted by id: ListGroups at each broker (each lists the groups it
+        coordinates), as Java's Admin.listConsumerGroups does."""
+        deadline = self._deadline(timeout_s)
+
+        def attempt() -> list[ConsumerGroupListing]:
+            self._metadata(deadline, [])
+            found: dict[str, ConsumerGroupListing] = {}
+            for address in sorted(set(self._brokers.values()) or set(self._bootstrap)):
+                conn = self._connect(address, deadline)
+                body = conn.request(ApiKey.LIST_GROUPS, {}, version=conn.api_version(ApiKey.LIST_GROUPS),
+                                    timeout_s=self._request_timeout_s(deadline))
+                self._coordinator_answer(body.get("error_code", NO_ERROR), "", GROUP_COORDINATOR,
+                                         f"ListGroups at {format_address(*address)}")
+                for g in body.get("groups") or ():
+                    found[g["group_id"]] = ConsumerGroupListing(g["group_id"], g.get("protocol_type") or "")
+            return [found[k] for k in sorted(found)]
+
+        with self._lock:
+            return self._retry(deadline, timeout_s, "listing consumer groups", attempt)
+
+    def describe_consumer_group(self, group_id: str, timeout_s: float = 30) -> ConsumerGroupDescription:
+        """The group's committed offsets with each partition's log end offset (high watermark) and lag, the
+        numbers kafka-consumer-groups --describe shows."""
+        deadline = self._deadline(timeout_s)
+        committed = self.list_consumer_group_offsets(group_id, timeout_s=timeout_s)
+        remaining_ms = max(1, int(deadline - now_ms()))
+        rows = []
+        # End offsets as the Spark source sees them (FetchClient.offsets: the high watermark, from Fetch).
+        # The admin's settings are the common client settings, which the fetch client takes as they are.
+        with FetchClient({**self.config, "request.timeout.ms": min(int(self.request_timeout_ms), remaining_ms)}) as fetch:
+            for (topic, partition), offset in sorted(committed.items()):
+                _, end = fetch.offsets(topic, partition)
+                rows.append(PartitionLag(topic, partition, offset, end))
+        return ConsumerGroupDescription(group_id, rows)
 
     def close(self) -> None:
         with self._lock:
@@ -351,6 +453,11 @@ class Admin:
         if md.nodes:
             self._brokers = {n.node_id: (n.host, n.port) for n in md.nodes.values()}
         return md
+
+    def _all_partitions(self, deadline: float) -> list[tuple[str, int]]:
+        md = self._metadata(deadline, None)
+        return [(t, p.partition) for t in sorted(md.partitions) if t not in md.internal_topics
+                for p in md.partitions_for(t)]
 
     def _controller(self, deadline: float) -> BlockingConnection:
         md = self._metadata(deadline, [])

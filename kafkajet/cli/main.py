@@ -1,4 +1,4 @@
-"""Command line: `kafkajet` / `python -m kafkajet` with produce, topics, broker, demo, perf and config."""
+"""Command line: `kafkajet` / `python -m kafkajet` with produce, topics, groups, broker, demo, perf and config."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     from kafkajet import __version__
-    from kafkajet.cli import produce, schema_registry, topics
+    from kafkajet.cli import groups, produce, schema_registry, topics
 
     parser = argparse.ArgumentParser(prog=prog or program_name(), description="kafkajet command line")
     parser.add_argument("--version", action="version", version=f"kafkajet {__version__}")
@@ -65,6 +65,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     produce.add_parser(sub)
     topics.add_parser(sub)
+    groups.add_parser(sub)
     schema_registry.add_parser(sub)
 
     b = sub.add_parser("broker", help="run an embedded Tansu broker in the foreground until Ctrl-C",

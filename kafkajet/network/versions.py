@@ -32,6 +32,9 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     ApiKey.END_TXN: 4,
     # v4+ batches coordinator keys; kafkajet asks for one key at a time, in v3's shape.
     ApiKey.FIND_COORDINATOR: 3,
+    # v4 adds the tagged States filter; Tansu closes the connection on a v4 ListGroups, and the admin
+    # client lists every group whatever its state.
+    ApiKey.LIST_GROUPS: 3,
     # The FetchClient's ListOffsets body: v2 takes the isolation level, v4 leader epochs.
     ApiKey.LIST_OFFSETS: 4,
     # v8+ batches groups; the admin client's OffsetFetch body is v7's (require_stable).

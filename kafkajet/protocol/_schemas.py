@@ -259,6 +259,21 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'port', 'type': 'int32', 'versions': '0+'},
         ]},
     },
+    16: {'name': 'ListGroups', 'versions': (0, 4),
+        'request': {'flexible': '3+', 'fields': [
+            {'name': 'states', 'type': '[]string', 'versions': '4+', 'tag': 0, 'tagged': '4+'},
+        ]},
+        'response': {'flexible': '3+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '1+'},
+            {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
+            {'name': 'groups', 'type': '[]ListedGroup', 'versions': '0+', 'fields': [
+                {'name': 'group_id', 'type': 'string', 'versions': '0+'},
+                {'name': 'protocol_type', 'type': 'string', 'versions': '0+'},
+                {'name': 'group_state', 'type': 'string', 'versions': '4+'},
+                {'name': 'group_type', 'type': 'string', 'versions': '5+'},
+            ]},
+        ]},
+    },
     17: {'name': 'SaslHandshake', 'versions': (0, 1),
         'request': {'flexible': 'none', 'fields': [
             {'name': 'mechanism', 'type': 'string', 'versions': '0+'},

@@ -22,6 +22,7 @@ from pyspark.sql.streaming.datasource import (
 
 from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import ConfigError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kafkajet.spark.group_commit import GroupCommitter
 from kafkajet.spark.offsets import (
     DATA_LOSS_ADVICE,
     OffsetRange,
@@ -206,6 +207,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.planner = Planner(opts)
         self._available_now: Offsets | None = None
         self._last_trigger = time.monotonic()
+        self.committer = (GroupCommitter(opts.group_id, opts.fetch_config, opts.fetch_config["request.timeout.ms"] / 1000)
+                          if opts.group_id else None)
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         bounds = self.planner.bounds(self.planner.partitions())
@@ -221,6 +224,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = {tp: hi for tp, (_, hi) in bounds.items()}
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
+        latest = self._latest(start, limit)
+        self._commit_completed(start, ending=self._available_now is not None and latest == start)
+        return latest
+
+    def _commit_completed(self, start: dict[str, Any], *, ending: bool) -> None:
+        """Commit `start`, the end of the last completed batch, to the group.
+
+        PySpark calls commit(end) only when it plans a further batch, so the last batch of every burst would
+        stay lag forever; latestOffset's start is as safe (its batch has completed) and comes at every
+        trigger. With Trigger.AvailableNow the last call finds nothing new and the query ends at once, its
+        Python process killed without stop(): that one commit is made before returning, within the timeout.
+        """
+        if self.committer is None or not start:
+            return
+        self.committer.submit(from_json(start))
+        if ending:
+            self.committer.flush(self.committer.timeout_s)
+
+    def _latest(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_json(start)
         bounds = self.planner.bounds(self.planner.partitions())
         latest = {tp: hi for tp, (_, hi) in bounds.items()}
@@ -258,7 +280,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_range(partition, self.opts)
 
     def commit(self, end: dict[str, Any]) -> None:
-        pass  # offsets live in Spark's checkpoint; nothing to commit to Kafka
+        # Spark's checkpoint already records `end`; the group commit is for lag monitors only.
+        self._commit_completed(end, ending=False)
 
     def stop(self) -> None:
+        if self.committer is not None:
+            self.committer.close()
         self.planner.close()

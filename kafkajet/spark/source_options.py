@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.group_commit import group_for
 from kafkajet.spark.option_names import OptionNames
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
@@ -27,7 +28,8 @@ _REFUSED_KAFKA = {
     "auto.offset.reset": "set the source option startingOffsets instead",
     "key.deserializer": "keys are always read as binary: cast the key column in the DataFrame",
     "value.deserializer": "values are always read as binary: cast the value column in the DataFrame",
-    "enable.auto.commit": "the source does not commit offsets: the query's checkpoint records them",
+    "enable.auto.commit": "the query's checkpoint records its offsets; for a lag monitor, set kafka.group.id or "
+                          "groupIdPrefix and the source commits the processed offsets after each micro-batch",
     "interceptor.classes": "the source does not run consumer interceptors",
 }
 _KAFKA_KEYS = {"bootstrap.servers", "isolation.level", "client.id", "request.timeout.ms", "group.id",
@@ -41,14 +43,16 @@ SOURCE_OPTIONS = OptionNames(
      "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
      "minPartitions", "maxRecordsPerPartition", "failOnDataLoss", "includeHeaders",
      # Accepted for compatibility; they tune the JVM consumer Spark uses and mean nothing here.
-     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix",
+     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+     # The group a stream commits its processed offsets to, for lag monitors (kafka.group.id wins).
+     "groupIdPrefix",
      # kafkajet's own: the deadline of every broker round trip.
      "kafkajet.timeout.ms"),
     # The refused consumer settings count as known: their own message says what to do instead.
     kafka={f"kafka.{k}" for k in (*_KAFKA_KEYS, *_REFUSED_KAFKA)},
     summary="Spark's Kafka source options (subscribe, subscribePattern, assign, startingOffsets, endingOffsets, "
             "maxOffsetsPerTrigger, failOnDataLoss, includeHeaders, ...) and kafka.bootstrap.servers, "
-            "kafka.isolation.level, kafka.client.id, kafka.request.timeout.ms and the security settings "
+            "kafka.isolation.level, kafka.client.id, kafka.group.id, kafka.request.timeout.ms and the security settings "
             "(kafka.security.protocol, kafka.ssl.*, kafka.sasl.*)",
 )
 
@@ -98,6 +102,7 @@ class SourceOptions:
     fail_on_data_loss: bool
     include_headers: bool
     fetch_config: dict[str, Any]
+    group_id: str | None = None  # streams commit processed offsets here (kafkajet.spark.group_commit)
 
     @property
     def schema(self) -> str:
@@ -157,6 +162,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         include_headers=_bool(opts, "includeheaders", False),
         fetch_config=fetch_config,
+        group_id=group_for(kafka.get("group.id"), opts.get("groupidprefix"),
+                           f"{kafka['bootstrap.servers']} {subscription.describe()}") if streaming else None,
     )
 
 

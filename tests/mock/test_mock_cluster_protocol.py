@@ -108,8 +108,8 @@ def test_api_versions_advertises_exactly_what_is_served(cluster: MockCluster) ->
     body = client.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
     got = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     assert got == {int(api): SUPPORTED_VERSIONS[api] for api in advertised()}
-    # The coordinator APIs (8, 9, 10, 24, 25, 26, 28) are served since the mock has coordinators.
-    assert set(got) == {0, 1, 2, 3, 8, 9, 10, 18, 19, 20, 22, 24, 25, 26, 28, 60}
+    # The coordinator APIs (8, 9, 10, 16, 24, 25, 26, 28) are served since the mock has coordinators.
+    assert set(got) == {0, 1, 2, 3, 8, 9, 10, 16, 18, 19, 20, 22, 24, 25, 26, 28, 60}
     assert ApiKey.SASL_HANDSHAKE not in got  # not served without SASL, so not listed
 
 

@@ -229,7 +229,8 @@ def test_usable_ranges_match_sources_md() -> None:
     assert SUPPORTED_VERSIONS == {
         ApiKey.PRODUCE: (0, 9), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 9),
         ApiKey.OFFSET_COMMIT: (0, 9), ApiKey.OFFSET_FETCH: (0, 9),
-        ApiKey.FIND_COORDINATOR: (0, 2), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.API_VERSIONS: (0, 4),
+        ApiKey.FIND_COORDINATOR: (0, 2), ApiKey.LIST_GROUPS: (0, 4), ApiKey.SASL_HANDSHAKE: (0, 1),
+        ApiKey.API_VERSIONS: (0, 4),
         ApiKey.CREATE_TOPICS: (0, 3), ApiKey.DELETE_TOPICS: (1, 4),
         # SOURCES.md says 0-2; extended on purpose to the request's 0-4 (see tools/gen_protocol.py).
         ApiKey.INIT_PRODUCER_ID: (0, 4),
@@ -242,7 +243,7 @@ def test_usable_ranges_match_sources_md() -> None:
 
 # First flexible version of request / response, from the SOURCES.md table (None = never flexible).
 FLEXIBLE_FROM = {
-    0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 17: (None, None), 18: (3, 3), 19: (5, None),
+    0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 16: (3, 3), 17: (None, None), 18: (3, 3), 19: (5, None),
     20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, None), 28: (3, 3), 36: (2, 2), 60: (0, 0),
 }
 

@@ -44,6 +44,10 @@ class GroupOffsets:
             for tp, offset in staged.items():
                 self.commit(group, tp, offset)
 
+    def groups(self) -> list[str]:
+        """The groups holding committed offsets (the only groups this mock has: it runs no group membership)."""
+        return sorted(g for g, offsets in self._committed.items() if offsets)
+
     def committed(self, group: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
         return dict(self._committed.get(group, {}))
 

@@ -9,7 +9,7 @@ declaring the versions it serves (VERSIONS) in its first lines.
     init_producer_id.py   InitProducerId (with a transactional id, handed to txn_coordinator.py)
     find_coordinator.py   FindCoordinator
     txn_coordinator.py    AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
-    group_coordinator.py  OffsetCommit, TxnOffsetCommit, OffsetFetch
+    group_coordinator.py  OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups
     sasl.py               SaslHandshake, SaslAuthenticate (answered by the server: they act on the connection)
     here                  ApiVersions, whose answer is this table
 

@@ -1,5 +1,5 @@
-"""The group coordinator's APIs: OffsetCommit, TxnOffsetCommit (staged until the transaction commits) and
-OffsetFetch (KIP-447's require_stable). The offsets are kept in ../groups.py; groups have no members (JoinGroup
+"""The group coordinator's APIs: OffsetCommit, TxnOffsetCommit (staged until the transaction commits),
+OffsetFetch (KIP-447's require_stable) and ListGroups. The offsets are kept in ../groups.py; groups have no members (JoinGroup
 is not served). A broker that does not coordinate the group answers NOT_COORDINATOR.
 """
 
@@ -25,6 +25,7 @@ VERSIONS: Versions = {
     ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (0, 9),
     ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 4),
 }
 
 
@@ -140,8 +141,21 @@ def offset_fetch_error(state: ClusterState, req: Request, error: str) -> Body:
                                               for g in body.get("groups") or []]}
 
 
+def handle_list_groups(state: ClusterState, req: Request) -> Answer:
+    # Each broker lists the groups it coordinates, as Kafka's do; with no members, every group is a simple
+    # group: protocol type "" and state Empty.
+    groups = [{"group_id": g, "protocol_type": "", "group_state": "Empty", "group_type": "classic"}
+              for g in state.group_offsets.groups() if not_coordinator(state, req, GROUP_COORDINATOR, g) is None]
+    return Answer({"throttle_time_ms": 0, "error_code": 0, "groups": groups})
+
+
+def list_groups_error(state: ClusterState, req: Request, error: str) -> Body:
+    return {"throttle_time_ms": 0, "error_code": code(error), "groups": []}
+
+
 SERVED = {
     ApiKey.OFFSET_COMMIT: Served(handle_offset_commit, offset_commit_error),
     ApiKey.OFFSET_FETCH: Served(handle_offset_fetch, offset_fetch_error),
     ApiKey.TXN_OFFSET_COMMIT: Served(handle_txn_offset_commit, offset_commit_error),
+    ApiKey.LIST_GROUPS: Served(handle_list_groups, list_groups_error),
 }

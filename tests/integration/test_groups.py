@@ -1,0 +1,77 @@
+"""Consumer groups through the Admin client and `kafkajet groups`: offsets another client committed, read back
+with each partition's end offset and lag (issue 31)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkajet import Producer
+from kafkajet.admin import Admin, PartitionLag
+from kafkajet.testing import EmbeddedBroker, MockCluster
+from tests.integration.test_cli import cli
+
+
+def _commit_with_confluent(broker: EmbeddedBroker, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def group_with_lag(broker: EmbeddedBroker, topic_name: str) -> str:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, num_partitions=2)
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0) as p:
+        for i in range(10):
+            p.send(topic_name, b"%d" % i, partition=i % 2)
+        p.flush(timeout=30)
+    group = topic_name + "-g"
+    _commit_with_confluent(broker, group, {(topic_name, 0): 2, (topic_name, 1): 5})
+    return group
+
+
+def test_admin_lists_the_group_and_describes_its_lag(broker: EmbeddedBroker, topic_name: str,
+                                                     group_with_lag: str) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        assert group_with_lag in [g.group_id for g in admin.list_consumer_groups()]
+        assert admin.list_consumer_group_offsets(group_with_lag) == {(topic_name, 0): 2, (topic_name, 1): 5}
+        described = admin.describe_consumer_group(group_with_lag)
+        assert described.partitions == [PartitionLag(topic_name, 0, 2, 5), PartitionLag(topic_name, 1, 5, 5)]
+        assert [p.lag for p in described.partitions] == [3, 0] and described.lag == 3
+        # Committed by this client, read back by the same path: a simple group, no member.
+        admin.commit_consumer_group_offsets(group_with_lag, {(topic_name, 0): 5})
+        assert admin.describe_consumer_group(group_with_lag).lag == 0
+
+
+def test_groups_command_lists_and_describes(broker: EmbeddedBroker, topic_name: str, group_with_lag: str) -> None:
+    bs = ("--bootstrap-server", broker.bootstrap_servers)
+    r = cli("groups", *bs, "--list")
+    assert r.returncode == 0, r.stderr
+    assert group_with_lag in r.stdout.splitlines()
+    r = cli("groups", *bs, "--describe", "--group", group_with_lag)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()]
+    assert rows == [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"],
+                    [group_with_lag, topic_name, "0", "2", "5", "3"],
+                    [group_with_lag, topic_name, "1", "5", "5", "0"]]
+    r = cli("groups", *bs, "--describe", "--group", topic_name + "-nobody")
+    assert r.returncode == 1 and "has no committed offsets" in r.stderr and "Traceback" not in r.stderr
+    r = cli("groups", *bs, "--describe")
+    assert r.returncode == 2 and "--describe needs --group" in r.stderr
+
+
+@pytest.mark.mock_cluster(brokers=3, topics={"t": 2})
+def test_groups_are_listed_from_every_broker_that_coordinates_some(cluster: MockCluster) -> None:
+    # Each broker lists only the groups it coordinates: asking one would miss the others'.
+    groups = [f"g{i}" for i in range(12)]
+    with Admin(cluster.bootstrap_servers) as admin:
+        for g in groups:
+            admin.commit_consumer_group_offsets(g, {("t", 0): 1})
+        assert len({cluster.coordinator("group", g) for g in groups}) > 1, "the groups must be spread"
+        assert [g.group_id for g in admin.list_consumer_groups()] == sorted(groups)
+    assert cluster.committed_offsets("g0") == {("t", 0): 1}
