@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -72,8 +72,9 @@ class ColumnDecoder:
         self._fix_uuids = _has_uuid(parsed)
         self._deserializer = AvroDeserializer(registry_client(column.registry), column.schema_str)
 
-    def decode(self, payloads: Sequence[bytes | None], topic: str, partition: int, offsets: Sequence[int],
-               headers: Sequence[Any] | None = None) -> pa.Array:
+    def decode(self, payloads: Sequence[bytes | None], topic: str, where: Callable[[int], str]) -> pa.Array:
+        """`where(i)` names the i-th payload's record in errors ("t-0 offset 12"); `topic` is the subject's
+        topic for the deserializer's context."""
         from kafkajet.serialization import MessageField, SerializationContext
 
         field = MessageField.KEY if self.column.field == "key" else MessageField.VALUE
@@ -85,8 +86,6 @@ class ColumnDecoder:
             if data is None:
                 append(None)  # a tombstone (or a record without a key) stays null
                 continue
-            if headers is not None:
-                ctx.headers = headers[i]
             try:
                 append(deserialize(data, ctx))
             except SerializationError as e:
@@ -94,15 +93,15 @@ class ColumnDecoder:
                     append(None)
                     continue
                 raise SerializationError(
-                    f"{topic}-{partition} offset {offsets[i]}: {e} (planned with "
+                    f"{where(i)}: {e} (planned with "
                     f"{_planned(self.column)}; option mode=PERMISSIVE reads such records as null)") from e
         if self._fix_uuids:
             out = [_uuids_to_str(v) for v in out]
         try:
             return pa.array(out, type=self.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise SerializationError(f"{topic}-{partition} offsets {offsets[0]}..{offsets[-1]}: a decoded "
-                                     f"{self.column.field} does not fit the planned Spark type: {e}") from e
+            raise SerializationError(f"{where(0)} to {where(len(out) - 1)}: a decoded {self.column.field} does "
+                                     f"not fit the planned Spark type: {e}") from e
 
 
 def _planned(column: AvroColumn) -> str:
@@ -136,7 +135,8 @@ def decode_batch(rb: pa.RecordBatch, columns: dict[str, AvroColumn], topic: str,
     fields = list(rb.schema)
     for name, column in columns.items():
         i = rb.schema.get_field_index(name)
-        arrays[i] = decoder(column).decode(rb.column(i).to_pylist(), topic, partition, offsets)
+        arrays[i] = decoder(column).decode(rb.column(i).to_pylist(), topic,
+                                           lambda row: f"{topic}-{partition} offset {offsets[row]}")
         fields[i] = pa.field(name, arrays[i].type, nullable=True)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
@@ -155,7 +155,8 @@ class ColumnEncoder:
         self._parsed = parse_avro(Schema(column.schema_str, "AVRO"))
         self._write = fastavro.schemaless_writer
 
-    def encode(self, values: Sequence[Any]) -> list[bytes | None]:
+    def encode(self, values: Sequence[Any], where: Callable[[int], str] = lambda row: f"row {row} of the batch"
+               ) -> list[bytes | None]:
         from kafkajet.schema_registry.avro import _explain
         from kafkajet.schema_registry.wire import frame
 
@@ -171,7 +172,7 @@ class ColumnEncoder:
                 self._write(buf, self._parsed, value)
             except Exception as e:
                 raise SerializationError(
-                    f"row {row} of the batch: its {self.column.field} does not match Avro schema id {schema_id} "
+                    f"{where(row)}: its {self.column.field} does not match Avro schema id {schema_id} "
                     f"(subject '{self.column.subject}'): {_explain(self._parsed, value, e)}") from e
             out.append(frame(schema_id, buf.getvalue()))
         return out
