@@ -20,6 +20,13 @@ from kafkajet.errors import ConfigError
 from kafkajet.spark.registry_formats import AvroColumn, registry_conf, source_columns
 
 
+def arrow_udf(f: Any, return_type: Any) -> Any:
+    """pyspark's arrow_udf (4.1+), whose typed overloads want the decorator form."""
+    from pyspark.sql import functions
+
+    return functions.arrow_udf(f, return_type)  # type: ignore[call-overload]
+
+
 def _options(schema_registry_url: str | None, options: Mapping[str, str] | None) -> dict[str, str]:
     opts = {k.lower(): str(v) for k, v in (options or {}).items()}
     if schema_registry_url is not None:
@@ -34,8 +41,6 @@ def from_avro(data: Any, subject: str | None = None, *, schema_registry_url: str
     latest version (or `version`, or the schema `schema_id`, or the JSON `avro_schema`). mode FAILFAST fails
     on a record it cannot decode; PERMISSIVE makes it null. `options` takes the registry's auth settings
     (basic.auth.user.info, bearer.auth.token, ...), named as for the source."""
-    from pyspark.sql.functions import arrow_udf
-
     from kafkajet.spark.avro_columns import decoder
     from kafkajet.spark.avro_types import spark_type
 
@@ -62,8 +67,6 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
     """Column `data` as framed Avro (binary): the schema `avro_schema`, or one derived from the column's type
     (nullable fields as ["null", T] with default null), registered under `subject` (or, with
     auto_register=False, looked up there: it must be registered already)."""
-    from pyspark.sql.functions import arrow_udf
-
     conf = registry_conf(_options(schema_registry_url, options))
     if "url" not in conf:
         raise ConfigError("to_avro needs schema_registry_url (or options={'schema.registry.url': ...})")
