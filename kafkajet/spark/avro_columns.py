@@ -71,6 +71,21 @@ class ColumnDecoder:
         self.type = arrow_type(parsed)[0]
         self._fix_uuids = _has_uuid(parsed)
         self._deserializer = AvroDeserializer(registry_client(column.registry), column.schema_str)
+        from kafkajet.spark.avro_flat import flat_plan
+
+        # Flat records of the planned id decode by column (avro_flat.py); the rest record by record.
+        self._flat = flat_plan(parsed) if column.schema_id is not None else None
+
+    def decode_array(self, values: pa.Array, topic: str, where: Callable[[int], str]) -> pa.Array:
+        """decode(), by column where avro_flat can (same result, checked by the tests), else record by record."""
+        if self._flat is not None:
+            from kafkajet.spark.avro_flat import decode_flat
+
+            assert self.column.schema_id is not None
+            out = decode_flat(values, self._flat, self.column.schema_id, self.type)
+            if out is not None:
+                return out
+        return self.decode(values.to_pylist(), topic, where)
 
     def decode(self, payloads: Sequence[bytes | None], topic: str, where: Callable[[int], str]) -> pa.Array:
         """`where(i)` names the i-th payload's record in errors ("t-0 offset 12"); `topic` is the subject's
@@ -130,13 +145,13 @@ def encoder(column: AvroColumn) -> ColumnEncoder:
 
 def decode_batch(rb: pa.RecordBatch, columns: dict[str, AvroColumn], topic: str, partition: int) -> pa.RecordBatch:
     """The source's batch with its Avro key/value columns decoded in place."""
-    offsets = rb.column(rb.schema.get_field_index("offset")).to_pylist()
+    offsets = rb.column(rb.schema.get_field_index("offset"))
     arrays = list(rb.columns)
     fields = list(rb.schema)
     for name, column in columns.items():
         i = rb.schema.get_field_index(name)
-        arrays[i] = decoder(column).decode(rb.column(i).to_pylist(), topic,
-                                           lambda row: f"{topic}-{partition} offset {offsets[row]}")
+        arrays[i] = decoder(column).decode_array(rb.column(i), topic,
+                                                 lambda row: f"{topic}-{partition} offset {offsets[row].as_py()}")
         fields[i] = pa.field(name, arrays[i].type, nullable=True)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 

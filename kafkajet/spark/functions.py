@@ -57,7 +57,7 @@ def from_avro(data: Any, subject: str | None = None, *, schema_registry_url: str
     topic = (subject or "").removesuffix("-value").removesuffix("-key")
 
     def decode(payloads: pa.Array) -> pa.Array:
-        return decoder(column).decode(payloads.to_pylist(), topic, lambda row: f"from_avro row {row} of a batch")
+        return decoder(column).decode_array(payloads, topic, lambda row: f"from_avro row {row} of a batch")
 
     return arrow_udf(decode, spark_type(json.loads(column.schema_str)))(data)
 
