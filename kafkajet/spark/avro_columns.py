@@ -63,6 +63,8 @@ class ColumnDecoder:
     def __init__(self, column: AvroColumn) -> None:
         import json
 
+        import fastavro
+
         from kafkajet.schema_registry.avro import AvroDeserializer
         from kafkajet.spark.avro_types import arrow_type
 
@@ -71,7 +73,13 @@ class ColumnDecoder:
         self.type = arrow_type(parsed)[0]
         self._fix_uuids = _has_uuid(parsed)
         self._deserializer = AvroDeserializer(registry_client(column.registry), column.schema_str)
+        from kafkajet.schema_registry.avro import Schema, parse_avro
+        from kafkajet.schema_registry.wire import frame
         from kafkajet.spark.avro_flat import flat_plan
+
+        self._parsed = parse_avro(Schema(column.schema_str, "AVRO"))
+        self._read = fastavro.schemaless_reader
+        self._planned_head = None if column.schema_id is None else frame(column.schema_id, b"")
 
         # Flat records of the planned id decode by column (avro_flat.py); the rest record by record.
         self._flat = flat_plan(parsed) if column.schema_id is not None else None
@@ -97,10 +105,24 @@ class ColumnDecoder:
         out: list[Any] = []
         append = out.append
         deserialize = self._deserializer
+        planned = self._planned_head
+        read, parsed, buffer = self._read, self._parsed, io.BytesIO
         for i, data in enumerate(payloads):
             if data is None:
                 append(None)  # a tombstone (or a record without a key) stays null
                 continue
+            if planned is not None and data[:5] == planned:
+                # The planned schema wrote it: no resolution, no lookup. Whatever goes wrong is retried by
+                # the deserializer below, which words the error.
+                try:
+                    buf = buffer(data)
+                    buf.seek(5)
+                    value = read(buf, parsed, None)
+                    if buf.tell() == len(data):
+                        append(value)
+                        continue
+                except Exception:  # noqa: BLE001, S110 - the deserializer's turn
+                    pass
             try:
                 append(deserialize(data, ctx))
             except SerializationError as e:
