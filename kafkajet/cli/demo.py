@@ -220,7 +220,7 @@ def _pipeline(spark: Any, args: argparse.Namespace, kafka: dict[str, str], topic
         start = time.perf_counter()
         back = (spark.read.format("kafkajet").options(**kafka)
                 .option("subscribe", topic).load()
-                .selectExpr("count(*) as n", "count(value.user) as decoded").collect()[0])
+                .selectExpr("count(*) as n", "count(value) as decoded").collect()[0])
         read_s = time.perf_counter() - start
         interruption.check()
         print(f"read:   {back.n:,} events ({back.decoded:,} Avro values decoded) back from {topic} in "
