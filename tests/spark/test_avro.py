@@ -141,16 +141,18 @@ def test_the_sink_registers_the_dataframes_schema_and_others_decode_it(spark: An
         "if(id % 2 = 0, null, cast(id as double) / 2), 'tags', array('a', cast(id as string)), "
         "'at', timestamp_millis(1700000000000 + id)) as value")
     (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
-     .option("topic", topic).option("valueFormat", "avro").option("schema.registry.url", registry.url).save())
+     .option("topic", topic).option("valueFormat", "avro").option("keyFormat", "avro")
+     .option("schema.registry.url", registry.url).save())
 
     client = SchemaRegistryClient({"url": registry.url})
+    assert json.loads(client.get_latest_version(f"{topic}-key").schema.schema_str) in ("string", ["null", "string"])
     registered = client.get_latest_version(f"{topic}-value")
     schema = json.loads(registered.schema.schema_str)
     assert [f["name"] for f in schema["fields"]] == ["id", "name", "score", "tags", "at"]
 
-    back = read(spark, broker, registry, topic).select("value.*").orderBy("id").collect()
-    assert [(r.id, r.name, r.score, list(r.tags)) for r in back] == [
-        (i, f"n{i}", None if i % 2 == 0 else i / 2, ["a", str(i)]) for i in range(40)]
+    back = read(spark, broker, registry, topic, keyFormat="avro").select("key", "value.*").orderBy("id").collect()
+    assert [(r.key, r.id, r.name, r.score, list(r.tags)) for r in back] == [
+        (str(i), i, f"n{i}", None if i % 2 == 0 else i / 2, ["a", str(i)]) for i in range(40)]
 
     # confluent-kafka's own deserializer, against the same registry, reads what the sink wrote.
     raw = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
