@@ -76,8 +76,7 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
         from kafkajet.spark.avro_columns import encoder
 
         column = _registered(registry, subject, avro_schema or _derived(values.type), auto_register)
-        return pa.array(encoder(column).encode(values.to_pylist(), lambda row: f"to_avro row {row} of a batch"),
-                        type=pa.binary())
+        return encoder(column).encode_array(values, lambda row: f"to_avro row {row} of a batch")
 
     return arrow_udf(encode, "binary")(data)
 
