@@ -1,12 +1,15 @@
-"""The main job, the pipeline users build: events loaded into a topic with the kafkajet sink; a Structured
-Streaming query reads them with the kafkajet source, keeps per-user event counts and amount sums, and writes
+"""The main job, the pipeline users build: events loaded into a topic with the kafkajet sink as registered
+Avro (the schema derived from the DataFrame, registered in a Schema Registry); a Structured Streaming query
+reads them with the kafkajet source, decoded into columns, keeps per-user event counts and amount sums, and writes
 them to a second topic with the kafkajet sink; the job then checks the last total per user against totals
 computed from the events themselves, and prints rows/s for load, read, stream and verify, and the verdict.
 
 `python -m kafkajet demo` (what `make demo` runs). With --bootstrap-server it uses your cluster (with the
 security settings of --command-config / --command-property, as the other commands take them); without, it
-starts the embedded broker. --input sends a CSV, JSON lines or Parquet file's rows instead of synthetic
-events (as JSON values, keyed by the first column).
+starts the embedded broker; with --schema-registry it uses your registry, without it starts kafkajet's own
+in this process (its schemas kept in the embedded broker's _schemas topic, or in memory with your cluster).
+--input sends a CSV, JSON lines or Parquet file's rows instead of synthetic events (as Avro records of the
+file's columns, keyed by the first column).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help=f"a file of events to send instead of synthetic ones: {INPUT_FORMATS}")
     d.add_argument("--records", type=int, default=1_000_000, help="synthetic events to generate")
     d.add_argument("--topic", default=None, help="topic to write (default: a fresh one)")
+    d.add_argument("--schema-registry", default=None, metavar="URL",
+                   help="your Schema Registry (default: start kafkajet's own in this process)")
     add_config_options(d)
     d.set_defaults(func=run, parser=d)
     return d
@@ -122,13 +127,33 @@ def _events(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
         else:
             df = reader.json(path)
         first = df.columns[0]
-        return df.selectExpr(f"cast(`{first}` as string) as key", "to_json(struct(*)) as value")
+        return df.selectExpr(f"cast(`{first}` as string) as key", "struct(*) as value")
     return spark.range(args.records, numPartitions=4).selectExpr(
         "concat('user-', lpad(cast(id % 10000 as string), 5, '0')) as key",
-        "to_json(named_struct('event_id', id, 'user', concat('user-', lpad(cast(id % 10000 as string), 5, '0')),"
+        "named_struct('event_id', id, 'user', concat('user-', lpad(cast(id % 10000 as string), 5, '0')),"
         " 'action', element_at(array('view', 'click', 'buy'), cast(id % 3 as int) + 1),"
-        " 'amount', id % 997)) as value",
+        " 'amount', id % 997, 'at', timestamp_millis(1767225600000 + id)) as value",
     )
+
+
+def _amount(events: Any) -> str:
+    """The events' amount column (an input file without one counts events only)."""
+    names = events.schema["value"].dataType.fieldNames()
+    return "cast(value.amount as long)" if "amount" in names else "cast(null as long)"
+
+
+def _quiet(registry: Any) -> Any:
+    """The registry's start, without its in-memory warning: the demo says where its schemas live itself."""
+    import logging
+
+    logger = logging.getLogger("kafkajet.testing.schema_registry")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        registry.start()
+    finally:
+        logger.setLevel(level)
+    return registry
 
 
 def run_demo(args: argparse.Namespace, config: dict[str, Any]) -> int:
@@ -136,16 +161,24 @@ def run_demo(args: argparse.Namespace, config: dict[str, Any]) -> int:
     from pyspark.sql import SparkSession
 
     from kafkajet.admin import Admin
-    from kafkajet.testing import EmbeddedBroker
+    from kafkajet.testing import EmbeddedBroker, SchemaRegistry
 
     with ExitStack() as stack:
         bootstrap = args.bootstrap_server
-        if not bootstrap:
+        embedded = not bootstrap
+        if embedded:
             broker = stack.enter_context(EmbeddedBroker())
             bootstrap = config["bootstrap.servers"] = broker.bootstrap_servers
             print(f"embedded broker on {bootstrap}", flush=True)
-        # Every client setting (security too) reaches the sink and the source as Spark's kafka.* options.
+        registry_url = args.schema_registry
+        if not registry_url:
+            registry = SchemaRegistry(bootstrap_servers=bootstrap if embedded else None)
+            registry_url = stack.enter_context(_quiet(registry)).url
+            print(f"schema registry on {registry_url}", flush=True)
+        # Every client setting (security too) reaches the sink and the source as Spark's kafka.* options; the
+        # values are registered Avro both ways.
         kafka = {f"kafka.{key}": str(value) for key, value in config.items()}
+        kafka.update({"valueFormat": "avro", "schema.registry.url": registry_url})
         topic = args.topic or f"demo-events-{uuid.uuid4().hex[:8]}"
         totals_topic = f"{topic}-per-user"
         with Admin(config) as admin:
@@ -187,11 +220,11 @@ def _pipeline(spark: Any, args: argparse.Namespace, kafka: dict[str, str], topic
         start = time.perf_counter()
         back = (spark.read.format("kafkajet").options(**kafka)
                 .option("subscribe", topic).load()
-                .selectExpr("count(*) as n", "sum(length(value)) as bytes").collect()[0])
+                .selectExpr("count(*) as n", "count(value) as decoded").collect()[0])
         read_s = time.perf_counter() - start
         interruption.check()
-        print(f"read:   {back.n:,} events ({back.bytes / 1e6:.1f} MB of values) back from {topic} in {read_s:.2f} s "
-              f"= {back.n / read_s:,.0f} rows/s ({attempt})", flush=True)
+        print(f"read:   {back.n:,} events ({back.decoded:,} Avro values decoded) back from {topic} in "
+              f"{read_s:.2f} s = {back.n / read_s:,.0f} rows/s ({attempt})", flush=True)
 
     # 3. Stream: a Structured Streaming query reads the topic with the kafkajet source, keeps per-user
     # totals, and writes them to a second topic with the kafkajet sink, a few micro-batches in all.
@@ -199,13 +232,10 @@ def _pipeline(spark: Any, args: argparse.Namespace, kafka: dict[str, str], topic
     totals = (spark.readStream.format("kafkajet").options(**kafka)
               .option("subscribe", topic).option("startingOffsets", "earliest")
               .option("maxOffsetsPerTrigger", str(per_trigger)).load()
-              .selectExpr("cast(key as string) as user", "cast(value as string) as json")
-              .selectExpr("user", "get_json_object(json, '$.action') as action",
-                          "cast(get_json_object(json, '$.amount') as long) as amount")
+              .selectExpr("cast(key as string) as user", f"{_amount(events)} as amount")
               .groupBy("user")
               .agg({"*": "count", "amount": "sum"})
-              .selectExpr("user as key", "to_json(named_struct('events', `count(1)`, "
-                          "'amount', `sum(amount)`)) as value"))
+              .selectExpr("user as key", "named_struct('events', `count(1)`, 'amount', `sum(amount)`) as value"))
     checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="kafkajet-demo-"))
     start = time.perf_counter()
     query = (totals.writeStream.format("kafkajet").outputMode("complete")
@@ -232,18 +262,16 @@ def _pipeline(spark: Any, args: argparse.Namespace, kafka: dict[str, str], topic
     # DataFrame, independently of Kafka and of the stream.
     start = time.perf_counter()
     expected = {r.user: (r.events, r.amount) for r in events.selectExpr(
-        "key as user", "cast(get_json_object(value, '$.amount') as long) as amount").groupBy("user").agg(
+        "key as user", f"{_amount(events)} as amount").groupBy("user").agg(
         {"*": "count", "amount": "sum"}).selectExpr("user", "`count(1)` as events", "`sum(amount)` as amount"
                                                     ).collect()}
     out = (spark.read.format("kafkajet").options(**kafka)
            .option("subscribe", totals_topic).load())
     written = out.count()
-    latest = out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json") \
-        .groupBy("user").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset") \
-        .join(out.selectExpr("cast(key as string) as user", "offset", "cast(value as string) as json"),
-              ["user", "offset"]) \
-        .selectExpr("user", "cast(get_json_object(json, '$.events') as long) as events",
-                    "cast(get_json_object(json, '$.amount') as long) as amount").collect()
+    totals_read = out.selectExpr("cast(key as string) as user", "offset", "value.events as events",
+                                 "value.amount as amount")
+    latest = totals_read.groupBy("user").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset") \
+        .join(totals_read, ["user", "offset"]).selectExpr("user", "events", "amount").collect()
     actual = {r.user: (r.events, r.amount) for r in latest}
     verify_s = time.perf_counter() - start
     interruption.check()

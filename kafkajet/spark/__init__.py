@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 try:
+    from kafkajet.spark.functions import from_avro, to_avro
     from kafkajet.spark.source import KafkaDataSource
 except ImportError as e:
     # Without the extras this would end in a bare "No module named 'pyspark'" from deep inside the import.
@@ -13,7 +14,7 @@ except ImportError as e:
     raise type(e)(f"kafkajet.spark needs PySpark 4.2 or later with pyarrow and numpy ({e}): "
                   "pip install 'kafkajet[spark]'", name=e.name) from e
 
-__all__ = ["KafkaDataSource", "register"]
+__all__ = ["KafkaDataSource", "from_avro", "register", "to_avro"]
 
 WORKER_ADVICE = (
     "Spark starts its Python workers with `python3` from PATH unless PYSPARK_PYTHON or spark.pyspark.python "

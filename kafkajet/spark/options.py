@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from kafkajet.config import PRODUCER, parse_producer_config
 from kafkajet.errors import ConfigError
 from kafkajet.spark.option_names import OptionNames
+from kafkajet.spark.registry_formats import SINK_FORMAT_OPTIONS
 
 REJECTED = ("key.serializer", "value.serializer")
 
@@ -15,7 +16,9 @@ SINK_OPTIONS = OptionNames(
     "sink",
     ("topic", "exactlyOnce", "transactionalIdPrefix",
      # Test hooks (writer.py): fail a task, or the driver after its Kafka commit, once.
-     "kafkajet.test.fail.after.rows", "kafkajet.test.fail.marker", "kafkajet.test.fail.after.commit.marker"),
+     "kafkajet.test.fail.after.rows", "kafkajet.test.fail.marker", "kafkajet.test.fail.after.commit.marker",
+     # Schema Registry formats (registry_formats.py).
+     *SINK_FORMAT_OPTIONS),
     kafka={f"kafka.{k}" for k in PRODUCER.by_name},
     summary="topic, exactlyOnce, transactionalIdPrefix and kafka.* producer settings (kafka.bootstrap.servers, "
             "kafka.linger.ms, ...; python -m kafkajet config lists them)",

@@ -61,6 +61,10 @@ def read_range(part: KafkaInputPartition, opts: SourceOptions) -> Iterator[Any]:
                                                 decode=False):
                 rb = to_arrow(batches, part.topic, part.partition, start, end, opts.include_headers)
                 if rb.num_rows:
+                    if opts.formats:
+                        from kafkajet.spark.avro_columns import decode_batch
+
+                        rb = decode_batch(rb, dict(opts.formats), part.topic, part.partition)
                     yield rb
         except OffsetOutOfRangeError as e:
             # Deleted while the query ran (retention): Spark's rule decides between failing and skipping.

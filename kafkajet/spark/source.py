@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -18,6 +19,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 from kafkajet.errors import ConfigError
 from kafkajet.spark.options import producer_config
 from kafkajet.spark.reader import KafkaBatchReader, KafkaStreamReader
+from kafkajet.spark.registry_formats import AvroColumn, sink_columns, source_columns
 from kafkajet.spark.source_options import parse_source_options
 from kafkajet.spark.writer import (
     KafkaArrowWriter,
@@ -32,9 +34,9 @@ _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _check_schema(schema: StructType, topic_option: str | None) -> None:
-    fields = {f.name: f.dataType for f in schema.fields}
-    if "value" not in fields:
+def _check_schema(schema: StructType, topic_option: str | None, encoded: Mapping[str, AvroColumn]) -> None:
+    fields = {f.name: f.dataType for f in schema.fields if f.name not in encoded}
+    if "value" not in fields and "value" not in encoded:
         raise ConfigError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
     if topic_option is None and "topic" not in fields:
         raise ConfigError("no topic: set .option(\"topic\", name) or add a 'topic' column")
@@ -47,6 +49,10 @@ def _check_schema(schema: StructType, topic_option: str | None) -> None:
                           "array<struct<key:string,value:binary>>")
 
 
+def _any_format(options: Mapping[str, str]) -> bool:
+    return any(k.lower() in ("valueformat", "keyformat") for k in options)
+
+
 class KafkaDataSource(DataSource):
     """Spark's Kafka source and sink, in Python. Short name "kafkajet" ("kafka" belongs to Spark)."""
 
@@ -54,21 +60,24 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return "kafkajet"
 
-    def schema(self) -> str:
-        # Spark's columns; headers only with includeHeaders=true, as Spark's Kafka source.
+    def schema(self) -> Any:
+        # Spark's columns; headers only with includeHeaders=true, as Spark's Kafka source; Avro key/value
+        # columns as the structs of their planned schemas.
+        from kafkajet.spark.source_options import source_schema, subscribed_topics
+
         include = str(self.options.get("includeHeaders", self.options.get("includeheaders", "false")))
-        from kafkajet.spark.source_options import BASE_SCHEMA, HEADERS_FIELD
+        formats = source_columns(self.options, subscribed_topics(self.options)) if _any_format(self.options) else {}
+        return source_schema(include.strip().lower() == "true", formats)
 
-        return BASE_SCHEMA + (", " + HEADERS_FIELD if include.strip().lower() == "true" else "")
-
-    def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None]:
+    def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None, dict[str, AvroColumn]]:
         cfg = producer_config(self.options)
         if "transactional.id" in cfg:
             raise ConfigError("kafka.transactional.id is not supported by the sink: set .option(\"exactlyOnce\", "
                               "\"true\") and the sink runs one transaction per task itself")
         topic = self.options.get("topic")
-        _check_schema(schema, topic)
-        return cfg, topic
+        formats = sink_columns(self.options, topic, {f.name: f.dataType for f in schema.fields})
+        _check_schema(schema, topic, formats)
+        return cfg, topic, formats
 
     def _exactly_once(self) -> bool:
         raw = str(self.options.get("exactlyOnce", "false")).strip().lower()
@@ -94,23 +103,23 @@ class KafkaDataSource(DataSource):
         if overwrite:
             raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
                               "mode(\"append\")")
-        cfg, topic = self._writer_args(schema)
+        cfg, topic, formats = self._writer_args(schema)
         fail_after, marker = self._failure_hook()
         if self._exactly_once():
-            return KafkaExactlyOnceWriter(cfg, topic, self._prefix(None), fail_after, marker)
-        return KafkaArrowWriter(cfg, topic, fail_after, marker)
+            return KafkaExactlyOnceWriter(cfg, topic, self._prefix(None), fail_after, marker, formats)
+        return KafkaArrowWriter(cfg, topic, fail_after, marker, formats)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802
         # Output mode complete arrives as overwrite: each trigger appends the whole result table, as Spark's
         # Kafka sink does (a topic cannot be truncated; readers take the latest record per key).
-        cfg, topic = self._writer_args(schema)
+        cfg, topic, formats = self._writer_args(schema)
         if self._exactly_once():
             if topic is None:
                 raise ConfigError("exactlyOnce streams need .option(\"topic\", name): the micro-batch ids that "
                                   "keep a replayed batch from being written twice are recorded against it")
             return KafkaExactlyOnceStreamWriter(cfg, topic, self._prefix(self.options.get("checkpointLocation")),
-                                                self.options.get("kafkajet.test.fail.after.commit.marker"))
-        return KafkaStreamArrowWriter(cfg, topic)
+                                                self.options.get("kafkajet.test.fail.after.commit.marker"), formats)
+        return KafkaStreamArrowWriter(cfg, topic, formats)
 
     def reader(self, schema: Any) -> DataSourceReader:
         return KafkaBatchReader(parse_source_options(self.options, streaming=False))

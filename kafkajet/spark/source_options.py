@@ -16,6 +16,7 @@ from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
 from kafkajet.spark.group_commit import group_for
 from kafkajet.spark.option_names import OptionNames
+from kafkajet.spark.registry_formats import SOURCE_FORMAT_OPTIONS, AvroColumn, source_columns
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
 
@@ -46,8 +47,8 @@ SOURCE_OPTIONS = OptionNames(
      "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
      # The group a stream commits its processed offsets to, for lag monitors (kafka.group.id wins).
      "groupIdPrefix",
-     # kafkajet's own: the deadline of every broker round trip.
-     "kafkajet.timeout.ms"),
+     # kafkajet's own: the deadline of every broker round trip; Schema Registry formats (registry_formats.py).
+     "kafkajet.timeout.ms", *SOURCE_FORMAT_OPTIONS),
     # The refused consumer settings count as known: their own message says what to do instead.
     kafka={f"kafka.{k}" for k in (*_KAFKA_KEYS, *_REFUSED_KAFKA)},
     summary="Spark's Kafka source options (subscribe, subscribePattern, assign, startingOffsets, endingOffsets, "
@@ -103,10 +104,29 @@ class SourceOptions:
     include_headers: bool
     fetch_config: dict[str, Any]
     group_id: str | None = None  # streams commit processed offsets here (kafkajet.spark.group_commit)
+    # The Avro-decoded columns ("key", "value"), planned against the Schema Registry (registry_formats.py).
+    formats: Mapping[str, AvroColumn] = field(default_factory=dict)
 
     @property
-    def schema(self) -> str:
-        return BASE_SCHEMA + (", " + HEADERS_FIELD if self.include_headers else "")
+    def schema(self) -> Any:
+        return source_schema(self.include_headers, self.formats)
+
+
+def source_schema(include_headers: bool, formats: Mapping[str, AvroColumn]) -> Any:
+    """Spark's columns: a DDL string, or with Avro columns a StructType with their decoded types."""
+    ddl = BASE_SCHEMA + (", " + HEADERS_FIELD if include_headers else "")
+    if not formats:
+        return ddl
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    from kafkajet.spark.arrow_records import arrow_schema
+    from kafkajet.spark.avro_types import column_field
+
+    fields = [column_field(f.name, formats[f.name].schema_str)[1] if f.name in formats
+              else StructField(f.name, from_arrow_type(f.type), nullable=True)
+              for f in arrow_schema(include_headers)]
+    return StructType(fields)
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -164,7 +184,14 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fetch_config=fetch_config,
         group_id=group_for(kafka.get("group.id"), opts.get("groupidprefix"),
                            f"{kafka['bootstrap.servers']} {subscription.describe()}") if streaming else None,
+        formats=source_columns(options, subscription.topics if subscription.pattern is None else ()),
     )
+
+
+def subscribed_topics(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The topics named by subscribe or assign (none for a pattern): the default subjects' topics."""
+    sub = _subscription({k.lower(): v for k, v in options.items()})
+    return sub.topics if sub.pattern is None else ()
 
 
 def _subscription(opts: Mapping[str, str]) -> Subscription:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,18 @@ def _producer(cfg: dict[str, str]) -> Any:
         if p is None:
             p = _PRODUCERS[key] = Producer(cfg)
         return p
+
+
+# The sink's Avro columns (registry_formats.AvroColumn by "key" / "value"), encoded before the producer sees them.
+Formats = Mapping[str, Any] | None
+
+
+def _encoded(batches: Iterator[Any], formats: Formats) -> Iterator[Any]:
+    if not formats:
+        return batches
+    from kafkajet.spark.avro_columns import encode_batch
+
+    return (encode_batch(rb, dict(formats)) for rb in batches)
 
 
 @dataclass
@@ -57,10 +69,10 @@ def _first_time(marker: str) -> bool:
 
 
 def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any],
-                  fail_after: int | None = None, fail_marker: str | None = None) -> int:
+                  fail_after: int | None = None, fail_marker: str | None = None, formats: Formats = None) -> int:
     """Send every row; flush; raise if any record failed (the task fails and Spark retries it)."""
     producer = _producer(cfg)
-    sent, pending, _ = _send_all(producer, topic_option, batches, fail_after, fail_marker)
+    sent, pending, _ = _send_all(producer, topic_option, _encoded(batches, formats), fail_after, fail_marker)
     producer.flush()
     _raise_failures(pending)
     return sent
@@ -110,14 +122,16 @@ def _raise_failures(pending: list[Any]) -> None:
 
 class KafkaArrowWriter(DataSourceArrowWriter):
     def __init__(self, cfg: dict[str, str], topic: str | None, fail_after: int | None = None,
-                 fail_marker: str | None = None) -> None:
+                 fail_marker: str | None = None, formats: Formats = None) -> None:
         self.cfg = cfg
         self.topic = topic
         self.fail_after = fail_after
         self.fail_marker = fail_marker
+        self.formats = formats
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator, self.fail_after, self.fail_marker))
+        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator, self.fail_after, self.fail_marker,
+                                                self.formats))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -129,12 +143,13 @@ class KafkaArrowWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamArrowWriter(DataSourceStreamArrowWriter):
-    def __init__(self, cfg: dict[str, str], topic: str | None) -> None:
+    def __init__(self, cfg: dict[str, str], topic: str | None, formats: Formats = None) -> None:
         self.cfg = cfg
         self.topic = topic
+        self.formats = formats
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator))
+        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator, formats=self.formats))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -181,7 +196,8 @@ def admin_config(cfg: dict[str, str]) -> dict[str, str]:
 
 
 def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any], prefix: str,
-                   fail_after: int | None = None, fail_marker: str | None = None) -> PreparedCommitMessage:
+                   fail_after: int | None = None, fail_marker: str | None = None,
+                   formats: Formats = None) -> PreparedCommitMessage:
     """One task of an exactly-once write: every row inside a transaction that is prepared, not committed.
 
     The transactional id is the write's prefix and the Spark partition: a retried or speculative attempt of
@@ -207,7 +223,8 @@ def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Itera
                             "not writing it again", batch_id, task)
                 return PreparedCommitMessage(0, None)
         producer.begin_transaction()
-        sent, pending, topic = _send_all(producer, topic_option, batches, fail_after, fail_marker)
+        sent, pending, topic = _send_all(producer, topic_option, _encoded(batches, formats), fail_after,
+                                         fail_marker)
         if sent == 0:
             producer.abort_transaction()
             return PreparedCommitMessage(0, None)
@@ -243,15 +260,17 @@ def complete_all(cfg: dict[str, str], messages: list[WriterCommitMessage | None]
 
 class KafkaExactlyOnceWriter(DataSourceArrowWriter):
     def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str, fail_after: int | None = None,
-                 fail_marker: str | None = None) -> None:
+                 fail_marker: str | None = None, formats: Formats = None) -> None:
         self.cfg = cfg
         self.topic = topic
         self.prefix = prefix
         self.fail_after = fail_after
         self.fail_marker = fail_marker
+        self.formats = formats
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_prepared(self.cfg, self.topic, iterator, self.prefix, self.fail_after, self.fail_marker)
+        return write_prepared(self.cfg, self.topic, iterator, self.prefix, self.fail_after, self.fail_marker,
+                              self.formats)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = complete_all(self.cfg, messages, True, self.prefix)
@@ -264,16 +283,17 @@ class KafkaExactlyOnceWriter(DataSourceArrowWriter):
 
 class KafkaExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str,
-                 fail_after_commit_marker: str | None = None) -> None:
+                 fail_after_commit_marker: str | None = None, formats: Formats = None) -> None:
         self.cfg = cfg
         self.topic = topic
         self.prefix = prefix
+        self.formats = formats
         # Test hook (option kafkajet.test.fail.after.commit.marker): once, fail after the Kafka commit, before
         # Spark records the micro-batch, as a driver dying there would.
         self.fail_after_commit_marker = fail_after_commit_marker
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_prepared(self.cfg, self.topic, iterator, self.prefix)
+        return write_prepared(self.cfg, self.topic, iterator, self.prefix, formats=self.formats)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = complete_all(self.cfg, messages, True, self.prefix)

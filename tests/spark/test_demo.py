@@ -30,7 +30,7 @@ def test_the_demo_pipeline_verifies_its_per_user_totals() -> None:
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
     assert any(line.startswith("load:   20,000 events") for line in lines)
-    assert any(line.startswith("read:   20,000 events (") for line in lines)  # every event back, once
+    assert any(line.startswith("read:   20,000 events (20,000 Avro values decoded)") for line in lines)  # all, once
     assert sum(line.startswith("stream: micro-batch") for line in lines) >= 4  # progress while it runs
     assert lines[-1].startswith("verdict: OK - 10,000 users"), lines[-3:]
 
@@ -52,6 +52,8 @@ def test_ctrl_c_in_the_demo_stops_spark_and_the_broker_without_a_traceback() -> 
     try:
         line = read_line(proc.stdout, 300, "the demo's first line")
         broker_port = int(line.rsplit(":", 1)[1])
+        line = read_line(proc.stdout, 300, "the demo's registry line")
+        assert line.startswith("schema registry on http://"), line
         line = read_line(proc.stdout, 300, "the demo's load line")  # Spark is running jobs from here on
         assert line.startswith("load:"), line
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group

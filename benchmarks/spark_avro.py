@@ -1,0 +1,209 @@
+"""Registered Avro: the kafkajet source decoding it against a hand-written PySpark job, and the producer's
+AvroSerializer against confluent-kafka's AvroSerializer + produce().
+
+    .venv/bin/python benchmarks/spark_avro.py               # 1,000,000 rows, medians of 3, interleaved
+    .venv/bin/python benchmarks/spark_avro.py --rows 200000 --reps 1
+
+A flat record of 10 fields (longs, ints, strings, a timestamp-millis, a nullable double, a boolean), one
+embedded broker, kafkajet's registry in this process, local[2]. The Spark jobs decode every record and sum a
+field (so every value crosses into Spark decoded):
+  kafkajet source             spark.read.format("kafkajet").option("valueFormat", "avro")...load()
+  mapInArrow confluent-kafka  one task per Kafka partition: a confluent_kafka.Consumer on its offset range,
+                              confluent's AvroDeserializer per record, the dicts handed to Spark as Arrow
+The producers send the same records (dicts) to a fresh topic and flush; records/s over the whole run.
+Each job must see exactly the rows loaded and the same sum, or the run reports FAILED instead of a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from _common import rate_table
+
+PARTITIONS = 4
+SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
+    {"name": "id", "type": "long"}, {"name": "user", "type": "string"}, {"name": "action", "type": "string"},
+    {"name": "qty", "type": "int"}, {"name": "amount", "type": "long"}, {"name": "price", "type": "double"},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "discount", "type": ["null", "double"], "default": None}, {"name": "country", "type": "string"},
+    {"name": "flag", "type": "boolean"}]}
+SPARK_COLUMNS = ("id long, user string, action string, qty int, amount long, price double, at timestamp, "
+                 "discount double, country string, flag boolean")
+
+
+def records(n: int) -> list[dict[str, Any]]:
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    actions, countries = ("view", "click", "buy"), ("fr", "de", "us", "jp")
+    return [{"id": i, "user": f"user-{i % 10000:05d}", "action": actions[i % 3], "qty": i % 7, "amount": i % 997,
+             "price": i / 8, "at": t0 + dt.timedelta(milliseconds=i), "discount": None if i % 2 else i / 16,
+             "country": countries[i % 4], "flag": i % 5 == 0} for i in range(n)]
+
+
+def _confluent_ranges(bootstrap: str, registry_url: str, topic: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        deserialize = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        arrow = pa.schema([pa.field("id", pa.int64()), pa.field("user", pa.string()),
+                           pa.field("action", pa.string()), pa.field("qty", pa.int32()),
+                           pa.field("amount", pa.int64()), pa.field("price", pa.float64()),
+                           pa.field("at", pa.timestamp("us", tz="UTC")), pa.field("discount", pa.float64()),
+                           pa.field("country", pa.string()), pa.field("flag", pa.bool_())])
+        for rb in batches:
+            for partition, start, end in zip(*(rb.column(i).to_pylist() for i in range(3)), strict=True):
+                c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                              "fetch.max.bytes": 8 << 20})
+                c.assign([TopicPartition(topic, partition, start)])
+                offset = start
+                while offset < end:
+                    msgs = c.consume(min(10_000, end - offset), timeout=10)
+                    if not msgs:
+                        raise RuntimeError(f"confluent-kafka: nothing after offset {offset} of {topic}-{partition}")
+                    rows = []
+                    for m in msgs:
+                        if m.error() is not None:
+                            raise RuntimeError(str(m.error()))
+                        if m.offset() < end:
+                            rows.append(deserialize(m.value(), ctx))
+                        offset = m.offset() + 1
+                    yield pa.RecordBatch.from_pylist(rows, schema=arrow)
+                c.close()
+
+    return read
+
+
+def produce_kafkajet(bootstrap: str, registry_url: str, topic: str, rows: list[dict[str, Any]]) -> None:
+    from kafkajet import Producer
+    from kafkajet.schema_registry import AvroSerializer, SchemaRegistryClient
+
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry_url}), json.dumps(SCHEMA))
+    with Producer(bootstrap_servers=bootstrap, linger_ms=5, value_serializer=serializer) as p:
+        for i, r in enumerate(rows):
+            p.send(topic, r, partition=i % PARTITIONS)
+        p.flush(timeout=600)
+
+
+def produce_confluent(bootstrap: str, registry_url: str, topic: str, rows: list[dict[str, Any]]) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serialize = AvroSerializer(SchemaRegistryClient({"url": registry_url}), json.dumps(SCHEMA))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
+    for i, r in enumerate(rows):
+        while True:
+            try:
+                p.produce(topic, serialize(r, ctx), partition=i % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.05)
+    if p.flush(600) != 0:
+        raise RuntimeError("confluent-kafka: records left unsent")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--skip-producers", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    from kafkajet.admin import Admin
+    from kafkajet.fetch import FetchClient
+    from kafkajet.spark import register
+    from kafkajet.testing import EmbeddedBroker, SchemaRegistry
+
+    rows = records(args.rows)
+    expected_sum = sum(r["amount"] for r in rows)
+    with EmbeddedBroker() as broker, SchemaRegistry() as registry:
+        bootstrap, url = broker.bootstrap_servers, registry.url
+        topic = "spark-avro-bench"
+        produce_topics = [f"avro-produce-{job}-{rep}" for rep in range(args.reps) for job in ("kj", "cf")]
+        with Admin(bootstrap) as admin:
+            admin.create_topics([topic, *produce_topics], num_partitions=PARTITIONS)
+        start = time.perf_counter()
+        produce_kafkajet(bootstrap, url, topic, rows)
+        print(f"  loaded {args.rows:,} rows in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+        producer_rates: dict[str, list[float | None]] = {"kafkajet AvroSerializer": [],
+                                                         "confluent-kafka AvroSerializer + produce()": []}
+        for rep in range(0 if args.skip_producers else args.reps):
+            for job, fn, t in (("kafkajet AvroSerializer", produce_kafkajet, f"avro-produce-kj-{rep}"),
+                               ("confluent-kafka AvroSerializer + produce()", produce_confluent,
+                                f"avro-produce-cf-{rep}")):
+                begin = time.perf_counter()
+                fn(bootstrap, url, t, rows)
+                wall = time.perf_counter() - begin
+                producer_rates[job].append(args.rows / wall)
+                print(f"  rep {rep + 1}/{args.reps} {job:44s} {args.rows / wall:,.0f} records/s ({wall:.1f} s)",
+                      file=sys.stderr, flush=True)
+
+        with FetchClient(bootstrap) as fc:
+            ranges = [(p, *fc.offsets(topic, p)) for p in fc.partitions(topic)]
+        spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-avro-bench")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark, check_workers=False)
+
+        def kafkajet_source() -> tuple[int, int]:
+            df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).option("valueFormat", "avro").option("schema.registry.url", url)
+                  .option("minPartitions", str(PARTITIONS)).load())
+            row = df.agg(F.count("*").alias("n"), F.sum("value.amount").alias("total")).collect()[0]
+            return row.n, row.total
+
+        def confluent_map_in_arrow() -> tuple[int, int]:
+            plan = spark.createDataFrame(ranges, "partition int, start long, end long").repartition(PARTITIONS)
+            df = plan.mapInArrow(_confluent_ranges(bootstrap, url, topic), SPARK_COLUMNS)
+            row = df.agg(F.count("*").alias("n"), F.sum("amount").alias("total")).collect()[0]
+            return row.n, row.total
+
+        jobs: dict[str, Callable[[], tuple[int, int]]] = {
+            "kafkajet source (valueFormat=avro)": kafkajet_source,
+            "mapInArrow confluent-kafka AvroDeserializer": confluent_map_in_arrow}
+        rates: dict[str, list[float | None]] = {j: [] for j in jobs}
+        for job, fn in jobs.items():  # warm-up: the first task of a session forks its Python worker
+            t = time.perf_counter()
+            fn()
+            print(f"  warm-up {job:44s} {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+        for rep in range(args.reps):
+            for job, fn in jobs.items():  # interleaved, so drift in the machine hits every job alike
+                t = time.perf_counter()
+                n, total = fn()
+                wall = time.perf_counter() - t
+                ok = n == args.rows and total == expected_sum
+                rates[job].append(args.rows / wall if ok else None)
+                detail = f"{args.rows / wall:,.0f} rows/s ({wall:.1f} s)" if ok else f"FAILED: {n:,} rows, sum {total}"
+                print(f"  rep {rep + 1}/{args.reps} {job:44s} {detail}", file=sys.stderr, flush=True)
+        spark.stop()
+
+    ok = rate_table(f"Spark: {args.rows:,} flat Avro records (10 fields) in {PARTITIONS} partitions, local[2], "
+                    f"median of {args.reps}", rates, "kafkajet source (valueFormat=avro)",
+                    lambda job, base, m: f"kafkajet {base / m:.2f}x")
+    if producer_rates["kafkajet AvroSerializer"]:
+        ok &= rate_table(f"Producers: {args.rows:,} Avro records, median of {args.reps}", producer_rates,
+                         "kafkajet AvroSerializer", lambda job, base, m: f"kafkajet {base / m:.2f}x")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
