@@ -56,42 +56,58 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _read_manifest(path: Path) -> dict[str, str]:
+    try:
+        return dict(json.loads(path.read_text())["modules"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def build(root: Path, build_lib: Path | None) -> dict[str, Path]:
     """Compile MODULES under `root`; the extension files go beside their sources (build_lib None) or under
-    build_lib. Returns each extension's path relative to its package root, and writes the manifest beside it.
-    Raises whatever the compiler does."""
+    build_lib. In place, a module whose extension exists and whose source is the one the manifest says was
+    compiled is not compiled again (a rebuild after an edit takes seconds). Returns each extension's path
+    relative to its package root, and writes the manifest beside them. Raises whatever the compiler does."""
     from Cython import __version__ as cython_version
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
-    exts = [Extension(m[:-3].replace("/", "."), [m]) for m in MODULES]
-    cwd = os.getcwd()
-    os.chdir(root)  # cythonize and build_ext take the package's relative paths
-    try:
-        dist = Distribution({"ext_modules": cythonize(exts, compiler_directives=DIRECTIVES, quiet=True,
-                                                      nthreads=os.cpu_count() or 1),
-                             "script_name": "hatch_build.py"})
-        cmd: Any = dist.get_command_obj("build_ext")
-        cmd.inplace = build_lib is None
-        if build_lib is not None:
-            cmd.build_lib = str(build_lib)
-        cmd.build_temp = str(Path(tempfile.gettempdir()) / f"kafkajet-build-{os.getpid()}")
-        cmd.parallel = os.cpu_count() or 1
-        cmd.ensure_finalized()
-        cmd.run()
-    finally:
-        os.chdir(cwd)
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     out = build_lib if build_lib is not None else root
+    hashes = {m: source_hash(root / m) for m in MODULES}
+    done = _read_manifest(out / MANIFEST) if build_lib is None else {}
+    todo = [m for m in MODULES
+            if done.get(m[:-3].replace("/", ".")) != hashes[m] or not (out / (m[:-3] + suffix)).exists()]
+    if todo:
+        exts = [Extension(m[:-3].replace("/", "."), [m]) for m in todo]
+        cwd = os.getcwd()
+        os.chdir(root)  # cythonize and build_ext take the package's relative paths
+        try:
+            dist = Distribution({"ext_modules": cythonize(exts, compiler_directives=DIRECTIVES, quiet=True,
+                                                          nthreads=os.cpu_count() or 1, force=True),
+                                 "script_name": "hatch_build.py"})
+            cmd: Any = dist.get_command_obj("build_ext")
+            cmd.inplace = build_lib is None
+            if build_lib is not None:
+                cmd.build_lib = str(build_lib)
+            cmd.build_temp = str(Path(tempfile.gettempdir()) / f"kafkajet-build-{os.getpid()}")
+            cmd.parallel = os.cpu_count() or 1
+            cmd.force = True  # `todo` is what needs building: no timestamp guesses
+            cmd.ensure_finalized()
+            cmd.run()
+        finally:
+            os.chdir(cwd)
     built = {m[:-3] + suffix: out / (m[:-3] + suffix) for m in MODULES}
     missing = [str(p) for p in built.values() if not p.exists()]
     if missing:
         raise RuntimeError(f"extension modules not built: {missing}")
     manifest = {"compiler": f"Cython {cython_version}",
-                "modules": {m[:-3].replace("/", "."): source_hash(root / m) for m in MODULES}}
+                "modules": {m[:-3].replace("/", "."): hashes[m] for m in MODULES}}
     (out / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     built[MANIFEST] = out / MANIFEST
+    _say(f"compiled {len(todo)} of {len(MODULES)} modules (Cython {cython_version})"
+         + ("" if len(todo) == len(MODULES) else ", the others up to date"))
     return built
 
 
@@ -129,7 +145,6 @@ class CompiledBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
         try:
             if version == "editable":
                 build(root, None)
-                _say(f"compiled {len(MODULES)} modules in place (Cython)")
                 # The extension files live in the source tree, which the editable wheel's .pth points at.
                 build_data["pure_python"] = False
                 build_data["infer_tag"] = True
@@ -143,7 +158,6 @@ class CompiledBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             if version == "editable":
                 clean(root)
             return
-        _say(f"compiled {len(MODULES)} modules (Cython)")
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
         build_data.setdefault("force_include", {}).update({str(src): rel for rel, src in built.items()})
@@ -161,4 +175,3 @@ if __name__ == "__main__":
         _say("removed the in-place compiled modules: the checkout runs pure Python")
     else:
         build(here, None)
-        _say(f"compiled {len(MODULES)} modules in place (Cython)")

@@ -26,7 +26,11 @@ from mypyc_bound import worker
 ROOT = Path(__file__).resolve().parents[1]
 
 
+BUILT = shutil.ignore_patterns("*.so", "*.c", "_extensions.json", "__pycache__")
+
+
 def build_cython(dest: Path) -> None:
+    # With the checkout's in-place build (it is the same source): hatch_build.py then compiles nothing again.
     shutil.copytree(ROOT / "kafkajet", dest / "kafkajet")
     shutil.copy(ROOT / "hatch_build.py", dest / "hatch_build.py")
     subprocess.run([sys.executable, "hatch_build.py"], cwd=dest, check=True, capture_output=True)
@@ -36,7 +40,7 @@ def build_mypyc(dest: Path) -> None:
     mypyc = shutil.which("mypyc", path=str(Path(sys.executable).parent)) or shutil.which("mypyc")
     if mypyc is None:
         sys.exit("compile_bound needs mypyc (pip install mypy)")
-    shutil.copytree(ROOT / "kafkajet", dest / "kafkajet")
+    shutil.copytree(ROOT / "kafkajet", dest / "kafkajet", ignore=BUILT)
     subprocess.run([mypyc, *MYPYC_MODULES], cwd=dest, check=True, capture_output=True)
 
 
@@ -50,7 +54,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="kafkajet-compile-") as tmp:
         copies = {"interpreted": Path(tmp) / "pure", "cython": Path(tmp) / "cython", "mypyc": Path(tmp) / "mypyc"}
-        shutil.copytree(ROOT / "kafkajet", copies["interpreted"] / "kafkajet")
+        shutil.copytree(ROOT / "kafkajet", copies["interpreted"] / "kafkajet", ignore=BUILT)
         print("  compiling with Cython and mypyc ...", file=sys.stderr, flush=True)
         build_cython(copies["cython"])
         build_mypyc(copies["mypyc"])
