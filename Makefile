@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-wheel build lint typecheck reliability bench broker clean mutate
+.PHONY: demo test build lint typecheck reliability bench broker clean mutate
 
 # The editable install compiles the send path in place (hatch_build.py; pure Python without a compiler).
 $(STAMP): pyproject.toml hatch_build.py
@@ -25,10 +25,6 @@ build: $(STAMP)
 test: $(STAMP) lint typecheck build
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock
-
-# A wheel built here installs into a new venv and runs compiled there (slow: it compiles again).
-test-wheel: $(STAMP)
-	KAFKAJET_TEST_WHEEL=1 $(PY) -m pytest -q tests/integration/test_wheel.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kafkajet pyspark_kafkajet tests benchmarks tools hatch_build.py

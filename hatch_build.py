@@ -2,9 +2,10 @@
 source) into extension modules beside them. The .py files stay the reference and the fallback.
 
 hatchling runs this as a build hook (pyproject.toml [tool.hatch.build.targets.wheel.hooks.custom]):
-- a wheel gets the extension modules and `kafkajet/_extensions.json` (the hash of each source compiled, which
-  kafkajet/_build.py checks at import) and a platform tag;
-- an editable install (`pip install -e .`) builds them in place, in the source tree that its .pth points at.
+- they are built in place, beside their sources (only those whose source changed since the last build), with
+  `kafkajet/_extensions.json`: the hash of each source compiled, which kafkajet/_build.py checks at import;
+- an editable install (`pip install -e .`) imports them from there, the source tree its .pth points at;
+- a wheel includes them and the manifest, with a platform tag.
 No Cython, no C compiler, or `KAFKAJET_NO_EXTENSIONS=1`: the build says so once and the package is the pure
 one; `pip install` never fails for want of a compiler. After editing a compiled module in a checkout,
 `python hatch_build.py` rebuilds in place (until then kafkajet/_build.py imports that module's .py).
@@ -65,7 +66,7 @@ def _read_manifest(path: Path) -> dict[str, str]:
 
 def build(root: Path, build_lib: Path | None) -> dict[str, Path]:
     """Compile MODULES under `root`; the extension files go beside their sources (build_lib None) or under
-    build_lib. In place, a module whose extension exists and whose source is the one the manifest says was
+    build_lib (compile_bound.py's copies). In place, a module whose extension exists and whose source is the one the manifest says was
     compiled is not compiled again (a rebuild after an edit takes seconds). Returns each extension's path
     relative to its package root, and writes the manifest beside them. Raises whatever the compiler does."""
     from Cython import __version__ as cython_version
@@ -143,29 +144,21 @@ class CompiledBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
                 clean(root)
             return
         try:
-            if version == "editable":
-                build(root, None)
-                # The extension files live in the source tree, which the editable wheel's .pth points at.
-                build_data["pure_python"] = False
-                build_data["infer_tag"] = True
-                return
-            self._build_lib = tempfile.TemporaryDirectory(prefix="kafkajet-ext-")
-            built = build(root, Path(self._build_lib.name))
+            # In place in both cases: an editable install imports them from the source tree, and a wheel takes
+            # them from there (a checkout whose build is up to date compiles nothing again; an sdist's
+            # unpacked tree compiles everything).
+            built = build(root, None)
         except Exception as exc:  # no Cython, no compiler, a compiler error: the pure package still installs
             if os.environ.get("KAFKAJET_REQUIRE_EXTENSIONS", "") not in ("", "0"):  # CI: both builds, really
                 raise
             _say(f"compiled modules unavailable ({type(exc).__name__}: {exc}); building the pure-Python package")
-            if version == "editable":
-                clean(root)
+            clean(root)
             return
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
-        build_data.setdefault("force_include", {}).update({str(src): rel for rel, src in built.items()})
-
-    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-        tmp = getattr(self, "_build_lib", None)
-        if tmp is not None:
-            tmp.cleanup()
+        if version != "editable":
+            # The extension files are gitignored, which hatchling's wheel follows: include them by name.
+            build_data.setdefault("force_include", {}).update({str(src): rel for rel, src in built.items()})
 
 
 if __name__ == "__main__":
