@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/compile_bound.py [--records 300000] [--reps 3]
 
 Copies the package three times to a temporary directory: as it is (interpreted), with the send path's
-modules compiled by Cython in pure-Python mode (hatch_build.py's list, unchanged), and with the
-subset mypyc accepts unchanged compiled by mypyc (mypyc_bound.py's list: mypyc refuses producer.py's weak
-references, futures.py's Future subclass and sender.py's). Runs the same send() loop, plain and with a
+modules compiled by Cython in pure-Python mode (hatch_build.py's CYTHON_MODULES, unchanged, producer.py and
+futures.py included), and with the modules mypyc accepts unchanged compiled by mypyc (hatch_build.py's
+MODULES: mypyc refuses producer.py's weak references and futures.py's Future subclass). Runs the same send() loop, plain and with a
 delivery callback, against each copy in its own process, interleaved. Needs Cython, mypyc and a C compiler.
 """
 
@@ -20,7 +20,6 @@ import tempfile
 from pathlib import Path
 
 from _common import create_topic, paired_loop_args, spawn
-from mypyc_bound import COMPILED as MYPYC_MODULES
 from mypyc_bound import worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,19 +28,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILT = shutil.ignore_patterns("*.so", "*.c", "_extensions.json", "__pycache__")
 
 
-def build_cython(dest: Path) -> None:
-    # With the checkout's in-place build (it is the same source): hatch_build.py then compiles nothing again.
-    shutil.copytree(ROOT / "kafkajet", dest / "kafkajet")
+def build(dest: Path, compiler: str) -> None:
+    """A copy of the package compiled by hatch_build.py with `compiler` (mypyc reuses the checkout's in-place
+    build when it is up to date)."""
+    shutil.copytree(ROOT / "kafkajet", dest / "kafkajet", ignore=None if compiler == "mypyc" else BUILT)
     shutil.copy(ROOT / "hatch_build.py", dest / "hatch_build.py")
-    subprocess.run([sys.executable, "hatch_build.py"], cwd=dest, check=True, capture_output=True)
-
-
-def build_mypyc(dest: Path) -> None:
-    mypyc = shutil.which("mypyc", path=str(Path(sys.executable).parent)) or shutil.which("mypyc")
-    if mypyc is None:
-        sys.exit("compile_bound needs mypyc (pip install mypy)")
-    shutil.copytree(ROOT / "kafkajet", dest / "kafkajet", ignore=BUILT)
-    subprocess.run([mypyc, *MYPYC_MODULES], cwd=dest, check=True, capture_output=True)
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")  # mypy's settings, for mypyc
+    # Without PYTHONPATH's checkout: mypy would find the package twice (the copy and the checkout) and stop.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                       if p and Path(p).resolve() != ROOT)}
+    subprocess.run([sys.executable, "hatch_build.py", compiler], cwd=dest, check=True, capture_output=True, env=env)
 
 
 def main() -> None:
@@ -56,8 +52,8 @@ def main() -> None:
         copies = {"interpreted": Path(tmp) / "pure", "cython": Path(tmp) / "cython", "mypyc": Path(tmp) / "mypyc"}
         shutil.copytree(ROOT / "kafkajet", copies["interpreted"] / "kafkajet", ignore=BUILT)
         print("  compiling with Cython and mypyc ...", file=sys.stderr, flush=True)
-        build_cython(copies["cython"])
-        build_mypyc(copies["mypyc"])
+        build(copies["cython"], "cython")
+        build(copies["mypyc"], "mypyc")
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
         with EmbeddedBroker() as broker:

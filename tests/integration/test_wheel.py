@@ -1,7 +1,7 @@
 """A wheel built here installs into a new virtual environment and runs its compiled build there.
 
 The wheel takes the checkout's in-place build when it is up to date (make test's `build` step sees to that):
-then the test takes seconds. It needs hatchling, Cython and setuptools in this environment (the dev extra) and
+then the test takes seconds. It needs hatchling, mypyc (mypy) and setuptools in this environment (the dev extra) and
 skips without them, except in make test's compiled run (KAFKAJET_EXPECT_COMPILED=1).
 """
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_wheel_built_here_installs_and_runs_compiled_in_a_new_venv(tmp_path: Path) -> None:
     if os.environ.get("KAFKAJET_EXPECT_COMPILED", "") in ("", "0"):
-        for module in ("hatchling", "Cython", "setuptools"):
+        for module in ("hatchling", "mypyc", "setuptools"):
             pytest.importorskip(module, reason="building the wheel needs the dev extra's build tools")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KAFKAJET_NO_EXTENSIONS")}
     build_env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
@@ -48,5 +48,5 @@ def test_a_wheel_built_here_installs_and_runs_compiled_in_a_new_venv(tmp_path: P
                        capture_output=True, text=True, timeout=120, check=True)
     path, described, encoded = r.stdout.splitlines()
     assert path.startswith(str(target)), path
-    assert described.startswith("compiled: Cython"), described
+    assert described.startswith("compiled: mypyc"), described
     assert encoded == encode_batch([(1000, b"k", b"v" * 100, [("h", b"x")]), (1001, None, b"w", None)]).hex()
