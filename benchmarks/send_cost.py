@@ -105,7 +105,7 @@ def main() -> None:
     builds = args.builds.split(",")
     clients = [c + suffix for c in args.clients.split(",")
                for build, suffix in (("compiled", ""), ("pure", " [pure]"))
-               if build in builds or (not c.startswith("kafkajet") and not suffix)]
+               if ((build in builds) if c.startswith("kafkajet") else not suffix)]
     print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
           f"{'sum us/rec':>11s}")
     with EmbeddedBroker() as broker:
