@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml hatch_build.py
 demo: $(STAMP)
 	$(PY) -m kafkajet demo
 
-# Recompiles, in place, the modules whose source changed since the install (incremental: seconds).
+# Recompiles the send path in place if a compiled module's source changed since the last build (under a
+# minute; nothing to do otherwise). Until then the checkout runs those modules' Python.
 build: $(STAMP)
 	$(PY) hatch_build.py
 
