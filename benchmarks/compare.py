@@ -26,6 +26,10 @@ Each throughput workload also has a "broker ceiling" row: ceiling.py's client th
 It is the most any client could get from this broker at that batch size; kafkajet's ratio to it says how much
 of that it reaches.
 
+Both builds of kafkajet (issue 30): every kafkajet client runs as it installed (compiled where hatch_build.py
+built it) and again as "<client> [pure]" with KAFKAJET_NO_EXTENSIONS=1; `--builds compiled` or `--builds pure`
+runs one. Each kafkajet run checks that it ran the build its label names.
+
 Each run is its own process against its own fresh embedded broker; CPU seconds and peak RSS are that process's.
 Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed. The table is
 printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart (a run of a subset of
@@ -84,6 +88,7 @@ for _w in WORKLOADS.values():
     _w.update(acks=-1, compression="none", key=False)  # what produce.py's runners read
 BASELINE = {"send": "kafkajet", "batch": "kafkajet send_batch", "latency": "kafkajet", "callback": "kafkajet",
             "asyncio": "kafkajet AIOProducer"}
+PURE = " [pure]"  # the label suffix of a kafkajet client run with KAFKAJET_NO_EXTENSIONS=1
 ASYNC_CHUNK = 1_000  # sends awaited together with gather(), the shape of an event-loop program's bursts
 
 
@@ -462,6 +467,10 @@ def worker(client: str, workload_json: str, bootstrap: str, topic: str) -> None:
     start = time.perf_counter()
     acked, extra = RUNNERS[w["kind"]][client](bootstrap, topic, w)
     wall = time.perf_counter() - start
+    if client.startswith("kafkajet"):
+        from kafkajet._build import describe
+
+        extra["build"] = describe()
     report(acked, extra.pop("wall_run", wall), **extra)
 
 
@@ -500,19 +509,25 @@ class Summary:
 def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, rep: int) -> Run:
     from kafkajet.testing import EmbeddedBroker
 
-    topic = f"compare-{name}-{client.replace(' ', '-')}-{rep}-{os.getpid()}"
+    topic = f"compare-{name}-{client.replace(PURE, '-pure').replace(' ', '-')}-{rep}-{os.getpid()}"
     label = f"{client} {name}"
+    pure = client.endswith(PURE)
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
+    if pure:
+        client, env["KAFKAJET_NO_EXTENSIONS"] = client.removesuffix(PURE), "1"
     argv_tail = [client, json.dumps(w)]
     if bootstrap is None:
         # A fresh broker per run: no client inherits a log that earlier runs grew, or their leftovers.
         with EmbeddedBroker() as broker:
             create_topic(broker.bootstrap_servers, topic)
-            r = spawn([__file__, "--worker", *argv_tail, broker.bootstrap_servers, topic], label)
+            r = spawn([__file__, "--worker", *argv_tail, broker.bootstrap_servers, topic], label, env=env)
     else:
         create_topic(bootstrap, topic)
-        r = spawn([__file__, "--worker", *argv_tail, bootstrap, topic], label)
+        r = spawn([__file__, "--worker", *argv_tail, bootstrap, topic], label, env=env)
     if r is None:
         return Run(ok=False)
+    if "build" in r and r["build"].startswith("pure") != pure:
+        sys.exit(f"{label}: ran {r['build']!r}, not the build its label names")
     rps = r["acked"] / r["wall"] if r["wall"] > 0 else 0.0
     return Run(ok=r["acked"] == w["records"], rps=rps, mbps=rps * w["size"] / 1e6, cpu=r["cpu"], rss=r["rss_mb"],
                p50_ms=r.get("p50_ms"), p99_ms=r.get("p99_ms"), acked=r["acked"])
@@ -522,25 +537,30 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _ratio(kind: str, base: Summary | None, s: Summary) -> str:
+    """The kafkajet baseline's advantage over s: records/s over records/s, or p99 over p99 for latency."""
+    if base is None or not base.ok or base.client == s.client:
+        return "-"
+    attr = "p99_ms" if kind == "latency" else "rps"
+    mine, theirs = base.median(attr), s.median(attr)
+    if not mine or not theirs:
+        return "-"
+    return f"{theirs / mine:.2f}x p99" if kind == "latency" else f"{mine / theirs:.2f}x"
+
+
 def table(summaries: dict[str, dict[str, Summary]]) -> str:
-    rows = ["| workload | client | records/s | MB/s | CPU s | peak RSS MB | p50 ms | p99 ms | kafkajet ratio |",
+    rows = ["| workload | client | records/s | MB/s | CPU s | peak RSS MB | p50 ms | p99 ms "
+            "| kafkajet ratio: compiled, pure |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, by_client in summaries.items():
         kind = WORKLOADS[name]["kind"]
-        base = by_client.get(BASELINE[kind])
+        compiled, pure = by_client.get(BASELINE[kind]), by_client.get(BASELINE[kind] + PURE)
         for client, s in by_client.items():
             if not s.ok:
                 lost = ", ".join(f"{r.acked:,}/{WORKLOADS[name]['records']:,}" for r in s.runs)
                 rows.append(f"| {name} | {client} | FAILED (acked {lost}) | | | | | | |")
                 continue
-            ratio = ""
-            if base is not None and base.ok and client != base.client:
-                if kind == "latency":
-                    mine, theirs = base.median("p99_ms"), s.median("p99_ms")
-                    ratio = f"{theirs / mine:.2f}x p99" if mine and theirs else ""
-                else:
-                    mine, theirs = base.median("rps"), s.median("rps")
-                    ratio = f"{mine / theirs:.2f}x" if mine and theirs else ""
+            ratio = f"{_ratio(kind, compiled, s)}, {_ratio(kind, pure, s)}"
             rows.append(f"| {name} | {client} | {_fmt(s.median('rps'), ',.0f')} | {_fmt(s.median('mbps'), '.1f')} "
                         f"| {_fmt(s.median('cpu'), '.1f')} | {_fmt(s.median('rss'), '.0f')} "
                         f"| {_fmt(s.median('p50_ms'), '.1f')} | {_fmt(s.median('p99_ms'), '.1f')} | {ratio} |")
@@ -611,6 +631,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3, or 1 with --quick)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of workloads")
     ap.add_argument("--clients", default=None, help="comma-separated subset of clients")
+    ap.add_argument("--builds", default="compiled,pure",
+                    help="kafkajet's builds to run: compiled (as installed), pure (KAFKAJET_NO_EXTENSIONS=1), or both")
     ap.add_argument("--bootstrap-servers", default=None, help="an existing cluster instead of embedded brokers")
     ap.add_argument("--out-dir", default=str(ROOT / "results"), help="where the JSON and PNG go")
     args = ap.parse_args()
@@ -629,8 +651,23 @@ def main() -> None:
             w["records"] //= 5
             if "seconds" in w:
                 w["seconds"] /= 5
+    builds = args.builds.split(",")
+    if not builds or set(builds) - {"compiled", "pure"}:
+        ap.error("--builds takes compiled, pure or compiled,pure")
+
+    def with_builds(clients: list[str]) -> list[str]:
+        out: list[str] = []
+        for c in clients:
+            if not c.startswith("kafkajet"):
+                out.append(c)
+                continue
+            out += [c] if "compiled" in builds else []
+            out += [c + PURE] if "pure" in builds else []
+        return out
+
     summaries: dict[str, dict[str, Summary]] = {
-        n: {c: Summary(n, c) for c in w["clients"] if only is None or c in only or c.split()[0] in only}
+        n: {c: Summary(n, c) for c in with_builds(w["clients"])
+            if only is None or c.removesuffix(PURE) in only or c.split()[0] in only}
         for n, w in workloads.items()}
     started = time.time()
     for rep in range(reps):
@@ -648,10 +685,11 @@ def main() -> None:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Only a full run replaces the committed results: a subset goes to compare-partial.
-    full = args.workloads == ",".join(WORKLOADS) and only is None and args.reps is None
+    full = (args.workloads == ",".join(WORKLOADS) and only is None and args.reps is None
+            and args.builds == "compiled,pure")
     stem = "compare-quick" if args.quick else "compare" if full else "compare-partial"
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "duration_s": round(time.time() - started),
-            "reps": reps, "quick": args.quick, "load_avg": os.getloadavg(), **_versions()}
+            "reps": reps, "quick": args.quick, "builds": builds, "load_avg": os.getloadavg(), **_versions()}
     data = {"meta": meta, "workloads": {
         n: {"spec": {k: v for k, v in workloads[n].items() if k != "clients"},
             "clients": {c: {"runs": [asdict(r) for r in s.runs], "ok": s.ok,

@@ -10,6 +10,10 @@ through a BatchSpanProcessor to an exporter that drops them, so the export's own
 metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK (the API's no-op tracer). "kafka-python
 otel" is kafka-python's producer wrapped by the contrib instrumentation (its span ends at the enqueue), for the
 per-record cost of the usual wrapper approach: compare its difference to plain kafka-python.
+    .venv/bin/python benchmarks/send_cost.py --builds compiled,pure
+
+Every kafkajet client runs on both builds (issue 30): as installed (compiled where hatch_build.py built it) and
+as "<client> [pure]" with KAFKAJET_NO_EXTENSIONS=1.
 
 A 2-core machine runs the caller, the client's thread(s) and the broker: a client's speed is bounded by the
 sum of its per-record CPU on both threads (they share one GIL in Python). This prints that sum beside the
@@ -143,23 +147,35 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--worker", nargs=3)
     ap.add_argument("--clients", default="kafkajet,kafkajet callback,kafkajet AIOProducer,confluent-kafka")
+    ap.add_argument("--builds", default="compiled,pure", help="kafkajet's builds: compiled, pure or both")
     args = ap.parse_args()
     if args.worker:
         client, bootstrap, topic = args.worker
         r = run(client, bootstrap, topic, args.records)
-        print(json.dumps({"acked": r["ok"], **r}), flush=True)
+        from kafkajet._build import describe
+
+        print(json.dumps({"acked": r["ok"], "build": describe(), **r}), flush=True)
         return
     from kafkajet.testing import EmbeddedBroker
 
-    clients = args.clients.split(",")
+    builds = args.builds.split(",")
+    clients = [c + suffix for c in args.clients.split(",")
+               for build, suffix in (("compiled", ""), ("pure", " [pure]"))
+               if ((build in builds) if c.startswith("kafkajet") else not suffix)]
     print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
           f"{'sum us/rec':>11s}")
     with EmbeddedBroker() as broker:
         for client in clients:
-            topic = f"cost-{client.replace(' ', '-')}-{os.getpid()}"
+            topic = f"cost-{client.replace(' [pure]', '-pure').replace(' ', '-')}-{os.getpid()}"
             create_topic(broker.bootstrap_servers, topic)
-            r = spawn([__file__, "--records", str(args.records), "--worker", client, broker.bootstrap_servers,
-                       topic], client)
+            env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
+            if client.endswith(" [pure]"):
+                env["KAFKAJET_NO_EXTENSIONS"] = "1"
+            r = spawn([__file__, "--records", str(args.records), "--worker", client.removesuffix(" [pure]"),
+                       broker.bootstrap_servers, topic], client, env=env)
+            if r is not None and client.startswith("kafkajet") and r["build"].startswith("pure") != (
+                    "[pure]" in client):
+                sys.exit(f"{client}: ran {r['build']!r}, not the build its label names")
             if r is None or r["acked"] != args.records:
                 print(f"{client:22s} FAILED ({r})")
                 continue

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+# First: it decides, before any of them is imported, whether the compiled send-path modules or their .py run.
+from kafkajet import _build  # noqa: F401  (isort: keep first)
 from kafkajet._version import __version__
 from kafkajet.errors import (
     AuthenticationError,

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from kafkajet.cli.client_options import CliError
 from kafkajet.cli.program import program_name
@@ -55,12 +56,24 @@ def _cmd_perf(args: argparse.Namespace) -> int:
     return perf_main(args.perf_args)
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the version and which build runs (compiled or pure Python), worked out only when asked:
+    it imports the send path."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from kafkajet import __version__
+        from kafkajet._build import describe
+
+        print(f"kafkajet {__version__} ({describe()})")  # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    from kafkajet import __version__
     from kafkajet.cli import groups, produce, schema_registry, topics
 
     parser = argparse.ArgumentParser(prog=prog or program_name(), description="kafkajet command line")
-    parser.add_argument("--version", action="version", version=f"kafkajet {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version and build, then exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
     produce.add_parser(sub)

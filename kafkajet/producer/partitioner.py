@@ -8,7 +8,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Protocol
+from typing import Protocol, cast
 
 from kafkajet.errors import ConfigError, InvalidPartitionError, KafkaError
 
@@ -230,7 +230,8 @@ class PartitionPlanner:
         batch_size = self.batch_size
         i, n = 0, len(values)
         while i < n:
-            explicit = None if partitions is None else partitions[i]
+            # A caller's value, checked below: read as object (compiled, mypyc would check the annotated type first).
+            explicit = None if partitions is None else cast("Sequence[object]", partitions)[i]
             key = keys[i]
             if explicit is not None:
                 if type(explicit) is not int or not 0 <= explicit < count:
@@ -321,7 +322,9 @@ class CallablePartitioner:
     """A user's function with kafka-python's signature: fn(key_bytes, all_partitions, available) -> int."""
 
     def __init__(self, fn: UserPartitioner) -> None:
-        self.fn = fn
+        # Returning object, not UserPartitioner's int: whatever the user's function returns reaches the check in
+        # partition() (compiled, an int-returning callable would raise mypyc's own TypeError first).
+        self.fn: Callable[..., object] = fn
 
     def partition(self, topic: str, key: bytes | None, num_partitions: int, available: Sequence[int]) -> int:
         p = self.fn(key, list(range(num_partitions)), list(available))

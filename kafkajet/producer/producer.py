@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from kafkajet._build import describe as describe_build
+from kafkajet._version import __version__
 from kafkajet.addresses import check_resolvable
 from kafkajet.clock import now_ms, wall_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
@@ -117,6 +119,7 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
         check_resolvable(cfg["bootstrap.servers"])
+        log.debug("kafkajet %s, %s", __version__, describe_build())
         if cfg["opentelemetry.enable"]:
             from kafkajet.otel import ProducerTelemetry  # ConfigError naming the extra when it is missing
         self.config: ProducerConfig = cfg

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkajet import __version__
+from kafkajet._build import describe
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic
@@ -133,7 +134,7 @@ def test_topics_errors_are_clear(broker: EmbeddedBroker) -> None:
 
 def test_version_and_program_name() -> None:
     r = cli("--version")
-    assert r.returncode == 0 and r.stdout.strip() == f"kafkajet {__version__}"
+    assert r.returncode == 0 and r.stdout.strip() == f"kafkajet {__version__} ({describe()})"
     assert cli("--help").stdout.startswith("usage: python -m kafkajet ")
     script = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = '/usr/bin/kafkajet'; "
                              "from kafkajet.cli.main import main; sys.exit(main(['--help']))"],
