@@ -21,6 +21,7 @@ from kafkajet.errors import (
     DeliveryTimeoutError,
     IllegalStateError,
     InvalidPartitionError,
+    InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
@@ -67,7 +68,8 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError",
-    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "KafkaError", "KafkaTimeoutError",
+    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "InvalidRecordError", "KafkaError",
+    "KafkaTimeoutError",
     "NewTopic", "PartitionInfo", "PreparedTransaction", "Producer", "ProducerClosedError",
     "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
     "SerializationError", "TopicPartition", "TransactionAbortedError", "__version__",
