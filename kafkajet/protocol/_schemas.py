@@ -259,9 +259,10 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'port', 'type': 'int32', 'versions': '0+'},
         ]},
     },
-    16: {'name': 'ListGroups', 'versions': (0, 4),
+    16: {'name': 'ListGroups', 'versions': (0, 5),
         'request': {'flexible': '3+', 'fields': [
-            {'name': 'states', 'type': '[]string', 'versions': '4+', 'tag': 0, 'tagged': '4+'},
+            {'name': 'states_filter', 'type': '[]string', 'versions': '4+'},
+            {'name': 'types_filter', 'type': '[]string', 'versions': '5+'},
         ]},
         'response': {'flexible': '3+', 'fields': [
             {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '1+'},

@@ -25,7 +25,7 @@ VERSIONS: Versions = {
     ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (0, 9),
     ApiKey.TXN_OFFSET_COMMIT: (0, 4),
-    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 5),
 }
 
 
