@@ -47,8 +47,8 @@ _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: a
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
 _SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
 _FENCED_CODES = (ProducerFencedError.code, InvalidProducerEpochError.code)
-MAX_POLL_MS = 5000.0
-ResponseHandler = Callable[[ClientResponse], None]  # an upper bound on one sleep, so a missed wake-up can never stall the producer
+MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
+ResponseHandler = Callable[[ClientResponse], None]
 
 
 class Sender:
