@@ -172,6 +172,18 @@ def _only_bytes(items: Sequence[Any]) -> bool:
     return set(map(type, items)) <= _BYTES_OR_NONE
 
 
+def _serialize_column(serializer: Serializer, identity: bool, items: Sequence[Any], topic: str, what: str,
+                      headers: Sequence[Any] | None) -> Sequence[bytes | None]:
+    """A column of keys or values (`what`) through its serializer; bytes pass as they are when it is the identity.
+    A context-aware serializer is given each record's own headers."""
+    if identity and _only_bytes(items):
+        return items
+    if type(serializer) is InContext and headers is not None:
+        return [None if x is None else serialize(serializer, x, topic, what, h)
+                for x, h in zip(items, headers, strict=True)]
+    return [None if x is None else serialize(serializer, x, topic, what) for x in items]
+
+
 def _lens(items: Sequence[bytes | None]) -> list[int] | None:
     """Every item's length in one C pass; None if some are null."""
     try:
@@ -246,20 +258,10 @@ class BatchInput:
         return PreparedBatch(ks, vals, hs, ts, key_sizes, value_sizes, vlens, columns)
 
     def _values(self, topic: str, values: Sequence[Any], headers: Sequence[Any] | None) -> Sequence[bytes | None]:
-        if self.value_identity and _only_bytes(values):
-            return values
-        ser = self.value_serializer
-        if type(ser) is InContext and headers is not None:
-            return [None if v is None else serialize(ser, v, topic, "value", h) for v, h in zip(values, headers, strict=True)]
-        return [None if v is None else serialize(ser, v, topic, "value") for v in values]
+        return _serialize_column(self.value_serializer, self.value_identity, values, topic, "value", headers)
 
     def _keys(self, topic: str, keys: Sequence[Any], headers: Sequence[Any] | None) -> Sequence[bytes | None]:
-        if self.key_identity and _only_bytes(keys):
-            return keys
-        ser = self.key_serializer
-        if type(ser) is InContext and headers is not None:
-            return [None if k is None else serialize(ser, k, topic, "key", h) for k, h in zip(keys, headers, strict=True)]
-        return [None if k is None else serialize(ser, k, topic, "key") for k in keys]
+        return _serialize_column(self.key_serializer, self.key_identity, keys, topic, "key", headers)
 
     def _check_sizes(self, ks: Sequence[bytes | None], vals: Sequence[bytes | None], hs: list[Headers] | None,
                      key_sizes: list[int] | None, value_sizes: list[int], hlens: list[int] | None) -> None:
