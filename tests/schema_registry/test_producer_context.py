@@ -52,7 +52,8 @@ def test_send_and_send_batch_pass_topic_field_and_headers(cluster: MockCluster) 
     with Producer(bootstrap_servers=cluster.bootstrap_servers, key_serializer=keys, value_serializer=values) as p:
         headers: list[tuple[str, bytes | None]] = [("h", b"1")]
         p.send("t", value="v1", key="k1", headers=headers).result(timeout=30)
-        p.send_batch("t", ["v2", "v3"], keys=["k2", "k3"], headers=[[("a", b"x")], []]).result(timeout=30)
+        batch_headers: list[list[tuple[str, bytes | None]]] = [[("a", b"x")], []]
+        p.send_batch("t", ["v2", "v3"], keys=["k2", "k3"], headers=batch_headers).result(timeout=30)
     with Producer(bootstrap_servers=cluster.bootstrap_servers,
                   value_serializer=lambda o: calls.append(o) or str(o).encode()) as p:
         p.send("t", value=7).result(timeout=30)
@@ -61,6 +62,10 @@ def test_send_and_send_batch_pass_topic_field_and_headers(cluster: MockCluster) 
                                                           ("v3", "t", "value")]
     assert [(o, f) for o, _, f, _ in keys.seen] == [("k1", "key"), ("k2", "key"), ("k3", "key")]
     assert values.seen[0][3] is headers  # the record's own headers object
+    # send_batch(): each record's own headers, not its neighbour's nor none
+    assert [v[3] for v in values.seen[1:]] == [batch_headers[0], batch_headers[1]]
+    assert all(v[3] is h for v, h in zip(values.seen[1:], batch_headers, strict=True))
+    assert all(k[3] is h for k, h in zip(keys.seen[1:], batch_headers, strict=True))
     records = cluster.records("t", 0)
     assert [r.value for r in records[:3]] == [b"value:t:v1", b"value:t:v2", b"value:t:v3"]
     assert [r.key for r in records[:3]] == [b"key:t:k1", b"key:t:k2", b"key:t:k3"]
