@@ -80,6 +80,12 @@ def parse_assignments(items: Iterable[str] | None, option: str) -> dict[str, str
     return out
 
 
+def add_bootstrap_option(parser: argparse.ArgumentParser, help: str = "the cluster (required)") -> None:
+    """--bootstrap-server (Kafka's tools' spelling; --bootstrap-servers too), read by client_config()."""
+    parser.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
+                        metavar="HOST:PORT[,...]", help=help)
+
+
 def add_config_options(parser: argparse.ArgumentParser, *, producer: bool = False) -> None:
     """--command-config FILE and --command-property k=v (and the producer tool's spellings of them)."""
     file_flags = ["--command-config"] + (["--producer.config"] if producer else [])

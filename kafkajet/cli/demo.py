@@ -25,7 +25,7 @@ import uuid
 from contextlib import ExitStack
 from typing import Any
 
-from kafkajet.cli.client_options import CliError, add_config_options, client_config
+from kafkajet.cli.client_options import CliError, add_bootstrap_option, add_config_options, client_config
 
 PARTITIONS = 6
 INPUT_FORMATS = ".parquet (Parquet), .csv (CSV with a header line), anything else JSON lines"
@@ -38,8 +38,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "sink and read back with the kafkajet source; a Structured Streaming query keeps per-user "
                     "counts and sums and writes them to a second topic; the totals read back are checked "
                     "against the events. Exits 0 when they match, 1 when they do not.")
-    d.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
-                   metavar="HOST:PORT[,...]", help="your cluster (default: start an embedded broker)")
+    add_bootstrap_option(d, help="your cluster (default: start an embedded broker)")
     d.add_argument("--input", default=None,
                    help=f"a file of events to send instead of synthetic ones: {INPUT_FORMATS}")
     d.add_argument("--records", type=int, default=1_000_000, help="synthetic events to generate")

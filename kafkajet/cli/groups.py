@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkajet.cli.client_options import CliError, add_config_options, client_config, require_bootstrap
+from kafkajet.cli.client_options import (
+    CliError,
+    add_bootstrap_option,
+    add_config_options,
+    client_config,
+    require_bootstrap,
+)
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
 
@@ -16,8 +22,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Consumer group offsets and lag: --list names every group; --describe --group G shows, per "
                     "partition, the committed offset, the log end offset and the lag. Exits 1 on a broker "
                     "error or a group without committed offsets.")
-    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
-                   metavar="HOST:PORT[,...]", help="the cluster (required)")
+    add_bootstrap_option(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="print the group ids, one a line")
     action.add_argument("--describe", action="store_true", help="committed offsets and lag of --group")

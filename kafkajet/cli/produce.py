@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from kafkajet.cli.client_options import CliError, add_config_options, client_config, require_bootstrap
+from kafkajet.cli.client_options import (
+    CliError,
+    add_bootstrap_option,
+    add_config_options,
+    client_config,
+    require_bootstrap,
+)
 
 # Kafka's LineMessageReader properties and defaults (kafka.tools.ConsoleProducer).
 READER_DEFAULTS: dict[str, str] = {
@@ -30,8 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "produce", help="send lines from stdin or a file to a topic (like kafka-console-producer)",
         description="Send each input line as one record. Prints the counts of delivered and failed records "
                     "to stderr at the end; exits 1 if any failed.")
-    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
-                   metavar="HOST:PORT[,...]", help="the cluster (required)")
+    add_bootstrap_option(p)
     p.add_argument("--topic", required=True, help="topic to send to")
     p.add_argument("--file", default=None, help="read lines from this file instead of stdin")
     p.add_argument("--property", dest="reader_props", metavar="KEY=VALUE", action="append", default=[],

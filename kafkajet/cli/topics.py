@@ -7,15 +7,20 @@ import re
 import sys
 from typing import Any
 
-from kafkajet.cli.client_options import CliError, add_config_options, client_config, require_bootstrap
+from kafkajet.cli.client_options import (
+    CliError,
+    add_bootstrap_option,
+    add_config_options,
+    client_config,
+    require_bootstrap,
+)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "topics", help="create, list, describe or delete topics (like kafka-topics)",
         description="Topic administration; exits 1 on a broker error (topic exists, unknown topic, ...).")
-    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
-                   metavar="HOST:PORT[,...]", help="the cluster (required)")
+    add_bootstrap_option(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create --topic")
     action.add_argument("--list", action="store_true", help="print the topic names, one a line")
