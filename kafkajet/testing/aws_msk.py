@@ -13,7 +13,6 @@ recomputed with botocore for the fixed secret key. The principal is the access k
 
 from __future__ import annotations
 
-import base64
 import calendar
 import hmac
 import time
@@ -21,6 +20,7 @@ import urllib.parse
 from collections.abc import Mapping
 
 from kafkajet.security.aws_msk import ACTION, EXPIRES_S, NATIVE_VERSION, SERVICE
+from kafkajet.security.oidc import b64url_decode
 from kafkajet.testing.mock.sasl import InvalidToken, NativeMskValidator, TokenValidator
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -40,7 +40,7 @@ class MskIamVerifier:
         """OAUTHBEARER: the token is the base64url presigned URL for kafka.<region>.amazonaws.com."""
         def validate(token: str, extensions: Mapping[str, str]) -> tuple[str, float | None]:
             try:
-                url = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("utf-8")
+                url = b64url_decode(token).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
                 raise InvalidToken("not a base64url MSK IAM token") from None
             parts = urllib.parse.urlsplit(url)

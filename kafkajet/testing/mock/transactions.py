@@ -38,7 +38,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-
 class TxnState(Enum):
     EMPTY = "Empty"
     ONGOING = "Ongoing"
@@ -49,7 +48,6 @@ class TxnState(Enum):
 
 
 _PREPARING = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-_COMPLETE = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
 
 @dataclass
