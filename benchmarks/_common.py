@@ -12,6 +12,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +77,28 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 6) -> None:
 
     with Admin(bootstrap) as admin:
         admin.create_topics([topic], num_partitions=partitions)
+
+
+def timed_read_jobs(jobs: dict[str, Callable[[], tuple[int, int]]], reps: int, rows: int, expected: int,
+                    what: Callable[[int], str], width: int) -> dict[str, list[float | None]]:
+    """Each job's rows/s per rep (None for a rep that returned the wrong count or `expected` total), after one
+    warm-up run each: the first task of a Spark session forks its Python worker. A job returns (rows, total);
+    `what(total)` words a wrong total."""
+    rates: dict[str, list[float | None]] = {j: [] for j in jobs}
+    for job, fn in jobs.items():
+        t = time.perf_counter()
+        fn()
+        print(f"  warm-up {job:{width}s} {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    for rep in range(reps):
+        for job, fn in jobs.items():  # interleaved, so drift in the machine hits every job alike
+            t = time.perf_counter()
+            n, total = fn()
+            wall = time.perf_counter() - t
+            ok = n == rows and total == expected
+            rates[job].append(rows / wall if ok else None)
+            detail = f"{rows / wall:,.0f} rows/s ({wall:.1f} s)" if ok else f"FAILED: {n:,} rows, {what(total)}"
+            print(f"  rep {rep + 1}/{reps} {job:{width}s} {detail}", file=sys.stderr, flush=True)
+    return rates
 
 
 def rate_table(title: str, rates: dict[str, list[float | None]], baseline: str,

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _common import rate_table
+from _common import rate_table, timed_read_jobs
 
 PARTITIONS = 4
 SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
@@ -180,20 +180,7 @@ def main() -> None:
         jobs: dict[str, Callable[[], tuple[int, int]]] = {
             "kafkajet source (valueFormat=avro)": kafkajet_source,
             "mapInArrow confluent-kafka AvroDeserializer": confluent_map_in_arrow}
-        rates: dict[str, list[float | None]] = {j: [] for j in jobs}
-        for job, fn in jobs.items():  # warm-up: the first task of a session forks its Python worker
-            t = time.perf_counter()
-            fn()
-            print(f"  warm-up {job:44s} {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
-        for rep in range(args.reps):
-            for job, fn in jobs.items():  # interleaved, so drift in the machine hits every job alike
-                t = time.perf_counter()
-                n, total = fn()
-                wall = time.perf_counter() - t
-                ok = n == args.rows and total == expected_sum
-                rates[job].append(args.rows / wall if ok else None)
-                detail = f"{args.rows / wall:,.0f} rows/s ({wall:.1f} s)" if ok else f"FAILED: {n:,} rows, sum {total}"
-                print(f"  rep {rep + 1}/{args.reps} {job:44s} {detail}", file=sys.stderr, flush=True)
+        rates = timed_read_jobs(jobs, args.reps, args.rows, expected_sum, lambda total: f"sum {total}", 44)
         spark.stop()
 
     ok = rate_table(f"Spark: {args.rows:,} flat Avro records (10 fields) in {PARTITIONS} partitions, local[2], "

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _common import rate_table
+from _common import rate_table, timed_read_jobs
 
 PARTITIONS = 4
 VALUE = 100
@@ -103,20 +103,7 @@ def main() -> None:
 
         jobs: dict[str, Callable[[], tuple[int, int]]] = {
             "kafkajet source": kafkajet_source, "mapInArrow confluent-kafka": confluent_map_in_arrow}
-        rates: dict[str, list[float | None]] = {j: [] for j in jobs}
-        for job, fn in jobs.items():  # warm-up: the first task of a session forks its Python worker
-            t = time.perf_counter()
-            fn()
-            print(f"  warm-up {job:28s} {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
-        for rep in range(args.reps):
-            for job, fn in jobs.items():  # interleaved, so drift in the machine hits every job alike
-                t = time.perf_counter()
-                n, total = fn()
-                wall = time.perf_counter() - t
-                ok = n == args.rows and total == expected_bytes
-                rates[job].append(args.rows / wall if ok else None)
-                detail = f"{args.rows / wall:,.0f} rows/s ({wall:.1f} s)" if ok else f"FAILED: {n:,} rows, {total} B"
-                print(f"  rep {rep + 1}/{args.reps} {job:28s} {detail}", file=sys.stderr, flush=True)
+        rates = timed_read_jobs(jobs, args.reps, args.rows, expected_bytes, lambda total: f"{total} B", 28)
         spark.stop()
 
     title = f"{args.rows:,} rows of {VALUE} B in {PARTITIONS} partitions, local[2], median of {args.reps}"

@@ -82,9 +82,7 @@ class AvroSerializer(BaseSerializer[Any]):
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         if obj is None:
             return None
-        if ctx is None:
-            raise SerializationError(f"{type(self).__name__} needs a SerializationContext(topic, field) to name "
-                                     f"the subject: ser(obj, SerializationContext('t', MessageField.VALUE))")
+        ctx = self._require_ctx(ctx)
         schema_id, guid, parsed, subject = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         if _is_bytes(parsed):

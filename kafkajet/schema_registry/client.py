@@ -322,11 +322,7 @@ class SchemaRegistryClient:
             return hit
         r = self._rest.request("POST", f"subjects/{_q(subject_name)}/versions?normalize={_bool(normalize_schemas)}",
                                schema.to_dict(), context=f"registering a schema under subject '{subject_name}'")
-        reg = RegisteredSchema(int(r["id"]), schema, r.get("subject", subject_name), r.get("version"), r.get("guid"))
-        with self._lock:
-            self._registered[key] = reg
-            self._schema_by_id.setdefault(reg.schema_id, schema)
-        return reg
+        return self._remember(key, r)
 
     def lookup_schema(self, subject_name: str, schema: Schema, normalize_schemas: bool = False,
                       deleted: bool = False) -> RegisteredSchema:
@@ -339,6 +335,11 @@ class SchemaRegistryClient:
         r = self._rest.request(
             "POST", f"subjects/{_q(subject_name)}?normalize={_bool(normalize_schemas)}&deleted={_bool(deleted)}",
             schema.to_dict(), context=f"looking up a schema under subject '{subject_name}'")
+        return self._remember(key, r)
+
+    def _remember(self, key: tuple[str, Schema, bool], r: dict[str, Any]) -> RegisteredSchema:
+        """Cache the registry's answer to a register or lookup of key's schema under key's subject."""
+        subject_name, schema, _ = key
         reg = RegisteredSchema(int(r["id"]), schema, r.get("subject", subject_name), r.get("version"), r.get("guid"))
         with self._lock:
             self._registered[key] = reg

@@ -77,8 +77,7 @@ class JSONSerializer(BaseSerializer[Any]):
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         if obj is None:
             return None
-        if ctx is None:
-            raise SerializationError("JSONSerializer needs a SerializationContext(topic, field)")
+        ctx = self._require_ctx(ctx)
         schema_id, guid, validator, subject = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         if self._validate:

@@ -103,8 +103,7 @@ class ProtobufSerializer(BaseSerializer[Any]):
     def __call__(self, message: Any, ctx: SerializationContext | None = None) -> bytes | None:
         if message is None:
             return None
-        if ctx is None:
-            raise SerializationError("ProtobufSerializer needs a SerializationContext(topic, field)")
+        ctx = self._require_ctx(ctx)
         if not isinstance(message, self._msg_type):
             raise SerializationError(f"the {ctx_what(ctx)} is a {type(message).__name__}, not the "
                                      f"{self._descriptor.full_name} this serializer was made for")

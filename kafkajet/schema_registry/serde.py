@@ -93,6 +93,13 @@ class BaseSerializer(Generic[P]):
     def _parse(self, schema: Schema) -> P:
         raise NotImplementedError
 
+    def _require_ctx(self, ctx: SerializationContext | None) -> SerializationContext:
+        """ctx, which a serializer needs to name the subject."""
+        if ctx is None:
+            raise SerializationError(f"{type(self).__name__} needs a SerializationContext(topic, field) to name "
+                                     f"the subject: ser(obj, SerializationContext('t', MessageField.VALUE))")
+        return ctx
+
     def _writer(self, obj: Any, ctx: SerializationContext) -> tuple[int, str | None, P, str]:
         """(schema id, guid, parsed writer schema, subject) for this record's subject."""
         subject = self._strategy(ctx, self._record_name(obj))

@@ -68,14 +68,7 @@ def _pieces(field: FlatField, col: pa.Array) -> tuple[Any, Any] | None:
         raw = filled.buffers()[2]
         data = np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, dtype=np.uint8)
         body = data[int(offsets[0]):int(offsets[-1])]
-        piece_len = prefix_len + lengths
-        # interleave prefix and body row by row
-        out = np.empty(int(piece_len.sum()), dtype=np.uint8)
-        row_start = np.zeros(n, dtype=np.int64)
-        np.cumsum(piece_len[:-1], out=row_start[1:])
-        _scatter(out, prefix, prefix_len, row_start)
-        _scatter(out, body, lengths, row_start + prefix_len)
-        value = (out, piece_len)
+        value = _interleave(prefix, prefix_len, body, lengths)
     elif kind == "boolean":
         if not pa.types.is_boolean(col.type):
             return None
@@ -109,9 +102,14 @@ def _pieces(field: FlatField, col: pa.Array) -> tuple[Any, Any] | None:
     if len(parts) == 1:
         return parts[0]
     (a, alen), (b, blen) = parts
+    return _interleave(a, alen, b, blen)
+
+
+def _interleave(a: Any, alen: Any, b: Any, blen: Any) -> tuple[Any, Any]:
+    """Row i of the result is row i of a then row i of b (each array holds its rows end to end)."""
     total = alen + blen
     out = np.empty(int(total.sum()), dtype=np.uint8)
-    row_start = np.zeros(n, dtype=np.int64)
+    row_start = np.zeros(len(total), dtype=np.int64)
     np.cumsum(total[:-1], out=row_start[1:])
     _scatter(out, a, alen, row_start)
     _scatter(out, b, blen, row_start + alen)

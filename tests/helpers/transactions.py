@@ -44,6 +44,15 @@ def transactional(cluster: MockCluster, transactional_id: str) -> Iterator[Produ
         yield p
 
 
+def send_to_each(p: Producer, tps: list[tuple[str, int]], label: str, count: int, into: set[bytes]) -> None:
+    """Send `count` distinct values to each partition in `tps` (`label`-i-topic-partition), noting each in `into`."""
+    for topic, partition in tps:
+        for i in range(count):
+            value = b"%s-%d-%s-%d" % (label.encode(), i, topic.encode(), partition)
+            p.send(topic, value, partition=partition)
+            into.add(value)
+
+
 def interleave_two_transactional_producers(cluster: MockCluster, topic: str, partitions: int,
                                            rounds: int = 4, steps: int = 3) -> Written:
     """Producers A and B each run `rounds` transactions over every partition of `topic` at the same time,

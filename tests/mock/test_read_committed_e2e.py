@@ -9,7 +9,13 @@ import pytest
 
 from kafkajet.fetch import FetchClient
 from kafkajet.testing import MockCluster
-from tests.helpers.transactions import Reads, Written, interleave_two_transactional_producers, transactional
+from tests.helpers.transactions import (
+    Reads,
+    Written,
+    interleave_two_transactional_producers,
+    send_to_each,
+    transactional,
+)
 
 pytestmark = [pytest.mark.mock_cluster(brokers=3, topics={"rc": 3, "x1": 3, "x2": 2}), pytest.mark.timeout(120)]
 
@@ -47,11 +53,7 @@ def test_a_transaction_over_two_topics_is_visible_at_commit_all_at_once_and_neve
     written = Written()
     with transactional(cluster, "spanning") as p:
         p.begin_transaction()
-        for i in range(4):
-            for topic, partition in tps:
-                value = b"first-%d-%s-%d" % (i, topic.encode(), partition)
-                p.send(topic, value, partition=partition)
-                written.committed.add(value)
+        send_to_each(p, tps, "first", 4, written.committed)
         p.flush(30)
         # In the log, on every partition, and still none of it readable at read_committed.
         assert read(cluster, "read_uncommitted", tps) == written.in_log_order(cluster, tps, aborted_too=True)
@@ -62,11 +64,7 @@ def test_a_transaction_over_two_topics_is_visible_at_commit_all_at_once_and_neve
         assert after_commit == written.in_log_order(cluster, tps) and all(len(v) == 4 for v in after_commit.values())
 
         p.begin_transaction()
-        for topic, partition in tps:
-            for i in range(3):
-                value = b"second-%d-%s-%d" % (i, topic.encode(), partition)
-                p.send(topic, value, partition=partition)
-                written.aborted.add(value)
+        send_to_each(p, tps, "second", 3, written.aborted)
         p.flush(30)
         assert read(cluster, "read_committed", tps) == after_commit  # open: held back behind the LSO
         p.abort_transaction(30)

@@ -46,16 +46,6 @@ users = st.fixed_dictionaries({
 })
 
 
-@pytest.fixture
-def ours(registry: SchemaRegistry) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry.url})
-
-
-@pytest.fixture
-def theirs(registry: SchemaRegistry) -> ConfluentClient:
-    return ConfluentClient({"url": registry.url})
-
-
 def ctx(topic: str, field: str = MessageField.VALUE) -> SerializationContext:
     return SerializationContext(topic, field)
 

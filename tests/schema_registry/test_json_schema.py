@@ -20,23 +20,12 @@ from kafkajet.schema_registry import (
     SchemaRegistryClient,
     SerializationContext,
 )
-from kafkajet.testing import SchemaRegistry
 
 ORDER = json.dumps({
     "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
     "properties": {"id": {"type": "integer"}, "item": {"type": "string"}, "qty": {"type": "number"}},
     "required": ["id", "item"],
 })
-
-
-@pytest.fixture
-def ours(registry: SchemaRegistry) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry.url})
-
-
-@pytest.fixture
-def theirs(registry: SchemaRegistry) -> ConfluentClient:
-    return ConfluentClient({"url": registry.url})
 
 
 @pytest.mark.parametrize("order", [{"id": 1, "item": "café", "qty": 2.5}, {"id": 2, "item": "x"}])

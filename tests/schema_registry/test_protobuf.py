@@ -23,7 +23,6 @@ from kafkajet.schema_registry import (
     SerializationContext,
 )
 from kafkajet.schema_registry.protobuf import message_indexes
-from kafkajet.testing import SchemaRegistry
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -44,16 +43,6 @@ def _classes() -> dict[str, Any]:
 
 
 M = _classes()
-
-
-@pytest.fixture
-def ours(registry: SchemaRegistry) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry.url})
-
-
-@pytest.fixture
-def theirs(registry: SchemaRegistry) -> ConfluentClient:
-    return ConfluentClient({"url": registry.url})
 
 
 def test_message_indexes() -> None:

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from kafkajet.testing import MockCluster
-from tests.helpers.transactions import Reads, Written, interleave_two_transactional_producers, transactional
+from tests.helpers.transactions import (
+    Reads,
+    Written,
+    interleave_two_transactional_producers,
+    send_to_each,
+    transactional,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -48,11 +54,7 @@ def test_a_transaction_over_two_topics_is_visible_at_commit_all_at_once_and_neve
         written = Written()
         with transactional(cluster, "spanning") as p:
             p.begin_transaction()
-            for topic, partition in tps:
-                for i in range(4):
-                    value = b"first-%d-%s-%d" % (i, topic.encode(), partition)
-                    p.send(topic, value, partition=partition)
-                    written.committed.add(value)
+            send_to_each(p, tps, "first", 4, written.committed)
             p.flush(30)
             assert all(len(v) == 4 for v in read(spark, cluster, "read_uncommitted", tps).values())
             assert read(spark, cluster, "read_committed", tps) == {tp: [] for tp in tps}  # open: none yet
@@ -62,10 +64,7 @@ def test_a_transaction_over_two_topics_is_visible_at_commit_all_at_once_and_neve
             assert all(len(v) == 4 for v in after_commit.values())
 
             p.begin_transaction()
-            for topic, partition in tps:
-                value = b"second-%s-%d" % (topic.encode(), partition)
-                p.send(topic, value, partition=partition)
-                written.aborted.add(value)
+            send_to_each(p, tps, "second", 1, written.aborted)
             p.flush(30)
             p.abort_transaction(30)
         assert read(spark, cluster, "read_committed", tps) == after_commit  # aborted: never
