@@ -21,11 +21,12 @@ demo: $(STAMP)
 build: $(STAMP)
 	$(PY) hatch_build.py
 
-# Both builds: everything on the compiled one (a silent fallback to Python fails it), then the unit and mock
-# tiers, which hold the byte-identity and codec tests, on the pure-Python one.
+# Both builds: everything on the compiled one (a silent fallback to Python fails it), then on the pure-Python
+# one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
+# readers decoding the batches this build's producer writes, per codec; about 20 s).
 test: $(STAMP) lint typecheck build
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
-	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock
+	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock tests/interop
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kafkajet pyspark_kafkajet tests benchmarks tools hatch_build.py

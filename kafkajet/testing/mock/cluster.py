@@ -328,6 +328,12 @@ class MockCluster:
         with self._state.lock:
             return self._state.require_partition(topic, partition).log.decoded()
 
+    def stored_batches(self, topic: str, partition: int) -> list[bytes]:
+        """The stored batches as the producer wrote them (base offset and leader epoch stamped, as a Fetch hands
+        them out), for independent readers to decode."""
+        with self._state.lock:
+            return [s.data for s in self._state.require_partition(topic, partition).log.stored()]
+
     def high_watermark(self, topic: str, partition: int) -> int:
         with self._state.lock:
             return self._state.require_partition(topic, partition).log.log_end_offset
