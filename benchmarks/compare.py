@@ -610,7 +610,8 @@ def chart(summaries: dict[str, dict[str, Summary]], path: Path, title: str) -> N
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v / 1000:,.0f}k"))
     ax.set_ylabel("records/s (median)")
     ax.set_title("throughput")
-    ax.legend(fontsize=8)
+    if throughput:
+        ax.legend(fontsize=8)
     if latency:
         ax2 = axes[0][1]
         name = latency[0]
@@ -627,7 +628,7 @@ def chart(summaries: dict[str, dict[str, Summary]], path: Path, title: str) -> N
     plt.close(fig)
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version(), "machine": f"{platform.machine()} x {os.cpu_count()} CPUs"}
@@ -637,6 +638,39 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[pkg] = "?"
     return out
+
+
+def quicken(w: dict[str, Any]) -> None:
+    """--quick: a fifth of the records (and of the latency workload's seconds)."""
+    w["records"] //= 5
+    if "seconds" in w:
+        w["seconds"] /= 5
+
+
+def measure(workloads: dict[str, dict[str, Any]], builds: list[str], reps: int,
+            bootstrap: str | None = None) -> dict[str, dict[str, Summary]]:
+    """Every workload's clients (each kafkajet client on each of `builds`), `reps` times, interleaved."""
+    def with_builds(clients: list[str]) -> list[str]:
+        out: list[str] = []
+        for c in clients:
+            if not c.startswith("kafkajet"):
+                out.append(c)
+                continue
+            out += [c] if "compiled" in builds else []
+            out += [c + PURE] if "pure" in builds else []
+        return out
+
+    summaries = {n: {c: Summary(n, c) for c in with_builds(w["clients"])} for n, w in workloads.items()}
+    for rep in range(reps):
+        for name, w in workloads.items():
+            for client, s in summaries[name].items():  # interleaved: drift in the machine hits every client alike
+                run = one_run(client, name, w, bootstrap, rep)
+                s.runs.append(run)
+                detail = (f"{run.rps:>10,.0f} rec/s" + (f"  p50 {run.p50_ms:.1f} ms  p99 {run.p99_ms:.1f} ms"
+                                                        if run.p50_ms is not None else "")
+                          if run.ok else f"FAILED: {run.acked:,} of {w['records']:,} acknowledged")
+                print(f"  rep {rep + 1}/{reps} {name:13s} {client:20s} {detail}", file=sys.stderr, flush=True)
+    return summaries
 
 
 def main() -> None:
@@ -663,38 +697,14 @@ def main() -> None:
     workloads = {n: dict(WORKLOADS[n]) for n in names}
     for w in workloads.values():
         if args.quick:
-            w["records"] //= 5
-            if "seconds" in w:
-                w["seconds"] /= 5
+            quicken(w)
+        if only is not None:
+            w["clients"] = [c for c in w["clients"] if c in only or c.split()[0] in only]
     builds = args.builds.split(",")
     if not builds or set(builds) - {"compiled", "pure"}:
         ap.error("--builds takes compiled, pure or compiled,pure")
-
-    def with_builds(clients: list[str]) -> list[str]:
-        out: list[str] = []
-        for c in clients:
-            if not c.startswith("kafkajet"):
-                out.append(c)
-                continue
-            out += [c] if "compiled" in builds else []
-            out += [c + PURE] if "pure" in builds else []
-        return out
-
-    summaries: dict[str, dict[str, Summary]] = {
-        n: {c: Summary(n, c) for c in with_builds(w["clients"])
-            if only is None or c.removesuffix(PURE) in only or c.split()[0] in only}
-        for n, w in workloads.items()}
     started = time.time()
-    for rep in range(reps):
-        for name, w in workloads.items():
-            for client, s in summaries[name].items():  # interleaved: drift in the machine hits every client alike
-                run = one_run(client, name, w, args.bootstrap_servers, rep)
-                s.runs.append(run)
-                detail = (f"{run.rps:>10,.0f} rec/s" + (f"  p50 {run.p50_ms:.1f} ms  p99 {run.p99_ms:.1f} ms"
-                                                        if run.p50_ms is not None else "")
-                          if run.ok else f"FAILED: {run.acked:,} of {w['records']:,} acknowledged")
-                print(f"  rep {rep + 1}/{reps} {name:12s} {client:20s} {detail}", file=sys.stderr, flush=True)
-
+    summaries = measure(workloads, builds, reps, args.bootstrap_servers)
     text = table(summaries)
     print(text)
     out_dir = Path(args.out_dir)
@@ -704,7 +714,7 @@ def main() -> None:
             and args.builds == "compiled,pure")
     stem = "compare-quick" if args.quick else "compare" if full else "compare-partial"
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "duration_s": round(time.time() - started),
-            "reps": reps, "quick": args.quick, "builds": builds, "load_avg": os.getloadavg(), **_versions()}
+            "reps": reps, "quick": args.quick, "builds": builds, "load_avg": os.getloadavg(), **versions()}
     data = {"meta": meta, "workloads": {
         n: {"spec": {k: v for k, v in workloads[n].items() if k != "clients"},
             "clients": {c: {"runs": [asdict(r) for r in s.runs], "ok": s.ok,

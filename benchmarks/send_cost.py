@@ -29,6 +29,7 @@ import os
 import resource
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from _common import create_topic, spawn
@@ -142,6 +143,44 @@ def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
     return {"ok": ok, "wall": wall, "cpu": cpu, "main": main}
 
 
+@dataclass
+class Cost:
+    rps: float
+    caller_us: float  # CPU per record on the caller's thread
+    threads_us: float  # on the client's own threads
+    sum_us: float
+
+
+def measure(clients: list[str], builds: list[str], records: int) -> dict[str, Cost | None]:
+    """Each client's per-record CPU, kafkajet's on each of `builds` (labelled "<client> [pure]" for the pure
+    build), one child process each against one embedded broker; None for a run that lost records or crashed."""
+    from kafkajet.testing import EmbeddedBroker
+
+    labels = [c + suffix for c in clients
+              for build, suffix in (("compiled", ""), ("pure", " [pure]"))
+              if ((build in builds) if c.startswith("kafkajet") else not suffix)]
+    out: dict[str, Cost | None] = {}
+    with EmbeddedBroker() as broker:
+        for client in labels:
+            topic = f"cost-{client.replace(' [pure]', '-pure').replace(' ', '-')}-{os.getpid()}"
+            create_topic(broker.bootstrap_servers, topic)
+            env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
+            if client.endswith(" [pure]"):
+                env["KAFKAJET_NO_EXTENSIONS"] = "1"
+            r = spawn([__file__, "--records", str(records), "--worker", client.removesuffix(" [pure]"),
+                       broker.bootstrap_servers, topic], client, env=env)
+            if r is not None and client.startswith("kafkajet") and r["build"].startswith("pure") != (
+                    "[pure]" in client):
+                sys.exit(f"{client}: ran {r['build']!r}, not the build its label names")
+            if r is None or r["acked"] != records:
+                print(f"  {client}: FAILED ({r})", file=sys.stderr)
+                out[client] = None
+                continue
+            per = 1e6 / records
+            out[client] = Cost(records / r["wall"], r["main"] * per, (r["cpu"] - r["main"]) * per, r["cpu"] * per)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=300_000)
@@ -156,33 +195,13 @@ def main() -> None:
 
         print(json.dumps({"acked": r["ok"], "build": describe(), **r}), flush=True)
         return
-    from kafkajet.testing import EmbeddedBroker
-
-    builds = args.builds.split(",")
-    clients = [c + suffix for c in args.clients.split(",")
-               for build, suffix in (("compiled", ""), ("pure", " [pure]"))
-               if ((build in builds) if c.startswith("kafkajet") else not suffix)]
     print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
           f"{'sum us/rec':>11s}")
-    with EmbeddedBroker() as broker:
-        for client in clients:
-            topic = f"cost-{client.replace(' [pure]', '-pure').replace(' ', '-')}-{os.getpid()}"
-            create_topic(broker.bootstrap_servers, topic)
-            env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
-            if client.endswith(" [pure]"):
-                env["KAFKAJET_NO_EXTENSIONS"] = "1"
-            r = spawn([__file__, "--records", str(args.records), "--worker", client.removesuffix(" [pure]"),
-                       broker.bootstrap_servers, topic], client, env=env)
-            if r is not None and client.startswith("kafkajet") and r["build"].startswith("pure") != (
-                    "[pure]" in client):
-                sys.exit(f"{client}: ran {r['build']!r}, not the build its label names")
-            if r is None or r["acked"] != args.records:
-                print(f"{client:22s} FAILED ({r})")
-                continue
-            n = args.records
-            per = 1e6 / n
-            print(f"{client:22s} {n / r['wall']:>10,.0f} {r['main'] * per:>14.2f} "
-                  f"{(r['cpu'] - r['main']) * per:>22.2f} {r['cpu'] * per:>11.2f}")
+    for client, c in measure(args.clients.split(","), args.builds.split(","), args.records).items():
+        if c is None:
+            print(f"{client:22s} FAILED")
+            continue
+        print(f"{client:22s} {c.rps:>10,.0f} {c.caller_us:>14.2f} {c.threads_us:>22.2f} {c.sum_us:>11.2f}")
     sys.stdout.flush()
 
 

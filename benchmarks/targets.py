@@ -1,0 +1,164 @@
+"""Issue 30's targets in one table: kafkajet's compiled and pure-Python builds side by side with the client each
+target names, from one run of compare.py's workloads, then the per-record CPU (send_cost.py) of both builds and
+confluent-kafka. Prints Markdown for the README.
+
+    .venv/bin/python benchmarks/targets.py            # medians of 3 (about 10 minutes on a quiet 2-CPU machine)
+    .venv/bin/python benchmarks/targets.py --quick    # one repetition, a fifth of the records: checks it works
+
+Every client at its defaults, acks=all and linger.ms=5 (compare.py's workloads). The load average before and
+after the run is printed with the tables: figures from a loaded machine are not the ones to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare  # noqa: E402
+import send_cost  # noqa: E402
+from compare import CEILING, PURE, WORKLOADS, Summary  # noqa: E402
+
+BUFFER_MEMORY_MB = 32 * 1024 * 1024 / 1e6  # kafkajet's buffer.memory default (Java's), in compare.py's MB
+# Only the clients the targets name, so the run stays short.
+CLIENTS = {
+    "send-100B": ["kafkajet", "confluent-kafka"],
+    "callback-100B": ["kafkajet", "confluent-kafka"],
+    "asyncio-100B": ["kafkajet AIOProducer", "aiokafka"],
+    "send-1KiB": ["kafkajet", "confluent-kafka"],
+    "batch-100B-5M": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka", CEILING],
+    "latency-20k": ["kafkajet", "confluent-kafka"],
+}
+COST_CLIENTS = ["kafkajet", "kafkajet callback", "kafkajet AIOProducer", "confluent-kafka"]
+COST_LABELS = {"kafkajet": "send()", "kafkajet callback": "send(callback=)", "kafkajet AIOProducer": "AIOProducer",
+               "confluent-kafka": "confluent-kafka produce(on_delivery=) + poll(0)"}
+
+
+@dataclass
+class Target:
+    what: str
+    workload: str
+    ours: str  # the kafkajet client, without the build suffix
+    theirs: str
+    attr: str  # the Summary median compared: rps or mbps, higher wins
+    goal: float  # ours / theirs at least
+
+
+TARGETS = [
+    Target("send() fire-and-forget, 100 B, vs confluent-kafka produce()", "send-100B", "kafkajet",
+           "confluent-kafka", "rps", 1.2),
+    Target("send(callback=), 100 B, vs confluent-kafka on_delivery + poll(0)", "callback-100B", "kafkajet",
+           "confluent-kafka", "rps", 1.0),
+    Target("AIOProducer, gather shape, vs aiokafka send()", "asyncio-100B", "kafkajet AIOProducer", "aiokafka",
+           "rps", 3.0),
+    Target("1 KiB values, MB/s, vs confluent-kafka", "send-1KiB", "kafkajet", "confluent-kafka", "mbps", 1.2),
+    *(Target(f"{api}, 100 B x 5 M, vs {ref}", "batch-100B-5M", f"kafkajet {api.removesuffix('()')}", theirs,
+             "rps", goal)
+      for api in ("send_batch()", "send_arrow()")
+      for ref, theirs, goal in (("aiokafka's batch API", "aiokafka batch", 2.0),
+                                ("confluent-kafka", "confluent-kafka", 3.0),
+                                ("the broker's ceiling at 1 MiB batches", CEILING, 0.7))),
+]
+
+
+def _cell(s: Summary | None, attr: str, fmt: Callable[[float], str]) -> str:
+    if s is None:
+        return "-"
+    value = s.median(attr) if s.ok else None
+    return "FAILED" if value is None else fmt(value)
+
+
+def _rate(attr: str) -> Callable[[float], str]:
+    return (lambda v: f"{v:,.1f} MB/s") if attr == "mbps" else (lambda v: f"{v:,.0f}/s")
+
+
+def target_table(summaries: dict[str, dict[str, Summary]]) -> str:
+    rows = ["| target (issue 30) | kafkajet compiled | kafkajet pure | reference | goal | met: compiled, pure |",
+            "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for t in TARGETS:
+        by_client = summaries.get(t.workload, {})
+        theirs = by_client.get(t.theirs)
+        cells, met = [], []
+        for build in ("", PURE):
+            ours = by_client.get(t.ours + build)
+            mine = ours.median(t.attr) if ours is not None and ours.ok else None
+            ref = theirs.median(t.attr) if theirs is not None and theirs.ok else None
+            if mine is None or not ref:
+                cells.append(_cell(ours, t.attr, _rate(t.attr)))
+                met.append("-")
+                continue
+            cells.append(f"{_rate(t.attr)(mine)} = {mine / ref:.2f}x")
+            met.append("yes" if mine / ref >= t.goal else "no")
+        rows.append(f"| {t.what} | {cells[0]} | {cells[1]} | {_cell(theirs, t.attr, _rate(t.attr))} "
+                    f"| >= {t.goal}x | {', '.join(met)} |")
+    lat = summaries.get("latency-20k", {})
+    conf = lat.get("confluent-kafka")
+    p99s = [lat.get("kafkajet" + b) for b in ("", PURE)]
+    rows.append("| p99 send-to-ack at 20,000 records/s, linger.ms 5 (confluent-kafka as reference) | "
+                + " | ".join(_cell(s, "p99_ms", lambda v: f"{v:.1f} ms") for s in p99s)
+                + f" | {_cell(conf, 'p99_ms', lambda v: f'{v:.1f} ms')} | < 10 ms | "
+                + ", ".join("-" if s is None or not s.ok or s.median("p99_ms") is None
+                            else "yes" if (s.median("p99_ms") or 0) < 10 else "no" for s in p99s) + " |")
+    conf_rss = conf.median("rss") if conf is not None and conf.ok else None
+    limit = None if conf_rss is None else 1.5 * conf_rss + BUFFER_MEMORY_MB
+    rows.append("| peak RSS in that run, vs 1.5x confluent-kafka's + buffer.memory (32 MiB) | "
+                + " | ".join(_cell(s, "rss", lambda v: f"{v:.0f} MB") for s in p99s)
+                + f" | {_cell(conf, 'rss', lambda v: f'{v:.0f} MB')} | "
+                + ("-" if limit is None else f"<= {limit:.0f} MB") + " | "
+                + ", ".join("-" if s is None or not s.ok or limit is None
+                            else "yes" if (s.median("rss") or 0) <= limit else "no" for s in p99s) + " |")
+    return "\n".join(rows)
+
+
+def cost_table(costs: dict[str, send_cost.Cost | None]) -> str:
+    rows = ["| per record, 100 B | build | records/s | caller's thread us | client's threads us | sum us |",
+            "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for label, c in costs.items():
+        client = label.removesuffix(" [pure]")
+        build = "-" if not client.startswith("kafkajet") else "pure" if label.endswith(" [pure]") else "compiled"
+        what = COST_LABELS[client]
+        if c is None:
+            rows.append(f"| {what} | {build} | FAILED | | | |")
+            continue
+        rows.append(f"| {what} | {build} | {c.rps:,.0f} | {c.caller_us:.2f} | {c.threads_us:.2f} | {c.sum_us:.2f} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one repetition with a fifth of the records")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3, or 1 with --quick)")
+    ap.add_argument("--cost-records", type=int, default=300_000, help="records per send_cost.py run")
+    args = ap.parse_args()
+    reps = args.reps or (1 if args.quick else 3)
+    workloads = {}
+    for name, clients in CLIENTS.items():
+        w = dict(WORKLOADS[name], clients=clients)
+        if args.quick:
+            compare.quicken(w)
+        workloads[name] = w
+    load_before, started = os.getloadavg(), time.time()
+    summaries = compare.measure(workloads, ["compiled", "pure"], reps)
+    costs = send_cost.measure(COST_CLIENTS, ["compiled", "pure"],
+                              args.cost_records // 5 if args.quick else args.cost_records)
+    load_after = os.getloadavg()
+    versions = compare.versions()
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, {versions['machine']}, Python {versions['python']}, kafkajet "
+          f"{versions['kafkajet']}, confluent-kafka {versions['confluent-kafka']}, aiokafka {versions['aiokafka']}; "
+          f"medians of {reps}{', --quick' if args.quick else ''}; {time.time() - started:.0f} s; "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
+    print(target_table(summaries))
+    print()
+    print(cost_table(costs))
+    if any(not s.ok for by_client in summaries.values() for s in by_client.values()) or None in costs.values():
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
