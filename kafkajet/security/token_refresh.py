@@ -93,6 +93,10 @@ class RefreshingTokenSource:
         self._extensions = dict(extensions or {})
         self._clock = clock
         self._rng = rng or random.Random()
+        # Java's Retry: waits doubling from retry.backoff.ms, no jitter. The same waits, by the count of failed
+        # rounds, space a failed background refresh's next rounds (Java's refresher waits a fixed 10 s).
+        self._backoff = ExponentialBackoff(max(self._cfg.retry_backoff_ms, 1.0), 2,
+                                           max(self._cfg.retry_backoff_max_ms, self._cfg.retry_backoff_ms, 1.0), 0.0)
         self._lock = threading.Lock()  # guards _token and _timer
         self._fetch_lock = threading.Lock()  # one fetch at a time: N connections, one request
         self._closed = threading.Event()
@@ -174,8 +178,7 @@ class RefreshingTokenSource:
         except Exception as e:  # also a provider's bug: the refresh must not die with its timer thread
             # The old token may still be good for a while: keep it, try again after a growing wait.
             reason = str(e) if isinstance(e, KafkaError) else type(e).__name__  # only our texts are secret-free
-            wait_ms = ExponentialBackoff(max(self._cfg.retry_backoff_ms, 1.0), 2, max(self._cfg.retry_backoff_max_ms,
-                                         1.0), 0.2, self._rng).backoff(failures)
+            wait_ms = self._backoff.backoff(failures)
             old = self._token
             left = "expired" if old is None or old.expires_at <= self._clock() else \
                 f"current token expires in {old.expires_at - self._clock():.0f} s"
@@ -187,8 +190,6 @@ class RefreshingTokenSource:
     def _fetch_with_retry(self) -> Token:
         """Java's Retry: doubling waits from retry.backoff.ms within a budget of retry.backoff.max.ms."""
         budget_end = time.monotonic() + self._cfg.retry_backoff_max_ms / 1000
-        backoff = ExponentialBackoff(self._cfg.retry_backoff_ms, 2, max(self._cfg.retry_backoff_max_ms,
-                                     self._cfg.retry_backoff_ms), 0.0)
         attempt = 0
         while True:
             try:
@@ -197,7 +198,7 @@ class RefreshingTokenSource:
                 if not e.retryable:
                     raise
                 left = budget_end - time.monotonic()
-                wait = min(backoff.backoff(attempt) / 1000, left)
+                wait = min(self._backoff.backoff(attempt) / 1000, left)
                 if wait <= 0 or self._closed.is_set():
                     raise
                 log.debug("token fetch from %s failed (%s); retrying in %.0f ms", self._describe, e, wait * 1000)

@@ -13,7 +13,13 @@ from kafkajet.config import security_config
 from kafkajet.errors import ConfigError
 from kafkajet.security.oidc import jwt_claims, oidc_token_source
 from kafkajet.security.sasl import OAuthBearerClient, with_token_source
-from kafkajet.security.token_refresh import RefreshConfig, Token, TokenFetchError, refresh_at
+from kafkajet.security.token_refresh import (
+    RefreshConfig,
+    RefreshingTokenSource,
+    Token,
+    TokenFetchError,
+    refresh_at,
+)
 from kafkajet.testing.oidc import OidcProvider
 
 SECRET = "app-Client-S3cret"
@@ -105,6 +111,21 @@ def test_an_outage_is_retried_within_the_backoff_budget(idp: OidcProvider) -> No
         source.token()
     assert idp.token_url in str(info.value)
     assert 3 <= idp.failed_requests <= 8  # 10, 20, 40, 80, 160 ms... within 300 ms
+
+
+def test_a_failed_background_refresh_waits_javas_doubling_before_its_next_round() -> None:
+    """The rounds after a failed refresh are spaced by the same backoff as the fetch's own retries:
+    retry.backoff.ms doubling by the number of failed rounds, capped at retry.backoff.max.ms, no jitter."""
+    def refused() -> Token:
+        raise TokenFetchError("OIDC token request to http://idp/token failed: HTTP 503", retryable=False)
+
+    source = RefreshingTokenSource(refused, RefreshConfig(retry_backoff_ms=100, retry_backoff_max_ms=1000),
+                                   describe="http://idp/token")
+    waits: list[float] = []
+    source._schedule = lambda delay_s, failures=0: waits.append(delay_s)  # type: ignore[method-assign]
+    for failures in range(6):
+        source._refresh(failures)
+    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
 
 
 def test_an_unreachable_endpoint_names_the_cause() -> None:
