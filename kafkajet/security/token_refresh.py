@@ -72,13 +72,14 @@ def refresh_at(token: Token, now: float, cfg: RefreshConfig, rng: random.Random)
     remaining = token.expires_at - now
     if remaining <= 0:
         return now
-    if remaining < cfg.buffer_s or remaining < cfg.min_period_s:
-        # Too short-lived for the configured margins to both hold: Java refreshes half-way to expiry.
-        return now + remaining / 2
+    factor = cfg.window_factor + cfg.window_jitter * rng.random()
+    if remaining < cfg.min_period_s + cfg.buffer_s:
+        # Too short-lived for both margins: Java drops them and refreshes at the window of what is left.
+        return now + factor * remaining
     start = min(token.issued_at, now)
-    at = start + (cfg.window_factor + cfg.window_jitter * rng.random()) * (token.expires_at - start)
-    at = max(at, now + cfg.min_period_s)
-    return min(at, token.expires_at - cfg.buffer_s)
+    at = start + factor * (token.expires_at - start)
+    at = min(at, token.expires_at - cfg.buffer_s)
+    return max(at, now + cfg.min_period_s)
 
 
 class RefreshingTokenSource:

@@ -52,8 +52,12 @@ def test_refresh_at_keeps_the_buffer_and_the_minimum_period() -> None:
     cfg = RefreshConfig(buffer_s=300, min_period_s=60)
     # 1000 s token: 80 % is 800 s, but the buffer wants 300 s before expiry: 700 s.
     assert refresh_at(Token("t", 2000.0, 1000.0), 1000.0, cfg, random.Random(0)) == 1700.0
-    # Too short for both margins: half-way to expiry, as Java.
-    assert refresh_at(Token("t", 1100.0, 1000.0), 1000.0, cfg, random.Random(0)) == 1050.0
+    # Too short for both margins together (60 + 300 s), even if longer than either: Java drops them and
+    # refreshes at the window (0.80-0.85) of what is left, never sooner than the window would.
+    for expires in (1100.0, 1340.0):
+        for seed in range(20):
+            at = refresh_at(Token("t", expires, 1000.0), 1000.0, cfg, random.Random(seed))
+            assert 1000.0 + 0.80 * (expires - 1000.0) <= at <= 1000.0 + 0.85 * (expires - 1000.0)
     # A token already past its window when received (issued long ago): not before the minimum period.
     assert refresh_at(Token("t", 10000.0, 0.0), 9000.0, RefreshConfig(buffer_s=0), random.Random(0)) == 9060.0
 
