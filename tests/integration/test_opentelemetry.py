@@ -182,6 +182,9 @@ _NO_SDK_YET = textwrap.dedent("""
     trace.NoOpTracer.start_span = counted
     with Producer(bootstrap_servers=bootstrap, opentelemetry_enable=True) as p:
         p.send(topic, b"no context").result(60)
+        p.send_batch(topic, [b"batch, no context"]).result(60)
+        import pyarrow as pa
+        p.send_arrow(topic, pa.table({"value": [b"arrow, no context"]})).result(60)
         starts_without_context = span_starts
         token = context.attach(propagate.extract({"traceparent": incoming}))
         try:
@@ -206,8 +209,8 @@ _NO_SDK_YET = textwrap.dedent("""
 
 def test_without_an_sdk_a_record_passes_on_only_the_current_context_and_an_sdk_set_later_is_used(
         broker: EmbeddedBroker, topic_name: str) -> None:
-    """opentelemetry.enable on a service with no SDK yet: a send with no trace context current does no span
-    work at all and writes no header; one inside a context it received (an extracted traceparent, no SDK)
+    """opentelemetry.enable on a service with no SDK yet: a send (send_batch, send_arrow) with no trace context
+    current does no span work at all and writes no header; one inside a context it received (an extracted traceparent, no SDK)
     passes that context on; and a tracer provider set after the producer was built traces the next send."""
     with Admin(broker.bootstrap_servers) as admin:
         admin.create_topics([topic_name], num_partitions=1)
@@ -218,8 +221,8 @@ def test_without_an_sdk_a_record_passes_on_only_the_current_context_and_an_sdk_s
     out = json.loads(child.stdout.splitlines()[-1])
     assert out["starts_without_context"] == 0  # the no-op tracer was never asked for a span
     (span,) = out["spans"]
-    assert span["name"] == f"send {topic_name}" and span["offset"] == out["offset"] == 2
-    headers = {r.value: dict(r.headers) for r in read_topic(broker.bootstrap_servers, topic_name, 3)}
-    assert headers[b"no context"] == {}
+    assert span["name"] == f"send {topic_name}" and span["offset"] == out["offset"] == 4
+    headers = {r.value: dict(r.headers) for r in read_topic(broker.bootstrap_servers, topic_name, 5)}
+    assert headers[b"no context"] == headers[b"batch, no context"] == headers[b"arrow, no context"] == {}
     assert headers[b"passed on"] == {"traceparent": incoming.encode()}
     assert headers[b"after the SDK"]["traceparent"] == span["traceparent"].encode()
