@@ -7,7 +7,7 @@ threads, for kafkajet's send() (plain, with a callback, from AIOProducer) and co
 
 "kafkajet otel" is send() with opentelemetry.enable and the OpenTelemetry SDK configured (a span per record
 through a BatchSpanProcessor to an exporter that drops them, so the export's own cost is left out, and the
-metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK (the API's no-op tracer). "kafka-python
+metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK and no trace context (each send takes the plain path). "kafka-python
 otel" is kafka-python's producer wrapped by the contrib instrumentation (its span ends at the enqueue), for the
 per-record cost of the usual wrapper approach: compare its difference to plain kafka-python.
     .venv/bin/python benchmarks/send_cost.py --builds compiled,pure

@@ -544,6 +544,7 @@ class Admin:
         """
         attempts = 0
         last: KafkaError | None = None
+        answer: KafkaError | None = None  # the last error a broker answered, not a connection's failure
         while True:
             try:
                 return fn()
@@ -551,8 +552,16 @@ class Admin:
                 last = r.cause
             except KafkaConnectionError as e:
                 last = e
+            if not isinstance(last, KafkaConnectionError):
+                answer = last
             remaining = deadline - now_ms()
             if remaining <= 0:
+                # The deadline often cuts the last attempt short (its request timeout is what was left), and
+                # "request timed out" alone would hide why the earlier attempts failed: the broker's last
+                # answer stays the cause, and the last attempt's own failure is named beside it.
+                if answer is not None and answer is not last:
+                    raise KafkaTimeoutError(f"{what} did not complete within {timeout_s} s; the last attempt "
+                                            f"failed: {last}", cause=answer)
                 raise KafkaTimeoutError(f"{what} did not complete within {timeout_s} s", cause=last)
             log.debug("%s: retrying after %s", what, last)
             # Bounded by the caller's deadline: waits for the broker to elect leaders or come back.

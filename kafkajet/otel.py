@@ -8,7 +8,9 @@ propagator's headers: traceparent, tracestate) written into every record's heade
 messaging.client.sent.messages and messaging.client.operation.duration.
 
 The Producer decides once, at construction, whether to use this: with the setting off its send path is the
-plain one and this module is never imported.
+plain one and this module is never imported. With the setting on, each send decides again (_idle()): while
+no SDK is configured and no trace context is current, the record goes down the plain path, as the API's
+no-op tracer would leave it unchanged anyway; a provider set later is used from the next send on.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kafkajet._version import __version__
 from kafkajet.errors import ConfigError
 
 try:
+    import opentelemetry.metrics._internal as _metrics_state
     from opentelemetry import context as otel_context
     from opentelemetry import metrics, propagate, trace
     from opentelemetry.metrics import CallbackOptions, Observation
@@ -45,6 +48,27 @@ _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0,
 _PRODUCER = SpanKind.PRODUCER
 
 Headers = Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None
+
+
+_get_current = otel_context.get_current
+_get_current_span = trace.get_current_span
+
+
+def _idle() -> bool:
+    """True when a send gives the API nothing to do: no SDK to record a span or a metric, and no valid span
+    in the current context whose trace context the record should pass on (the no-op tracer's span carries
+    the current one, so a service without an SDK still propagates what it received)."""
+    return (trace._TRACER_PROVIDER is None and _metrics_state._METER_PROVIDER is None
+            and (not _get_current() or not _get_current_span().get_span_context().is_valid))
+
+
+# get_tracer_provider() would say whether a provider is set too, but at 0.3-2 us a call (it looks the
+# environment up each time) it costs as much as the plain send. The API keeps each provider in one module
+# global, None until it is set (once; never unset), so reading those is an identity check. On an API that no
+# longer has them, every send is traced as before: correct, only not free.
+if not (hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_state, "_METER_PROVIDER")):  # pragma: no cover
+    def _idle() -> bool:
+        return False
 
 
 def error_type(error: BaseException) -> str:
@@ -218,14 +242,14 @@ class ProducerTelemetry:
     def traced_send(self, send: Callable[..., RecordFuture]) -> Callable[..., RecordFuture]:
         """Producer.send with a span per record, ended by the delivery callback the record carries."""
         tracer, start_attributes = self._tracer, self._start_attributes
-        ended, partial = self._record_done, functools.partial
+        ended, partial, idle = self._record_done, functools.partial, _idle
 
         def traced(topic: str, value: Any = None, key: Any = None, headers: Headers = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
                    callback: Callable[[RecordMetadata, BaseException | None], object] | None = None
                    ) -> RecordFuture:
-            if callback is not None and not callable(callback):
-                return send(topic, value, key, headers, partition, timestamp_ms, callback)  # refuses it
+            if idle() or (callback is not None and not callable(callback)):  # plain; a bad callback is refused
+                return send(topic, value, key, headers, partition, timestamp_ms, callback)
             attributes = start_attributes(topic)
             text_key = message_key(key)
             if text_key is not None:
@@ -308,6 +332,8 @@ class ProducerTelemetry:
                    headers: Sequence[Any] | None = None, partitions: Sequence[int | None] | None = None,
                    timestamps_ms: Sequence[int | None] | None = None, *,
                    timestamps: Sequence[int | None] | None = None) -> BatchFuture:
+            if _idle():
+                return send_batch(topic, values, keys, headers, partitions, timestamps_ms, timestamps=timestamps)
             n = len(values)
             span = self._start_batch(topic, n)
             start = time.perf_counter()
@@ -328,6 +354,8 @@ class ProducerTelemetry:
     def traced_send_arrow(self, send_arrow: Callable[[str | None, Any], BatchFuture]
                           ) -> Callable[[str | None, Any], BatchFuture]:
         def traced(topic: str | None, data: Any) -> BatchFuture:
+            if _idle():
+                return send_arrow(topic, data)
             n = int(data.num_rows)
             span = self._start_batch(topic, n)
             start = time.perf_counter()

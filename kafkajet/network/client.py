@@ -469,8 +469,7 @@ class NetworkClient:
         level = logging.WARNING if error is not None and node.failed_attempts == 1 else logging.DEBUG
         if isinstance(error, AuthenticationError):
             level = logging.ERROR  # as Java: needs the user's attention, and repeats at most once a backoff
-        log.log(level, "%s: %s; next attempt in %.0f ms", node.describe(),
-                error or "disconnected", node.reconnect_backoff_ms)
+        log.log(level, "%s; next attempt in %.0f ms", _naming(node, error), node.reconnect_backoff_ms)
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -543,3 +542,11 @@ class NetworkClient:
         self.close()
 
 
+def _naming(node: BrokerConnection, error: KafkaError | None) -> str:
+    """The error's text, naming the broker once: the errors the connection and its setup make (SASL, TLS,
+    socket) already start from it or name it, and prefixing it again read "node -1 (h:p): node -1 (h:p): ..."."""
+    where = node.describe()
+    if error is None:
+        return f"{where}: disconnected"
+    text = str(error)
+    return text if where in text else f"{where}: {text}"

@@ -62,5 +62,20 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
         if cfg.get("sasl.oauthbearer.token.provider") is None:  # ours, not the user's: we may close it
             token_source = settings.get("sasl.oauthbearer.token.provider")
+            if token_source is not None:
+                _login(token_source)
     has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
     return ConnectionSecurity(protocol, context, factory, mechanism, has_cert, token_source)
+
+
+def _login(token_source: Any) -> None:
+    """The first token, fetched now, as Java's clients log in in their constructor (OAuthBearerLoginModule
+    through ExpiringCredentialRefreshingLogin.login(), which also starts the refresh thread): so no connection
+    thread ever waits on the identity provider for it (the sender would block up to
+    sasl.login.retry.backoff.max.ms), and an identity provider that cannot give a token within that budget
+    fails the constructor with its error (endpoint and HTTP status or cause), not the first send."""
+    try:
+        token_source.token()
+    except BaseException:
+        token_source.close()
+        raise

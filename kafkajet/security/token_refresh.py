@@ -72,13 +72,14 @@ def refresh_at(token: Token, now: float, cfg: RefreshConfig, rng: random.Random)
     remaining = token.expires_at - now
     if remaining <= 0:
         return now
-    if remaining < cfg.buffer_s or remaining < cfg.min_period_s:
-        # Too short-lived for the configured margins to both hold: Java refreshes half-way to expiry.
-        return now + remaining / 2
+    factor = cfg.window_factor + cfg.window_jitter * rng.random()
+    if remaining < cfg.min_period_s + cfg.buffer_s:
+        # Too short-lived for both margins: Java drops them and refreshes at the window of what is left.
+        return now + factor * remaining
     start = min(token.issued_at, now)
-    at = start + (cfg.window_factor + cfg.window_jitter * rng.random()) * (token.expires_at - start)
-    at = max(at, now + cfg.min_period_s)
-    return min(at, token.expires_at - cfg.buffer_s)
+    at = start + factor * (token.expires_at - start)
+    at = min(at, token.expires_at - cfg.buffer_s)
+    return max(at, now + cfg.min_period_s)
 
 
 class RefreshingTokenSource:
@@ -93,6 +94,10 @@ class RefreshingTokenSource:
         self._extensions = dict(extensions or {})
         self._clock = clock
         self._rng = rng or random.Random()
+        # Java's Retry: waits doubling from retry.backoff.ms, no jitter. The same waits, by the count of failed
+        # rounds, space a failed background refresh's next rounds (Java's refresher waits a fixed 10 s).
+        self._backoff = ExponentialBackoff(max(self._cfg.retry_backoff_ms, 1.0), 2,
+                                           max(self._cfg.retry_backoff_max_ms, self._cfg.retry_backoff_ms, 1.0), 0.0)
         self._lock = threading.Lock()  # guards _token and _timer
         self._fetch_lock = threading.Lock()  # one fetch at a time: N connections, one request
         self._closed = threading.Event()
@@ -174,8 +179,7 @@ class RefreshingTokenSource:
         except Exception as e:  # also a provider's bug: the refresh must not die with its timer thread
             # The old token may still be good for a while: keep it, try again after a growing wait.
             reason = str(e) if isinstance(e, KafkaError) else type(e).__name__  # only our texts are secret-free
-            wait_ms = ExponentialBackoff(max(self._cfg.retry_backoff_ms, 1.0), 2, max(self._cfg.retry_backoff_max_ms,
-                                         1.0), 0.2, self._rng).backoff(failures)
+            wait_ms = self._backoff.backoff(failures)
             old = self._token
             left = "expired" if old is None or old.expires_at <= self._clock() else \
                 f"current token expires in {old.expires_at - self._clock():.0f} s"
@@ -187,8 +191,6 @@ class RefreshingTokenSource:
     def _fetch_with_retry(self) -> Token:
         """Java's Retry: doubling waits from retry.backoff.ms within a budget of retry.backoff.max.ms."""
         budget_end = time.monotonic() + self._cfg.retry_backoff_max_ms / 1000
-        backoff = ExponentialBackoff(self._cfg.retry_backoff_ms, 2, max(self._cfg.retry_backoff_max_ms,
-                                     self._cfg.retry_backoff_ms), 0.0)
         attempt = 0
         while True:
             try:
@@ -197,7 +199,7 @@ class RefreshingTokenSource:
                 if not e.retryable:
                     raise
                 left = budget_end - time.monotonic()
-                wait = min(backoff.backoff(attempt) / 1000, left)
+                wait = min(self._backoff.backoff(attempt) / 1000, left)
                 if wait <= 0 or self._closed.is_set():
                     raise
                 log.debug("token fetch from %s failed (%s); retrying in %.0f ms", self._describe, e, wait * 1000)

@@ -5,6 +5,12 @@ receive span on kafkajet's span, read from the header."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -155,3 +161,68 @@ def test_with_the_setting_off_the_send_methods_are_the_plain_ones(broker: Embedd
     assert spans_named(exporter, f"send {topic_name}") == []
     (record,) = read_topic(broker.bootstrap_servers, topic_name, 1)
     assert record.headers == ()
+
+
+# A process of its own: the global tracer provider can be set once, and the other tests' process has one.
+_NO_SDK_YET = textwrap.dedent("""
+    import json, sys
+    from opentelemetry import context, propagate, trace
+
+    from kafkajet import Producer
+
+    bootstrap, topic, incoming = sys.argv[1:]
+    span_starts = 0
+    no_op_start = trace.NoOpTracer.start_span
+
+    def counted(self, *args, **kwargs):
+        global span_starts
+        span_starts += 1
+        return no_op_start(self, *args, **kwargs)
+
+    trace.NoOpTracer.start_span = counted
+    with Producer(bootstrap_servers=bootstrap, opentelemetry_enable=True) as p:
+        p.send(topic, b"no context").result(60)
+        p.send_batch(topic, [b"batch, no context"]).result(60)
+        import pyarrow as pa
+        p.send_arrow(topic, pa.table({"value": [b"arrow, no context"]})).result(60)
+        starts_without_context = span_starts
+        token = context.attach(propagate.extract({"traceparent": incoming}))
+        try:
+            p.send(topic, b"passed on").result(60)
+        finally:
+            context.detach(token)
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        md = p.send(topic, b"after the SDK").result(60)
+    spans = [{"name": s.name, "offset": s.attributes.get("messaging.kafka.offset"),
+              "traceparent": f"00-{s.context.trace_id:032x}-{s.context.span_id:016x}-{s.context.trace_flags:02x}"}
+             for s in exporter.get_finished_spans()]
+    print(json.dumps({"starts_without_context": starts_without_context, "spans": spans, "offset": md.offset}))
+""")
+
+
+def test_without_an_sdk_a_record_passes_on_only_the_current_context_and_an_sdk_set_later_is_used(
+        broker: EmbeddedBroker, topic_name: str) -> None:
+    """opentelemetry.enable on a service with no SDK yet: a send (send_batch, send_arrow) with no trace context
+    current does no span work at all and writes no header; one inside a context it received (an extracted traceparent, no SDK)
+    passes that context on; and a tracer provider set after the producer was built traces the next send."""
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([topic_name], num_partitions=1)
+    incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    child = subprocess.run([sys.executable, "-c", _NO_SDK_YET, broker.bootstrap_servers, topic_name, incoming],
+                           capture_output=True, text=True, timeout=100, cwd=Path(__file__).resolve().parents[2])
+    assert child.returncode == 0, child.stderr[-3000:]
+    out = json.loads(child.stdout.splitlines()[-1])
+    assert out["starts_without_context"] == 0  # the no-op tracer was never asked for a span
+    (span,) = out["spans"]
+    assert span["name"] == f"send {topic_name}" and span["offset"] == out["offset"] == 4
+    headers = {r.value: dict(r.headers) for r in read_topic(broker.bootstrap_servers, topic_name, 5)}
+    assert headers[b"no context"] == headers[b"batch, no context"] == headers[b"arrow, no context"] == {}
+    assert headers[b"passed on"] == {"traceparent": incoming.encode()}
+    assert headers[b"after the SDK"]["traceparent"] == span["traceparent"].encode()

@@ -134,8 +134,12 @@ def test_missing_credentials_are_named_without_secrets(verifier: MskIamVerifier,
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with _cluster(verifier, brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        for form in FORMS:
-            with Producer(_cfg(cluster, form, **{"sasl.login.retry.backoff.max.ms": 100})) as p, \
-                    pytest.raises(AuthenticationError, match="credentials") as info:
-                p.send("t", b"x").result(timeout=30)
-            assert SECRET_KEY not in str(info.value)
+        # OAUTHBEARER logs in (makes its token) in the constructor, as Java's login module does; the native
+        # mechanism signs per connection, so it fails at the first send.
+        with pytest.raises(AuthenticationError, match="credentials") as info:
+            Producer(_cfg(cluster, "OAUTHBEARER", **{"sasl.login.retry.backoff.max.ms": 100}))
+        assert SECRET_KEY not in str(info.value)
+        with Producer(_cfg(cluster, "AWS_MSK_IAM", **{"sasl.login.retry.backoff.max.ms": 100})) as p, \
+                pytest.raises(AuthenticationError, match="credentials") as info:
+            p.send("t", b"x").result(timeout=30)
+        assert SECRET_KEY not in str(info.value)

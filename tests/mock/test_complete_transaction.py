@@ -5,10 +5,18 @@ the same sink; ported to this one's API.)"""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from kafkajet import Admin, PreparedTransaction, Producer
-from kafkajet.errors import InvalidTxnStateError, KafkaError, KafkaTimeoutError, ProducerFencedError
+from kafkajet.errors import (
+    InvalidTxnStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+    UnstableOffsetCommitError,
+)
 from kafkajet.testing import MockCluster
 from tests.helpers.readback import read_topic_confluent
 
@@ -106,14 +114,41 @@ def test_list_consumer_group_offsets_sees_transactional_offsets_once_committed(c
         p.begin_transaction()
         p.send(TOPIC, b"x", partition=0)
         p.send_offsets_to_transaction({(TOPIC, 0): 7}, "batches")
-        # Offsets of an open transaction are unstable: the call waits for its outcome rather than guess. It
-        # asked more than once, so an answer came back and was neither an offset (returned) nor an error taken
-        # for final (raised as itself): UNSTABLE_OFFSET_COMMIT, retried. The timeout's cause is not asserted:
-        # it is the last attempt's, and on a loaded machine the deadline may cut that attempt short.
+        # Offsets of an open transaction are unstable: the call waits for its outcome rather than guess, and
+        # the timeout's cause is the broker's last answer, even when the deadline cut the last attempt short.
         asked = len(cluster.requests("OffsetFetch"))
-        with Admin(cluster.bootstrap_servers) as admin, pytest.raises(KafkaTimeoutError):
+        with Admin(cluster.bootstrap_servers) as admin, pytest.raises(KafkaTimeoutError) as info:
             admin.list_consumer_group_offsets("batches", [(TOPIC, 0), (TOPIC, 1)], timeout_s=3)
+        assert isinstance(info.value.cause, UnstableOffsetCommitError)
         assert len(cluster.requests("OffsetFetch")) - asked >= 2
         p.commit_transaction()
     with Admin(cluster.bootstrap_servers) as admin:
         assert admin.list_consumer_group_offsets("batches", [(TOPIC, 0), (TOPIC, 1)]) == {(TOPIC, 0): 7}  # partition 1 has none
+
+
+def test_a_timeout_keeps_the_brokers_last_answer_when_the_deadline_cuts_the_last_attempt(
+        cluster: MockCluster) -> None:
+    """The broker answers UNSTABLE_OFFSET_COMMIT twice, then holds the next OffsetFetch past the caller's
+    deadline: the call's request timeout is what is left, so that attempt ends in "request timed out". The
+    KafkaTimeoutError keeps UNSTABLE_OFFSET_COMMIT as its cause (why the call never got its offsets) and
+    names the cut attempt too."""
+    answers = 0
+    release = threading.Event()
+
+    def unstable_then_held(header: object, body: object, broker_id: int) -> str | None:
+        nonlocal answers
+        answers += 1
+        if answers <= 2:
+            return "UNSTABLE_OFFSET_COMMIT"
+        release.wait(30)  # past the deadline; released when the test is done
+        return "UNSTABLE_OFFSET_COMMIT"
+
+    cluster.control("OffsetFetch", unstable_then_held)  # type: ignore[arg-type]
+    try:
+        with Admin(cluster.bootstrap_servers) as admin, pytest.raises(KafkaTimeoutError) as info:
+            admin.list_consumer_group_offsets("g", [(TOPIC, 0)], timeout_s=5)
+    finally:
+        release.set()
+    assert answers >= 3  # the third attempt was the one the deadline cut
+    assert isinstance(info.value.cause, UnstableOffsetCommitError), repr(info.value)
+    assert "timed out" in str(info.value)

@@ -63,6 +63,38 @@ def test_one_token_fetch_serves_every_connection(idp: OidcProvider) -> None:
     assert len({token for token, _ in validator.seen}) == 1
 
 
+def test_every_client_logs_in_at_construction_and_fails_there_when_the_provider_cannot(idp: OidcProvider) -> None:
+    """As Java's clients, whose constructor logs in (OAuthBearerLoginModule): the first token is fetched before
+    the constructor returns, so the sender thread never waits on the identity provider for it, and a provider
+    that cannot give one within sasl.login.retry.backoff.max.ms fails the constructor with its cause."""
+    from kafkajet.admin import Admin
+    from kafkajet.fetch import FetchClient
+    from kafkajet.security.token_refresh import TokenFetchError
+
+    with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"],
+                     sasl_oauthbearer_validator=idp.validator(scope="kafka")) as cluster:
+        cluster.create_topic("t", partitions=1)
+        cfg = _cfg(cluster, idp, **{"sasl.login.retry.backoff.max.ms": 300})
+        clients: tuple[Any, ...] = (Producer, Admin, FetchClient)
+        for make in clients:
+            before = idp.token_requests
+            client = make(cfg)
+            try:
+                assert idp.token_requests == before + 1, make  # fetched by the constructor itself
+            finally:
+                client.close()
+        assert cluster.sasl_authentications() == []  # no client had connected yet
+        idp.down = True
+        for make in clients:
+            failed = idp.failed_requests
+            with pytest.raises(TokenFetchError, match=r"token request to http://127\.0\.0\.1:\d+/token failed: HTTP 503"):
+                make(cfg)
+            assert idp.failed_requests >= failed + 2  # retried within the budget before giving up
+        idp.down = False
+        with Producer(cfg) as producer:  # a constructor that failed left nothing behind to get in the way
+            assert producer.send("t", b"x").result(timeout=30).offset == 0
+
+
 def test_the_broker_refuses_a_token_without_the_scope_it_wants(idp: OidcProvider) -> None:
     with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"],
                      sasl_oauthbearer_validator=idp.validator(scope="kafka")) as cluster:

@@ -4,6 +4,8 @@ exchange against hand-made responses (OAUTHBEARER, protocol violations)."""
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -90,6 +92,29 @@ def test_wrong_password_raises_from_send_at_once(cluster: MockCluster) -> None:
         gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
         assert all(g > 0.9 for g in gaps), f"broker {broker} attempts {gaps} s apart"
     assert max(len([a for a in auths if a.broker_id == b]) for b in {a.broker_id for a in auths}) >= 3
+
+
+def test_an_authentication_failure_names_the_broker_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The connection's errors already name the broker; the log line and the error the caller gets must not
+    put "node 1 (host:port): " in front of them a second time."""
+    def refuses() -> str:
+        raise AuthenticationError("the identity provider says no")
+
+    texts = []
+    with MockCluster(brokers=1, sasl_mechanisms=["PLAIN", "OAUTHBEARER"], sasl_users={"alice": PASSWORD}) as cluster, \
+            caplog.at_level(logging.ERROR, logger="kafkajet.network"):
+        cluster.create_topic("t", partitions=1)
+        oauth = {"bootstrap.servers": cluster.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                 "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.provider": refuses}
+        for cfg in (_sasl(cluster, "PLAIN", "nope"), oauth):
+            with Producer(cfg) as producer, pytest.raises(AuthenticationError) as info:
+                producer.send("t", b"x")
+            texts.append(str(info.value))
+    failures = [r.getMessage() for r in caplog.records if r.name == "kafkajet.network"]
+    assert any("says no" in t for t in failures) and any("PLAIN authentication failed" in t for t in failures)
+    for text in texts + failures:
+        names = re.findall(r"node -?\d+ \([^)]*\)", text)
+        assert names and len(names) == len(set(names)), text
 
 
 def test_admin_wrong_password_fails_fast(cluster: MockCluster) -> None:

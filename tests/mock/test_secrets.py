@@ -138,12 +138,9 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
                     "sasl.oauthbearer.token.endpoint.url": idp.token_url, "max.block.ms": 10000,
                     "sasl.login.retry.backoff.max.ms": 200}
             with caplog.at_level(logging.DEBUG):
-                with Producer({**base, "sasl.oauthbearer.client.id": "app",
-                               "sasl.oauthbearer.client.secret": WRONG}) as bad:
-                    texts += [repr(bad), repr(bad.config), str(bad.config)]
-                    with pytest.raises(KafkaError) as info:
-                        bad.send("t", b"x").result(timeout=30)
-                    texts += _texts(info.value) + [repr(bad.metrics())]
+                with pytest.raises(KafkaError) as info:  # the login, in the constructor, is refused
+                    Producer({**base, "sasl.oauthbearer.client.id": "app", "sasl.oauthbearer.client.secret": WRONG})
+                texts += _texts(info.value)
                 assert "HTTP 401" in str(info.value)
                 for good_cfg in ({"sasl.oauthbearer.client.credentials.client.id": "app",
                                   "sasl.oauthbearer.client.credentials.client.secret": PASSWORD},

@@ -13,7 +13,13 @@ from kafkajet.config import security_config
 from kafkajet.errors import ConfigError
 from kafkajet.security.oidc import jwt_claims, oidc_token_source
 from kafkajet.security.sasl import OAuthBearerClient, with_token_source
-from kafkajet.security.token_refresh import RefreshConfig, Token, TokenFetchError, refresh_at
+from kafkajet.security.token_refresh import (
+    RefreshConfig,
+    RefreshingTokenSource,
+    Token,
+    TokenFetchError,
+    refresh_at,
+)
 from kafkajet.testing.oidc import OidcProvider
 
 SECRET = "app-Client-S3cret"
@@ -46,8 +52,12 @@ def test_refresh_at_keeps_the_buffer_and_the_minimum_period() -> None:
     cfg = RefreshConfig(buffer_s=300, min_period_s=60)
     # 1000 s token: 80 % is 800 s, but the buffer wants 300 s before expiry: 700 s.
     assert refresh_at(Token("t", 2000.0, 1000.0), 1000.0, cfg, random.Random(0)) == 1700.0
-    # Too short for both margins: half-way to expiry, as Java.
-    assert refresh_at(Token("t", 1100.0, 1000.0), 1000.0, cfg, random.Random(0)) == 1050.0
+    # Too short for both margins together (60 + 300 s), even if longer than either: Java drops them and
+    # refreshes at the window (0.80-0.85) of what is left, never sooner than the window would.
+    for expires in (1100.0, 1340.0):
+        for seed in range(20):
+            at = refresh_at(Token("t", expires, 1000.0), 1000.0, cfg, random.Random(seed))
+            assert 1000.0 + 0.80 * (expires - 1000.0) <= at <= 1000.0 + 0.85 * (expires - 1000.0)
     # A token already past its window when received (issued long ago): not before the minimum period.
     assert refresh_at(Token("t", 10000.0, 0.0), 9000.0, RefreshConfig(buffer_s=0), random.Random(0)) == 9060.0
 
@@ -105,6 +115,21 @@ def test_an_outage_is_retried_within_the_backoff_budget(idp: OidcProvider) -> No
         source.token()
     assert idp.token_url in str(info.value)
     assert 3 <= idp.failed_requests <= 8  # 10, 20, 40, 80, 160 ms... within 300 ms
+
+
+def test_a_failed_background_refresh_waits_javas_doubling_before_its_next_round() -> None:
+    """The rounds after a failed refresh are spaced by the same backoff as the fetch's own retries:
+    retry.backoff.ms doubling by the number of failed rounds, capped at retry.backoff.max.ms, no jitter."""
+    def refused() -> Token:
+        raise TokenFetchError("OIDC token request to http://idp/token failed: HTTP 503", retryable=False)
+
+    source = RefreshingTokenSource(refused, RefreshConfig(retry_backoff_ms=100, retry_backoff_max_ms=1000),
+                                   describe="http://idp/token")
+    waits: list[float] = []
+    source._schedule = lambda delay_s, failures=0: waits.append(delay_s)  # type: ignore[method-assign]
+    for failures in range(6):
+        source._refresh(failures)
+    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
 
 
 def test_an_unreachable_endpoint_names_the_cause() -> None:
