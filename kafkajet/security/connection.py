@@ -22,7 +22,7 @@ class ConnectionSecurity:
     sasl: SaslClientFactory | None = field(default=None, repr=False)
     mechanism: str | None = None
     client_certificate: bool = False  # for error messages: whether the broker could have refused ours
-    # The client's own token source (OIDC, MSK IAM): its background refresh ends with the client.
+    # The client's own token source (OIDC, MSK IAM) or Kerberos login: its background refresh ends with it.
     token_source: Any = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -51,7 +51,7 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
     mechanism = None
     token_source = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import sasl_client_from_config, with_token_source
+        from kafkajet.security.sasl import owned_refresher, sasl_client_from_config, with_token_source
 
         settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
 
@@ -61,6 +61,6 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
         factory = make
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
         if cfg.get("sasl.oauthbearer.token.provider") is None:  # ours, not the user's: we may close it
-            token_source = settings.get("sasl.oauthbearer.token.provider")
+            token_source = owned_refresher(settings)
     has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
     return ConnectionSecurity(protocol, context, factory, mechanism, has_cert, token_source)
