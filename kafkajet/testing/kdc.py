@@ -106,6 +106,13 @@ class LocalKdc:
         path = self._dir / "kdc.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def issued(self, client: str, service: str | None = None) -> int:
+        """How many tickets the KDC issued to `client` (a principal name) for `service` (default: TGTs,
+        that is logins), from its log."""
+        service = service or f"krbtgt/{self.realm}@{self.realm}"
+        return sum(1 for line in self.log().splitlines()
+                   if ": ISSUE: " in line and line.endswith(f" {client} for {service}"))
+
     def _run(self, *argv: str) -> str:
         done = subprocess.run(argv, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
@@ -131,8 +138,11 @@ class LocalKdc:
         return str(path)
 
     def service_keytab(self, service: str = "kafka", hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> str:
-        """One keytab with service/host for every host: the brokers' (the MockCluster's acceptor)."""
+        """One keytab with service/host for every host: the brokers' (the MockCluster's acceptor). Made
+        once per service: later calls return the same file."""
         path = self._dir / f"{service}.service.keytab"
+        if path.exists():
+            return str(path)
         for host in hosts:
             principal = self.principal(f"{service}/{host}")
             self.kadmin(f"addprinc -randkey {principal}")
