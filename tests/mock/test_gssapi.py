@@ -152,3 +152,51 @@ def test_referee_kafka_python_gssapi_against_the_same_acceptor(kdc: LocalKdc, cl
     assert [r.value for r in cluster.records("t", 0)] == [b"from-kafka-python", b"from-kafkajet"]
     heidi = [a for a in cluster.sasl_authentications() if a.principal == "heidi"]
     assert heidi and all(a.ok for a in heidi)
+
+
+def test_spark_options_and_cli_properties_carry_kerberos_through(kdc: LocalKdc, cluster: MockCluster,
+                                                                 tmp_path: Any) -> None:
+    from kafkajet.cli.main import main
+    from kafkajet.fetch import FetchClient
+    from kafkajet.spark.options import producer_config
+    from kafkajet.spark.source_options import parse_source_options
+
+    keytab = kdc.add_principal("ivan")
+    cluster.create_topic("one", partitions=1)
+    settings = {k: str(v) for k, v in _cfg(cluster, **_keys(kdc, "ivan", keytab),
+                                           **{"sasl.kerberos.service.name": "kafka"}).items()
+                if k != "max.block.ms"}  # a producer-only key the source refuses
+    # Spark's sink: kafka.* options become the producer's settings.
+    sink = producer_config({"topic": "t", **{f"kafka.{k}": v for k, v in settings.items()}})
+    with Producer(sink) as producer:
+        producer.send("one", b"from-spark-sink").result(timeout=30)
+    # Spark's source: kafka.* security options reach the fetch client of every task.
+    source = parse_source_options({"subscribe": "one", **{f"kafka.{k}": v for k, v in settings.items()}},
+                                  streaming=False)
+    with FetchClient(source.fetch_config) as fetch:
+        assert fetch.offsets("one", 0) == (0, 1)
+    # The CLI: the client-options (Java properties) file, here with Java's JAAS line.
+    jaas = (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="{keytab}" '
+            f'principal="{kdc.principal("ivan")}";')
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n"
+                          f"sasl.jaas.config={jaas}\n")
+    lines = tmp_path / "lines.txt"
+    lines.write_text("from-cli\n")
+    assert main(["produce", "--bootstrap-server", cluster.bootstrap_servers, "--topic", "one",
+                 "--file", str(lines), "--producer.config", str(properties)]) == 0
+    assert [r.value for r in cluster.records("one", 0)] == [b"from-spark-sink", b"from-cli"]
+    assert {a.principal for a in cluster.sasl_authentications()} == {"ivan"}
+    assert kdc.issued(kdc.principal("ivan")) == 3  # one login per client: the sink's, the source's, the CLI's
+
+
+def test_closing_the_client_ends_its_background_renewal(kdc: LocalKdc, cluster: MockCluster) -> None:
+    keytab = kdc.add_principal("judy")
+    producer = Producer(_cfg(cluster, **_keys(kdc, "judy", keytab)))
+    producer.send("t", b"x").result(timeout=30)
+    login = producer._client.security.token_source
+    timer = login._timer  # waiting for the renewal, hours away
+    assert timer is not None and timer.is_alive()
+    producer.close()
+    wait_for(lambda: not timer.is_alive(), 10, "the renewal timer ends with the producer")
+    assert login._timer is None
