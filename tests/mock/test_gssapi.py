@@ -200,3 +200,54 @@ def test_closing_the_client_ends_its_background_renewal(kdc: LocalKdc, cluster: 
     producer.close()
     wait_for(lambda: not timer.is_alive(), 10, "the renewal timer ends with the producer")
     assert login._timer is None
+
+
+class _Broker:
+    """GssapiServer with its security layer offer replaced, noting the client's wrapped answer."""
+
+    def __new__(cls, keytab: str, offer: bytes | None = None) -> Any:
+        from kafkajet.testing.mock.gssapi import GssapiServer
+
+        class Server(GssapiServer):
+            choice = b""
+
+            def _offer_layer(self) -> bytes:
+                if offer is None:
+                    return super()._offer_layer()
+                self._client, self._state = str(self._context.initiator_name), "layer-sent"
+                return bytes(self._context.wrap(offer, False).message)
+
+            def _check_choice(self, message: bytes) -> None:
+                Server.choice = bytes(self._context.unwrap(message).message)  # a token unwraps once only
+                self.principal = self._client.split("@")[0]
+
+        return Server(keytab)
+
+
+def _exchange(client: Any, server: Any) -> None:
+    message: bytes | None = client.start()
+    while message is not None:
+        message = client.step(server.evaluate(message))
+        if client.complete:
+            assert server.evaluate(message or b"") == b"" and server.complete
+            return
+
+
+def test_the_client_chooses_no_security_layer_and_refuses_a_broker_that_requires_one(kdc: LocalKdc,
+                                                                                       brokers: str) -> None:
+    from kafkajet.security.sasl import sasl_client_from_config
+
+    keytab = kdc.add_principal("kim")
+    cfg = {"sasl.mechanism": "GSSAPI", **_keys(kdc, "kim", keytab)}
+    server = _Broker(brokers)
+    _exchange(sasl_client_from_config(cfg, "127.0.0.1"), server)
+    # RFC 4752 3.1: mask 1 (no security layer), maximum size 0 (none without a layer), no authorization id.
+    assert type(server).choice == b"\x01\x00\x00\x00" and server.principal == "kim"
+    with pytest.raises(AuthenticationError, match="requires a security layer"):
+        _exchange(sasl_client_from_config(cfg, "127.0.0.1"), _Broker(brokers, offer=b"\x06\x01\x00\x00"))
+    with pytest.raises(AuthenticationError, match="protocol violation: the security layer message has 5 bytes"):
+        _exchange(sasl_client_from_config(cfg, "127.0.0.1"), _Broker(brokers, offer=b"\x01\x01\x00\x00\x00"))
+    # A client that asks for localhost reaches kafka/localhost@REALM, in the same service keytab.
+    server = _Broker(brokers)
+    _exchange(sasl_client_from_config(cfg, "localhost"), server)
+    assert server.complete
