@@ -121,7 +121,14 @@ def test_login_renewed_before_the_ticket_expires_under_load_without_losing_a_rec
                 i += 1
                 time.sleep(0.02)
             offsets = [f.result(timeout=30).offset for f in futures]
+            login = producer._client.security.token_source
+            ticket, renewal = login._token, login.refresh_at
         auths = cluster.sasl_authentications()
+    # The KDC's short ticket, renewed in Java's window: 0.8 of its life plus up to 0.05 jitter.
+    assert ticket is not None and renewal is not None
+    assert ticket.expires_at - ticket.issued_at == pytest.approx(life, abs=1.5)
+    share = (renewal - ticket.issued_at) / (ticket.expires_at - ticket.issued_at)
+    assert 0.8 <= share <= 0.85 + 0.01, share
     assert all(a.ok for a in auths), [a.error for a in auths if not a.ok]
     assert sum(a.reauth for a in auths) >= 6
     assert sorted(offsets) == sorted(list(range((i + 1) // 2)) + list(range(i // 2)))
