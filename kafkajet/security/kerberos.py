@@ -64,7 +64,21 @@ def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> tuple[
     principal, keytab = out
     if not os.access(keytab, os.R_OK):
         raise ConfigError(f"sasl.kerberos.keytab: cannot read the keytab file {keytab}")
-    return principal, keytab
+    return with_realm(principal), keytab
+
+
+def with_realm(principal: str) -> str:
+    """name@REALM for a principal given without its realm (krb5.conf's default_realm), so that what the
+    client logs and every error names is the principal the KDC sees."""
+    if "@" in principal:
+        return principal
+    gssapi = _gssapi()
+    try:
+        name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
+        return str(name.canonicalize(gssapi.MechType.kerberos))
+    except gssapi.exceptions.GSSError:
+        raise ConfigError(f"sasl.kerberos.principal={principal!r} has no realm and krb5.conf names no "
+                          "default_realm: give it as name@REALM") from None
 
 
 def renew_config(cfg: Mapping[str, Any]) -> RefreshConfig:
