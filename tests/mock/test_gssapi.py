@@ -60,16 +60,19 @@ def test_keytab_login_authenticates_every_connection_with_one_login(kdc: LocalKd
     assert [r.value for r in cluster.records("t", 1)] == [str(i).encode() for i in range(1, 30, 3)]
 
 
-def test_an_unknown_principal_fails_the_construction_naming_principal_and_realm(kdc: LocalKdc,
-                                                                                 cluster: MockCluster) -> None:
+def test_an_unknown_principal_fails_the_construction_naming_principal_and_realm(
+        kdc: LocalKdc, cluster: MockCluster, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
     keytab = kdc.add_principal("carol")
     kdc.kadmin(f"delprinc -force {kdc.principal('carol')}")  # the keytab outlives the KDC's principal
     for principal in (kdc.principal("carol"), "carol"):  # without its realm: krb5.conf's default_realm
-        with pytest.raises(AuthenticationError) as info:
+        with caplog.at_level(logging.DEBUG, logger="kafkajet.security"), pytest.raises(AuthenticationError) as info:
             Producer(_cfg(cluster, **{"sasl.kerberos.principal": principal, "sasl.kerberos.keytab": keytab}))
         text = str(info.value)
         assert f"cannot log in as carol@KAFKAJET.TEST with the keytab {keytab}" in text, text
         assert "not found in Kerberos database" in text, text
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]  # a refusal is final, not retried
 
 
 def test_a_keytab_without_the_principal_or_with_a_stale_key_is_refused(kdc: LocalKdc, cluster: MockCluster) -> None:
@@ -260,3 +263,29 @@ def test_the_client_chooses_no_security_layer_and_refuses_a_broker_that_requires
     server = _Broker(brokers)
     _exchange(sasl_client_from_config(cfg, "localhost"), server)
     assert server.complete
+
+
+def test_a_kdc_that_cannot_be_reached_is_retried_then_named(kdc: LocalKdc, cluster: MockCluster, tmp_path: Any,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """Unlike a refusal, an unreachable KDC may pass: the login is retried within sasl.login.retry.backoff.max.ms
+    (as a token fetch is), and the error says the KDC could not be contacted."""
+    import logging
+    import socket
+
+    keytab = kdc.add_principal("lena")
+    with socket.socket() as s:  # a port nobody listens on: connections are refused at once
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    conf = tmp_path / "krb5.conf"
+    conf.write_text(open(kdc.env["KRB5_CONFIG"]).read().replace(f"127.0.0.1:{kdc.port}", f"127.0.0.1:{dead}"))
+    monkeypatch.setenv("KRB5_CONFIG", str(conf))
+    start = time.monotonic()
+    with caplog.at_level(logging.DEBUG, logger="kafkajet.security"), pytest.raises(AuthenticationError) as info:
+        Producer(_cfg(cluster, **_keys(kdc, "lena", keytab), **{"sasl.login.retry.backoff.ms": 50,
+                                                                  "sasl.login.retry.backoff.max.ms": 600}))
+    assert time.monotonic() - start < 30
+    text = str(info.value)
+    assert "lena@KAFKAJET.TEST" in text and "Cannot contact any KDC for realm 'KAFKAJET.TEST'" in text, text
+    retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retries) >= 2, caplog.text
