@@ -301,8 +301,9 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.aws.role.arn", "str", None, "AWS MSK IAM (OAUTHBEARER): a role to assume for the credentials", _str),
     K("sasl.aws.role.session.name", "str", None, "AWS MSK IAM: the session name of the assumed role", _str),
     # GSSAPI (kafkajet.security.kerberos): librdkafka's names for the keytab login, Java's for its renewal.
-    K("sasl.kerberos.service.name", "str", "kafka", "GSSAPI: the brokers' Kerberos service name (their principal "
-      "is service/broker-host@REALM)", _str),
+    K("sasl.kerberos.service.name", "str", None, "GSSAPI: the brokers' Kerberos service name, their principal "
+      "being service/broker-host@REALM (or serviceName= of a Krb5LoginModule sasl.jaas.config; default kafka)",
+      _str),
     K("sasl.kerberos.principal", "str", None, "GSSAPI: the client's principal, e.g. client@EXAMPLE.COM (or "
       "principal= of a Krb5LoginModule sasl.jaas.config)", _str),
     K("sasl.kerberos.keytab", "str", None, "GSSAPI: the keytab file the client logs in with (or keyTab= of a "

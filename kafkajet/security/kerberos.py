@@ -67,6 +67,19 @@ def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> tuple[
     return with_realm(principal), keytab
 
 
+def service_name(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> str:
+    """sasl.kerberos.service.name, or the JAAS line's serviceName= (Kafka reads both; given differently in
+    each, Java refuses), or librdkafka's default "kafka"."""
+    explicit, from_jaas = cfg.get("sasl.kerberos.service.name"), jaas.get("serviceName")
+    if explicit is not None and from_jaas is not None and explicit != from_jaas:
+        raise ConfigError("sasl.kerberos.service.name and the serviceName in sasl.jaas.config disagree; give it "
+                          "in one place only")
+    name = explicit if explicit is not None else from_jaas if from_jaas is not None else "kafka"
+    if not name:
+        raise ConfigError("sasl.kerberos.service.name must not be empty")
+    return str(name)
+
+
 def with_realm(principal: str) -> str:
     """name@REALM for a principal given without its realm (krb5.conf's default_realm), so that what the
     client logs and every error names is the principal the KDC sees."""
@@ -150,8 +163,6 @@ class GssapiClient(OneExchange):
     mechanism = "GSSAPI"
 
     def __init__(self, login: Callable[[], str], principal: str, service: str, host: str) -> None:
-        if not service:
-            raise ConfigError("sasl.kerberos.service.name must not be empty")
         self._login = login
         self._principal = principal
         self._target = f"{service}@{host}"

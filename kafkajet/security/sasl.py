@@ -222,11 +222,11 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
         raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
     options = _jaas_options(cfg, mechanism)
     if mechanism == "GSSAPI":
-        from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings
+        from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings, service_name
 
         login = cfg.get(_KERBEROS_LOGIN) or kerberos_login(cfg, options)
         principal, _ = kerberos_settings(cfg, options)
-        return GssapiClient(login.token, principal, str(cfg.get("sasl.kerberos.service.name") or "kafka"), host)
+        return GssapiClient(login.token, principal, service_name(cfg, options), host)
     if mechanism == "AWS_MSK_IAM":
         from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
 

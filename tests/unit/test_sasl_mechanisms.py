@@ -483,3 +483,15 @@ def test_a_client_runs_one_exchange_only(make: Callable[[], Any]) -> None:
     client.start()
     with pytest.raises(AuthenticationError, match=f"{client.mechanism}: start\\(\\) called twice"):
         client.start()
+
+
+def test_gssapi_without_the_gssapi_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Any) -> None:
+    import sys
+
+    keytab = tmp_path / "client.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi now raises ImportError
+    with pytest.raises(ConfigError, match=r"needs the gssapi package: pip install 'kafkajet\[gssapi\]'"):
+        sasl_client_from_config({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
+                                 "sasl.kerberos.keytab": str(keytab)}, "broker-1")
