@@ -48,6 +48,9 @@ def _gssapi() -> Any:
 def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> tuple[str, str]:
     """(principal, keytab path) from the sasl.kerberos.* keys or Krb5LoginModule options; ConfigError if
     missing, set differently in both places, or if the JAAS line asks for a ticket cache instead."""
+    if jaas.get("useKeyTab", "true").lower() != "true":
+        raise ConfigError("sasl.jaas.config: Krb5LoginModule with useKeyTab=false (a ticket cache) is not "
+                          "supported; set useKeyTab=true and keyTab=...")
     out = []
     for key, option in (("sasl.kerberos.principal", "principal"), ("sasl.kerberos.keytab", "keyTab")):
         explicit, from_jaas = cfg.get(key), jaas.get(option)
@@ -58,9 +61,6 @@ def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> tuple[
             raise ConfigError(f"sasl.mechanism=GSSAPI needs {key} (or {option}=... in sasl.jaas.config): "
                               "kafkajet logs in from a keytab")
         out.append(str(value))
-    if jaas and jaas.get("useKeyTab", "true").lower() != "true":
-        raise ConfigError("sasl.jaas.config: Krb5LoginModule with useKeyTab=false (a ticket cache) is not "
-                          "supported; set useKeyTab=true and keyTab=...")
     principal, keytab = out
     if not os.access(keytab, os.R_OK):
         raise ConfigError(f"sasl.kerberos.keytab: cannot read the keytab file {keytab}")

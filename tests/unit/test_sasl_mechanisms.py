@@ -12,7 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkajet.errors import AuthenticationError, ConfigError
-from kafkajet.security.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, parse_jaas_config
+from kafkajet.security.jaas import (
+    KRB5_LOGIN_MODULE,
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+    parse_jaas_config,
+)
 from kafkajet.security.sasl import (
     SASL_MECHANISMS,
     OAuthBearerClient,
@@ -287,6 +292,16 @@ def test_config_from_explicit_keys_or_jaas(creds: Credentials, mechanism: str) -
     ({"sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": SECRET + "\0"}, ["NUL"]),
     ({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": SECRET + "\udc80"}, ["password"]),
     ({"sasl.mechanism": "OAUTHBEARER"}, ["sasl.oauthbearer.token.provider"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM"}, ["sasl.kerberos.keytab", "keyTab="]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
+      "sasl.kerberos.keytab": "/nonexistent/alice.keytab"}, ["cannot read the keytab file /nonexistent/alice.keytab"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useKeyTab=false useTicketCache=true;"},
+     ["useKeyTab=false", "not supported"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "bob@EXAMPLE.COM",
+      "sasl.jaas.config": f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="k" principal="alice@EXAMPLE.COM";'},
+     ["sasl.kerberos.principal", "disagree"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f'{PLAIN_LOGIN_MODULE} required username="a" password="{SECRET}";'},
+     ["Krb5LoginModule"]),
     ({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.provider": TOKEN}, ["callable"]),
 ])
 def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any], words: list[str]) -> None:
