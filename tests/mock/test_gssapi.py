@@ -295,3 +295,13 @@ def test_a_kdc_that_cannot_be_reached_is_retried_then_named(kdc: LocalKdc, clust
     assert "lena@KAFKAJET.TEST" in text and "Cannot contact any KDC for realm 'KAFKAJET.TEST'" in text, text
     retries = [r for r in caplog.records if "retrying" in r.getMessage()]
     assert len(retries) >= 2, caplog.text
+
+
+def test_admin_and_its_blocking_connections_authenticate_with_gssapi(kdc: LocalKdc, cluster: MockCluster) -> None:
+    from kafkajet.admin import Admin
+
+    keytab = kdc.add_principal("mallory")
+    settings = {k: v for k, v in _cfg(cluster, **_keys(kdc, "mallory", keytab)).items() if k != "max.block.ms"}
+    with Admin(settings) as admin:
+        assert "t" in admin.list_topics(timeout_s=20)
+    assert {a.principal for a in cluster.sasl_authentications() if a.ok} == {"mallory"}
