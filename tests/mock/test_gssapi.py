@@ -14,6 +14,7 @@ import pytest
 from kafkajet import AuthenticationError, ConfigError, KafkaError, Producer
 from kafkajet.testing.kdc import LocalKdc
 from kafkajet.testing.mock.cluster import MockCluster
+from kafkajet.testing.mock.gssapi import GssapiServer
 from tests.helpers.waiting import wait_for
 
 pytest.importorskip("gssapi")
@@ -220,26 +221,23 @@ def test_closing_the_client_ends_its_background_renewal(kdc: LocalKdc, cluster: 
     assert login._timer is None
 
 
-class _Broker:
-    """GssapiServer with its security layer offer replaced, noting the client's wrapped answer."""
+class _Broker(GssapiServer):
+    """The mock's acceptor with its security layer offer replaced (if `offer`), keeping the client's answer."""
 
-    def __new__(cls, keytab: str, offer: bytes | None = None) -> Any:
-        from kafkajet.testing.mock.gssapi import GssapiServer
+    def __init__(self, keytab: str, offer: bytes | None = None) -> None:
+        super().__init__(keytab)
+        self._offer = offer
+        self.choice = b""
 
-        class Server(GssapiServer):
-            choice = b""
+    def _offer_layer(self) -> bytes:
+        if self._offer is None:
+            return super()._offer_layer()
+        self._client, self._state = str(self._context.initiator_name), "layer-sent"
+        return bytes(self._context.wrap(self._offer, False).message)
 
-            def _offer_layer(self) -> bytes:
-                if offer is None:
-                    return super()._offer_layer()
-                self._client, self._state = str(self._context.initiator_name), "layer-sent"
-                return bytes(self._context.wrap(offer, False).message)
-
-            def _check_choice(self, message: bytes) -> None:
-                Server.choice = bytes(self._context.unwrap(message).message)  # a token unwraps once only
-                self.principal = self._client.split("@")[0]
-
-        return Server(keytab)
+    def _check_choice(self, message: bytes) -> None:
+        self.choice = bytes(self._context.unwrap(message).message)  # a token unwraps once only
+        self.principal = self._client.split("@")[0]
 
 
 def _exchange(client: Any, server: Any) -> None:
@@ -260,7 +258,7 @@ def test_the_client_chooses_no_security_layer_and_refuses_a_broker_that_requires
     server = _Broker(brokers)
     _exchange(sasl_client_from_config(cfg, "127.0.0.1"), server)
     # RFC 4752 3.1: mask 1 (no security layer), maximum size 0 (none without a layer), no authorization id.
-    assert type(server).choice == b"\x01\x00\x00\x00" and server.principal == "kim"
+    assert server.choice == b"\x01\x00\x00\x00" and server.principal == "kim"
     with pytest.raises(AuthenticationError, match="requires a security layer"):
         _exchange(sasl_client_from_config(cfg, "127.0.0.1"), _Broker(brokers, offer=b"\x06\x01\x00\x00"))
     with pytest.raises(AuthenticationError, match="protocol violation: the security layer message has 5 bytes"):
