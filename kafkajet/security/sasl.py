@@ -8,8 +8,9 @@
     assert client.complete
 
 Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram), OAUTHBEARER
-(RFC 7628, KIP-255) and GSSAPI (RFC 4752, Kerberos; kafkajet.security.kerberos). One client object per exchange: a re-authentication (KIP-368) makes a new one, which
-for OAUTHBEARER also fetches a fresh token.
+(RFC 7628, KIP-255), AWS_MSK_IAM (kafkajet.security.aws_msk) and GSSAPI (RFC 4752, Kerberos;
+kafkajet.security.kerberos). One client object per exchange: a re-authentication (KIP-368) makes a new one,
+which for OAUTHBEARER also fetches a fresh token, and for GSSAPI takes the client's current login.
 
 Every failure is an AuthenticationError (a malformed server message says "protocol violation"), and the
 connection should be closed. Passwords and tokens appear in no exception text and no repr.

@@ -15,7 +15,7 @@ from typing import Any
 from kafkajet.testing.mock.sasl import SaslRejected, _malformed
 
 NO_SECURITY_LAYER = 1
-MAX_BUFFER = 0xFFFFFF  # what the JDK's server offers
+MAX_BUFFER = 0xFFFFFF  # the largest a 3-byte field holds; no layer means no buffer, so any value does
 
 
 def acceptor_credentials(keytab: str) -> Any:
