@@ -6,8 +6,24 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test build lint typecheck reliability bench broker clean mutate
 
+# The Kerberos tests run a local KDC (Debian's krb5-kdc, krb5-admin-server; krb5-user's kinit for the
+# kafka-python referee; libkrb5-dev in case the gssapi package has to build): apt installs them once.
+KRB5_TOOLS := /usr/sbin/krb5kdc /usr/sbin/kdb5_util /usr/sbin/kadmin.local /usr/bin/kinit
+KRB5_PACKAGES := krb5-kdc krb5-admin-server krb5-user libkrb5-dev
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
+
 # The editable install compiles the send path in place (hatch_build.py; pure Python without a compiler).
 $(STAMP): pyproject.toml hatch_build.py
+	@for tool in $(KRB5_TOOLS); do test -x $$tool || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  command -v apt-get >/dev/null || { echo "make: the Kerberos tests need $(KRB5_PACKAGES) (krb5kdc," \
+	    "kdb5_util, kadmin.local, kinit) and apt-get is not available to install them" >&2; exit 1; }; \
+	  echo "installing $(KRB5_PACKAGES) with apt-get"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q $(KRB5_PACKAGES) >/dev/null || \
+	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q $(KRB5_PACKAGES) >/dev/null; } || \
+	  { echo "make: apt-get could not install $(KRB5_PACKAGES)" >&2; exit 1; }; \
+	fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -137,8 +137,6 @@ def _security(key: str, v: Any) -> str:
 
 def _sasl_mechanism(key: str, v: Any) -> str:
     s = str(v).strip().upper()
-    if s == "GSSAPI":
-        raise ConfigError(f"{key}=GSSAPI: Kerberos is not supported; use {', '.join(SASL_MECHANISMS)}")
     if s not in SASL_MECHANISMS:
         raise ConfigError(f"{key}={v!r}: must be one of {', '.join(SASL_MECHANISMS)}")
     return s
@@ -302,6 +300,20 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.aws.profile", "str", None, "AWS MSK IAM: the named profile whose credentials sign", _str),
     K("sasl.aws.role.arn", "str", None, "AWS MSK IAM (OAUTHBEARER): a role to assume for the credentials", _str),
     K("sasl.aws.role.session.name", "str", None, "AWS MSK IAM: the session name of the assumed role", _str),
+    # GSSAPI (kafkajet.security.kerberos): librdkafka's names for the keytab login, Java's for its renewal.
+    K("sasl.kerberos.service.name", "str", None, "GSSAPI: the brokers' Kerberos service name, their principal "
+      "being service/broker-host@REALM (or serviceName= of a Krb5LoginModule sasl.jaas.config; default kafka)",
+      _str),
+    K("sasl.kerberos.principal", "str", None, "GSSAPI: the client's principal, e.g. client@EXAMPLE.COM (or "
+      "principal= of a Krb5LoginModule sasl.jaas.config)", _str),
+    K("sasl.kerberos.keytab", "str", None, "GSSAPI: the keytab file the client logs in with (or keyTab= of a "
+      "Krb5LoginModule sasl.jaas.config; pip install 'kafkajet[gssapi]')", _str),
+    K("sasl.kerberos.ticket.renew.window.factor", "float", 0.8, "GSSAPI: log in again from the keytab at this "
+      "fraction of the ticket's lifetime", _float_range(0.5, 1.0)),
+    K("sasl.kerberos.ticket.renew.jitter", "float", 0.05, "GSSAPI: random fraction of the ticket's lifetime "
+      "added to the renewal time", _float_range(0.0, 0.25)),
+    K("sasl.kerberos.min.time.before.relogin", "int", 60000, "GSSAPI: least time (ms) between two logins",
+      _int_range(0)),
     K("sasl.login.refresh.window.factor", "float", 0.8, "a fetched token is refreshed at this fraction of its "
       "lifetime", _float_range(0.5, 1.0)),
     K("sasl.login.refresh.window.jitter", "float", 0.05, "random fraction of the lifetime added to the refresh "

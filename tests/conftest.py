@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from kafkajet.testing import EmbeddedBroker, MockCluster
+from kafkajet.testing.kdc import LocalKdc, kdc_available
 
 _topic_counter = itertools.count()
 
@@ -17,6 +18,16 @@ _topic_counter = itertools.count()
 def broker() -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def kdc() -> Iterator[LocalKdc]:
+    """One local Kerberos realm for the session (tests add their own principals); `make` installs the KDC."""
+    pytest.importorskip("gssapi")
+    if not kdc_available():
+        pytest.skip("no krb5kdc / kdb5_util / kadmin.local: `make` installs Debian's krb5-kdc, krb5-admin-server")
+    with LocalKdc() as k:
+        yield k
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ class ConnectionSecurity:
     sasl: SaslClientFactory | None = field(default=None, repr=False)
     mechanism: str | None = None
     client_certificate: bool = False  # for error messages: whether the broker could have refused ours
-    # The client's own token source (OIDC, MSK IAM): its background refresh ends with the client.
+    # The client's own token source (OIDC, MSK IAM) or Kerberos login: its background refresh ends with it.
     token_source: Any = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -51,7 +51,7 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
     mechanism = None
     token_source = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import sasl_client_from_config, with_token_source
+        from kafkajet.security.sasl import owned_refresher, sasl_client_from_config, with_token_source
 
         settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
 
@@ -61,7 +61,7 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
         factory = make
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
         if cfg.get("sasl.oauthbearer.token.provider") is None:  # ours, not the user's: we may close it
-            token_source = settings.get("sasl.oauthbearer.token.provider")
+            token_source = owned_refresher(settings)
             if token_source is not None:
                 _login(token_source)
     has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
@@ -69,7 +69,7 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
 
 
 def _login(token_source: Any) -> None:
-    """The first token, fetched now, as Java's clients log in in their constructor (OAuthBearerLoginModule
+    """The first token (or Kerberos ticket), fetched now, as Java's clients log in in their constructor (OAuthBearerLoginModule
     through ExpiringCredentialRefreshingLogin.login(), which also starts the refresh thread): so no connection
     thread ever waits on the identity provider for it (the sender would block up to
     sasl.login.retry.backoff.max.ms), and an identity provider that cannot give a token within that budget

@@ -19,7 +19,9 @@ from kafkajet.errors import ConfigError
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
-LOGIN_MODULES = (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, OAUTHBEARER_LOGIN_MODULE)
+# Java's JDK module for Kerberos (GSSAPI): keyTab=, principal=, useKeyTab=, storeKey= options.
+KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+LOGIN_MODULES = (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, OAUTHBEARER_LOGIN_MODULE, KRB5_LOGIN_MODULE)
 FLAGS = ("required", "requisite", "sufficient", "optional")
 
 _KEY = "sasl.jaas.config"

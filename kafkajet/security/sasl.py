@@ -7,9 +7,10 @@
         out = client.step(response.auth_bytes)
     assert client.complete
 
-Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram) and OAUTHBEARER
-(RFC 7628, KIP-255). One client object per exchange: a re-authentication (KIP-368) makes a new one, which
-for OAUTHBEARER also fetches a fresh token.
+Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram), OAUTHBEARER
+(RFC 7628, KIP-255), AWS_MSK_IAM (kafkajet.security.aws_msk) and GSSAPI (RFC 4752, Kerberos;
+kafkajet.security.kerberos). One client object per exchange: a re-authentication (KIP-368) makes a new one,
+which for OAUTHBEARER also fetches a fresh token, and for GSSAPI takes the client's current login.
 
 Every failure is an AuthenticationError (a malformed server message says "protocol violation"), and the
 connection should be closed. Passwords and tokens appear in no exception text and no repr.
@@ -24,6 +25,7 @@ from typing import Any
 
 from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
 from kafkajet.security.jaas import (
+    KRB5_LOGIN_MODULE,
     OAUTHBEARER_LOGIN_MODULE,
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
@@ -36,10 +38,12 @@ from kafkajet.security.scram import ScramClient
 # validates sasl.mechanism against it, so a new mechanism is added here only.
 _LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
                  "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE,
-                 "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule"}
+                 "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule", "GSSAPI": KRB5_LOGIN_MODULE}
 SASL_MECHANISMS: tuple[str, ...] = tuple(_LOGIN_MODULE)
 # The client-wide signer of AWS_MSK_IAM, put in the settings by with_token_source (not a user's key).
 _MSK_SIGNER = "_kafkajet.aws.msk.signer"
+# The client-wide Kerberos login of GSSAPI (kafkajet.security.kerberos), put there by with_token_source.
+_KERBEROS_LOGIN = "_kafkajet.kerberos.login"
 
 
 def oauthbearer_method(values: Mapping[str, Any]) -> str:
@@ -203,11 +207,12 @@ def _describe_oauth_error(message: bytes) -> str:
 
 
 def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
-    """A fresh client for one exchange with broker `host` (unused by these mechanisms; GSSAPI would need it).
+    """A fresh client for one exchange with broker `host` (GSSAPI's service principal is service/host).
 
-    Keys: sasl.mechanism (Java's default GSSAPI is not supported: set one of SASL_MECHANISMS),
-    sasl.username / sasl.password (librdkafka's names), sasl.jaas.config (Java's syntax, for PLAIN and
-    SCRAM: username= and password= options), sasl.oauthbearer.token.provider (for OAUTHBEARER).
+    Keys: sasl.mechanism (Java's default is GSSAPI), sasl.username / sasl.password (librdkafka's names),
+    sasl.jaas.config (Java's syntax, for PLAIN and SCRAM: username= and password= options; for GSSAPI the
+    Krb5LoginModule's keyTab= and principal=), sasl.oauthbearer.token.provider (for OAUTHBEARER),
+    sasl.kerberos.* (for GSSAPI).
 
     Credentials may come from either place. If both give a username or password they must agree, else
     ConfigError: silently preferring one would hide a stale copy that later breaks in another environment.
@@ -217,6 +222,12 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
     if mechanism not in SASL_MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
     options = _jaas_options(cfg, mechanism)
+    if mechanism == "GSSAPI":
+        from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings, service_name
+
+        login = cfg.get(_KERBEROS_LOGIN) or kerberos_login(cfg, options)
+        principal, _ = kerberos_settings(cfg, options)
+        return GssapiClient(login.token, principal, service_name(cfg, options), host)
     if mechanism == "AWS_MSK_IAM":
         from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
 
@@ -255,7 +266,17 @@ def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
         from kafkajet.security.aws_msk import MskNativeSigner
 
         out[_MSK_SIGNER] = MskNativeSigner(_msk_settings(cfg, _jaas_options(cfg, mechanism)))
+    elif mechanism == "GSSAPI":
+        from kafkajet.security.kerberos import kerberos_login
+
+        out[_KERBEROS_LOGIN] = kerberos_login(cfg, _jaas_options(cfg, mechanism))
     return out
+
+
+def owned_refresher(settings: Mapping[str, Any]) -> Any:
+    """The background-refreshed source with_token_source made (an OIDC or MSK token source, a Kerberos
+    login), for the client to close; None when the user supplied the provider (it is theirs to close)."""
+    return settings.get(_KERBEROS_LOGIN) or settings.get("sasl.oauthbearer.token.provider")
 
 
 def _msk_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Mapping[str, Any]:

@@ -1,4 +1,4 @@
-"""A token the client fetches itself (OIDC, AWS MSK IAM), fetched once, cached and refreshed ahead of expiry.
+"""A token the client fetches itself (OIDC, AWS MSK IAM; a Kerberos login too), fetched once, cached and refreshed ahead of expiry.
 
 One RefreshingTokenSource per client, shared by all of its connections: the identity provider is asked once
 per refresh, not once per connection. As Java's ExpiringCredentialRefreshingLogin, the refresh happens in
@@ -146,7 +146,8 @@ class RefreshingTokenSource:
             self._token = token
             self.fetches += 1
             self.refresh_at = at
-        log.info("OAUTHBEARER token from %s: expires in %.0f s, refresh in %.0f s", self._describe,
+        # `describe` says what kind: an OAUTHBEARER token endpoint, or a Kerberos KDC for a principal.
+        log.info("new credential from %s: expires in %.0f s, refresh in %.0f s", self._describe,
                  token.expires_at - now, at - now)
         self._schedule(at - now)
         return token

@@ -11,15 +11,26 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.kdc import LocalKdc, kdc_available
 from tests.helpers.tls_proxy import CertificateAuthority
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKS = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.S | re.M)
+
+
+@pytest.fixture
+def kdc_example_com() -> Iterator[LocalKdc]:
+    pytest.importorskip("gssapi")
+    if not kdc_available():
+        pytest.skip("no krb5kdc / kdb5_util / kadmin.local: `make` installs Debian's krb5-kdc, krb5-admin-server")
+    with LocalKdc("EXAMPLE.COM") as kdc:
+        yield kdc
 
 
 def _title(block: str) -> str:
@@ -51,7 +62,8 @@ def test_the_readme_has_its_examples() -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[_title(b) for b in BLOCKS])
-def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path) -> None:
+def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path,
+                             request: pytest.FixtureRequest) -> None:
     env = dict(os.environ, KAFKA_BOOTSTRAP=broker.bootstrap_servers, PYSPARK_PYTHON=sys.executable,
                PYTHONPATH=str(ROOT))
     if "needs: a CA file" in block:
@@ -61,6 +73,12 @@ def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path)
         env["KAFKA_PASSWORD"] = "secret"
     if "needs: OIDC_CLIENT_SECRET" in block:
         env["OIDC_CLIENT_SECRET"] = "secret"  # the cloud examples show the keys: no identity provider is reached
+    if "needs: a Kerberos realm" in block:
+        # The example's own realm and keytab, so that its literal names hold; the login is real, the broker not.
+        kdc = request.getfixturevalue("kdc_example_com")
+        keytab = Path(kdc.add_principal("alice"))
+        (tmp_path / "alice.keytab").write_bytes(keytab.read_bytes())
+        env.update(kdc.env)
     script = tmp_path / "example.py"
     script.write_text(block)
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -209,3 +209,67 @@ def test_aws_msk_iam_secret_key_and_signatures_never_leak(form: str, monkeypatch
     for text in texts:
         for secret in (*SECRETS, *presented):
             assert secret not in text, f"a secret leaked into: {text[:300]}"
+
+
+def _keytab_keys(path: str) -> list[bytes]:
+    """The key bytes of every entry of an MIT keytab (format 0x0502): what must never be shown."""
+    import struct
+
+    data = open(path, "rb").read()
+    assert data[:2] == b"\x05\x02"
+    keys, pos = [], 2
+    while pos < len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        entry, pos = data[pos:pos + abs(size)], pos + abs(size)
+        if size <= 0:
+            continue  # a hole left by a removed entry
+        (components,) = struct.unpack_from(">H", entry, 0)
+        at = 2
+        for _ in range(components + 1):  # the realm, then the name's components
+            (n,) = struct.unpack_from(">H", entry, at)
+            at += 2 + n
+        at += 4 + 4 + 1 + 2  # name type, timestamp, 8-bit kvno, key type
+        (n,) = struct.unpack_from(">H", entry, at)
+        keys.append(entry[at + 2:at + 2 + n])
+    return keys
+
+
+def test_kerberos_keytab_contents_never_leak(kdc: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import base64
+    import shutil
+
+    pytest.importorskip("gssapi")
+    keytab = kdc.add_principal("secret-scan")
+    stale = keytab + ".stale"
+    shutil.copy(keytab, stale)
+    kdc.kadmin(f"cpw -randkey {kdc.principal('secret-scan')}")
+    kdc.kadmin(f"ktadd -k {keytab} {kdc.principal('secret-scan')}")  # the current key too: both are secrets
+    keys = _keytab_keys(keytab) + _keytab_keys(stale)
+    assert len(keys) >= 2 and all(len(k) >= 16 for k in keys)
+    forms = [f for k in keys for f in (k.hex(), k.hex().upper(), base64.b64encode(k).decode(), repr(k)[2:-1])]
+    texts: list[str] = []
+    with MockCluster(brokers=1, sasl_mechanisms=["GSSAPI"], sasl_gssapi_keytab=kdc.service_keytab()) as c, \
+            caplog.at_level(logging.DEBUG):
+        c.create_topic("t", partitions=1)
+        base = {"bootstrap.servers": c.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": kdc.principal("secret-scan"),
+                "max.block.ms": 5000}
+        with pytest.raises(KafkaError) as info:  # the stale key: refused at the login
+            Producer({**base, "sasl.kerberos.keytab": stale})
+        texts += _texts(info.value)
+        with Producer({**base, "sasl.kerberos.keytab": keytab, "sasl.kerberos.service.name": "nokafka"}) as bad, \
+                pytest.raises(KafkaError) as info:
+            bad.send("t", b"x").result(timeout=30)
+        texts += _texts(info.value) + [repr(bad.metrics())]
+        with Producer({**base, "sasl.kerberos.keytab": keytab}) as good:
+            good.send("t", b"ok").result(timeout=30)
+            sasl = good._client.security.sasl
+            assert sasl is not None
+            texts += [repr(good), repr(good.config), repr(good.metrics()), repr(good._client.security),
+                      repr(sasl("localhost"))]
+    texts += [caplog.text] + [repr(r.args) for r in caplog.records]
+    assert "secret-scan@KAFKAJET.TEST" in caplog.text or any("secret-scan@" in t for t in texts)
+    for text in texts:
+        for secret in forms:
+            assert secret not in text, f"keytab key material leaked into: {text[:300]}"

@@ -12,7 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkajet.errors import AuthenticationError, ConfigError
-from kafkajet.security.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, parse_jaas_config
+from kafkajet.security.jaas import (
+    KRB5_LOGIN_MODULE,
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+    parse_jaas_config,
+)
 from kafkajet.security.sasl import (
     SASL_MECHANISMS,
     OAuthBearerClient,
@@ -276,7 +281,7 @@ def test_config_from_explicit_keys_or_jaas(creds: Credentials, mechanism: str) -
 
 
 @pytest.mark.parametrize("cfg, words", [
-    ({}, ["GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]),
+    ({}, ["GSSAPI", "sasl.kerberos.principal"]),  # Java's default mechanism, which needs a keytab login
     ({"sasl.mechanism": "DIGEST-MD5", "sasl.password": SECRET}, ["DIGEST-MD5", "PLAIN"]),
     ({"sasl.mechanism": "PLAIN", "sasl.password": SECRET}, ["sasl.username"]),
     ({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice"}, ["sasl.password"]),
@@ -287,6 +292,16 @@ def test_config_from_explicit_keys_or_jaas(creds: Credentials, mechanism: str) -
     ({"sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": SECRET + "\0"}, ["NUL"]),
     ({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": SECRET + "\udc80"}, ["password"]),
     ({"sasl.mechanism": "OAUTHBEARER"}, ["sasl.oauthbearer.token.provider"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM"}, ["sasl.kerberos.keytab", "keyTab="]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
+      "sasl.kerberos.keytab": "/nonexistent/alice.keytab"}, ["cannot read the keytab file /nonexistent/alice.keytab"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useKeyTab=false useTicketCache=true;"},
+     ["useKeyTab=false", "not supported"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "bob@EXAMPLE.COM",
+      "sasl.jaas.config": f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="k" principal="alice@EXAMPLE.COM";'},
+     ["sasl.kerberos.principal", "disagree"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f'{PLAIN_LOGIN_MODULE} required username="a" password="{SECRET}";'},
+     ["Krb5LoginModule"]),
     ({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.provider": TOKEN}, ["callable"]),
 ])
 def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any], words: list[str]) -> None:
@@ -299,7 +314,7 @@ def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any]
 
 
 def test_supported_mechanisms_constant() -> None:
-    assert SASL_MECHANISMS == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
+    assert SASL_MECHANISMS == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI")
 
 
 # --- OAUTHBEARER ------------------------------------------------------------------------------------------
@@ -483,3 +498,15 @@ def test_a_client_runs_one_exchange_only(make: Callable[[], Any]) -> None:
     client.start()
     with pytest.raises(AuthenticationError, match=f"{client.mechanism}: start\\(\\) called twice"):
         client.start()
+
+
+def test_gssapi_without_the_gssapi_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Any) -> None:
+    import sys
+
+    keytab = tmp_path / "client.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi now raises ImportError
+    with pytest.raises(ConfigError, match=r"needs the gssapi package: pip install 'kafkajet\[gssapi\]'"):
+        sasl_client_from_config({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
+                                 "sasl.kerberos.keytab": str(keytab)}, "broker-1")

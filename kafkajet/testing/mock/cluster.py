@@ -46,6 +46,8 @@ takes no SASL at all (and does not list the SASL APIs), as before. OAUTHBEARER t
 sasl_oauthbearer_validator (token, extensions) -> (principal, expiry); kafkajet.testing.oidc makes one that
 checks a local identity provider's JWTs; AWS_MSK_IAM messages by sasl_aws_msk_iam_validator
 (kafkajet.testing.aws_msk checks both MSK forms). As Kafka, a credential's expiry caps the session lifetime.
+GSSAPI contexts are accepted with the service principals of sasl_gssapi_keytab (kafka/127.0.0.1@REALM for
+the default host; kafkajet.testing.kdc runs a local KDC that makes them).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class MockCluster:
         sasl_session_lifetime_ms: int = 0,
         sasl_oauthbearer_validator: TokenValidator | None = None,
         sasl_aws_msk_iam_validator: NativeMskValidator | None = None,
+        sasl_gssapi_keytab: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
@@ -109,6 +112,9 @@ class MockCluster:
         unknown = [m for m in mechanisms if m not in SERVER_MECHANISMS]
         if unknown:
             raise ValueError(f"SASL mechanisms {unknown} are not served; choose from {list(SERVER_MECHANISMS)}")
+        if "GSSAPI" in mechanisms and sasl_gssapi_keytab is None:
+            raise ValueError("GSSAPI needs sasl_gssapi_keytab: the brokers' service keytab "
+                             "(kafkajet.testing.kdc.LocalKdc makes one)")
         if sasl_users and not mechanisms:
             raise ValueError("sasl_users without sasl_mechanisms: say which mechanisms the cluster takes")
         if sasl_session_lifetime_ms < 0:
@@ -127,6 +133,7 @@ class MockCluster:
             self._state.sasl_credentials.set(user, password)
         self._state.sasl_credentials.oauthbearer_validator = sasl_oauthbearer_validator
         self._state.sasl_credentials.aws_msk_iam_validator = sasl_aws_msk_iam_validator
+        self._state.sasl_credentials.gssapi_keytab = sasl_gssapi_keytab
         self._faults = Faults()
         self._server: MockServer | None = None
 

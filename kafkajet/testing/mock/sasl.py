@@ -25,7 +25,7 @@ from kafkajet.errors import error_for_name
 from kafkajet.protocol import ApiKey
 from kafkajet.security import scram
 
-SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
+SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI")
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
 
@@ -97,6 +97,7 @@ class Credentials:
     def __init__(self, users: Mapping[str, str] | None = None, iterations: int = ITERATIONS) -> None:
         self.oauthbearer_validator: TokenValidator | None = None
         self.aws_msk_iam_validator: NativeMskValidator | None = None
+        self.gssapi_keytab: str | None = None  # the brokers' service keytab (kafkajet.testing.mock.gssapi)
         self._iterations = iterations
         self._plain: dict[str, bytes] = {}
         self._scram: dict[tuple[str, str], ScramCredential] = {}
@@ -375,6 +376,10 @@ class MskIamServer:
 
 
 def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
+    if mechanism == "GSSAPI":
+        from kafkajet.testing.mock.gssapi import GssapiServer
+
+        return GssapiServer(credentials.gssapi_keytab)
     if mechanism == "AWS_MSK_IAM":
         return MskIamServer(credentials.aws_msk_iam_validator)
     if mechanism == "PLAIN":
