@@ -269,7 +269,8 @@ def to_json(value: Any, t: pa.DataType) -> Any:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return [to_json(v, t.value_type) for v in value]
     if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat().replace("+00:00", "Z")
+        utc = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return utc.isoformat().replace("+00:00", "Z")
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, bytes):
