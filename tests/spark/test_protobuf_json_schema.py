@@ -60,9 +60,16 @@ def raw_values(spark: Any, broker: EmbeddedBroker, topic: str) -> list[bytes]:
 # --- Protobuf ------------------------------------------------------------------------------------------------
 
 
+def _money_file() -> descriptor_pb2.FileDescriptorProto:
+    fp = descriptor_pb2.FileDescriptorProto(name="kj_spark/money.proto", package="kjmoney", syntax="proto3")
+    fp.message_type.add(name="Money").field.add(name="cents", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    return fp
+
+
 def _order_file() -> descriptor_pb2.FileDescriptorProto:
+    # Imports a file of its own (registered as a reference the source must resolve) and a well-known one.
     fp = descriptor_pb2.FileDescriptorProto(name="kj_spark/order.proto", package="kjspark", syntax="proto3",
-                                            dependency=["google/protobuf/timestamp.proto"])
+                                            dependency=["google/protobuf/timestamp.proto", "kj_spark/money.proto"])
     status = fp.enum_type.add(name="Status")
     for i, name in enumerate(("NEW", "PAID", "SHIPPED")):
         status.value.add(name=name, number=i)
@@ -88,12 +95,14 @@ def _order_file() -> descriptor_pb2.FileDescriptorProto:
     order.field.add(name="discount", number=11, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL, proto3_optional=True,
                     oneof_index=0)
     order.oneof_decl.add(name="_discount")
+    order.field.add(name="price", number=12, type=F.TYPE_MESSAGE, type_name=".kjmoney.Money", label=F.LABEL_OPTIONAL)
     return fp
 
 
 def _order_class() -> Any:
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(_money_file())
     pool.Add(_order_file())
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("kjspark.Order"))
 
@@ -108,6 +117,7 @@ def _order(i: int) -> Any:
         msg.address.city = f"c{i}"  # and the message null
         msg.discount = i / 4
     msg.counts["a"] = i
+    msg.price.cents = 100 * i
     msg.at.FromDatetime(AT + dt.timedelta(seconds=i))
     return msg
 
@@ -119,11 +129,13 @@ def test_protobuf_written_by_confluent_reads_through_the_source(spark: Any, brok
     topic = make_topic(broker, "proto-read", partitions=1)
     serializer = ConfluentSerializer(Order, ConfluentClient({"url": registry.url}), {"use.deprecated.format": False})
     send_raw(broker, topic, [serializer(_order(i), _ctx(topic)) for i in range(6)])
+    registered = SchemaRegistryClient({"url": registry.url}).get_latest_version(f"{topic}-value").schema
+    assert [r.name for r in registered.references] == ["kj_spark/money.proto"]
 
     df = read(spark, broker, registry, topic, "protobuf")
     assert df.schema["value"].dataType.simpleString() == (
         "struct<id:bigint,name:string,qty:int,big:bigint,status:string,address:struct<city:string>,at:timestamp,"
-        "blob:binary,tags:array<string>,counts:map<string,bigint>,discount:double>")
+        "blob:binary,tags:array<string>,counts:map<string,bigint>,discount:double,price:struct<cents:bigint>>")
     rows = df.select("value.*").orderBy("id").collect()
     assert [r.id for r in rows] == list(range(6))
     for r in rows:
@@ -133,6 +145,7 @@ def test_protobuf_written_by_confluent_reads_through_the_source(spark: Any, brok
             [f"t{i}", "x"], {"a": i})
         assert r.address == (None if i % 2 == 0 else (f"c{i}",))
         assert r.discount == (i / 4 if i % 2 else None)
+        assert r.price.cents == 100 * i
         assert r.at.timestamp() == (AT + dt.timedelta(seconds=i)).timestamp()
 
 
