@@ -10,7 +10,9 @@ a recursive $ref) becomes a string column holding that part's JSON text, compact
 the topic and parse the part with from_json; nothing of the record is lost. Properties a record has beyond
 the planned schema's are dropped (a newer writer's additions, as Avro's resolution drops them).
 
-Spark -> JSON Schema (the sink): draft-07, structs as objects whose non-nullable fields are required,
+Spark -> JSON Schema (the sink): draft-07, structs as closed objects (additionalProperties false, as
+Confluent's Java serializer derives them: then a later version may add a nullable column and stay BACKWARD
+compatible, which an open model forbids) whose non-nullable fields are required,
 nullable fields as oneOf [null, T] (Confluent's own generator's form), long/int -> integer, float/double/
 decimal -> number, timestamp -> string date-time (RFC 3339, UTC), date -> string date, binary -> string
 with contentEncoding base64, map<string, V> -> object with additionalProperties V. No I/O here.
@@ -214,7 +216,7 @@ def _date(value: Any, path: str) -> Any:
 
 
 def json_schema_of(data_type: Any, title: str = "topLevelRecord") -> dict[str, Any]:
-    """The draft-07 JSON Schema of a Spark type; structs closed to nothing (extra properties allowed)."""
+    """The draft-07 JSON Schema of a Spark type."""
     doc = _schema_of(data_type, title)
     return {"$schema": "http://json-schema.org/draft-07/schema#", "title": title, **doc}
 
@@ -230,7 +232,7 @@ def _schema_of(data_type: Any, where: str) -> dict[str, Any]:
         return {"type": "object",
                 "properties": {f.name: _nullable(_schema_of(f.dataType, f"{where}.{f.name}"), f.nullable)
                                for f in data_type.fields},
-                "required": [f.name for f in data_type.fields if not f.nullable]}
+                "required": [f.name for f in data_type.fields if not f.nullable], "additionalProperties": False}
     if isinstance(data_type, T.ArrayType):
         return {"type": "array", "items": _nullable(_schema_of(data_type.elementType, f"{where}[]"),
                                                     data_type.containsNull)}

@@ -330,7 +330,9 @@ def test_the_json_schema_sink_registers_a_schema_confluent_decodes(spark: Any, b
 
     registered = SchemaRegistryClient({"url": registry.url}).get_latest_version(f"{topic}-value").schema
     assert registered.schema_type == "JSON"
-    assert json.loads(registered.schema_str)["properties"]["at"] == {"type": "string", "format": "date-time"}
+    derived = json.loads(registered.schema_str)
+    assert derived["properties"]["at"] == {"type": "string", "format": "date-time"}
+    assert derived["additionalProperties"] is False
     deserializer = ConfluentDeserializer(None, schema_registry_client=ConfluentClient({"url": registry.url}))
     decoded = sorted((deserializer(v, _ctx(topic)) for v in raw_values(spark, broker, topic)), key=lambda o: o["id"])
     assert [o["id"] for o in decoded] == list(range(30))
@@ -342,6 +344,20 @@ def test_the_json_schema_sink_registers_a_schema_confluent_decodes(spark: Any, b
     assert [(r.id, r.name, r.day, r.inner.x) for r in back[3:5]] == [(3, None, dt.date(2026, 1, 4), 1.5),
                                                                       (4, "n4", dt.date(2026, 1, 5), 2.0)]
     assert int(back[4].at.timestamp() * 1000) == 1700000000004
+
+
+def test_a_dataframe_gaining_a_nullable_column_derives_a_backward_compatible_json_schema() -> None:
+    from pyspark.sql import types as T
+
+    from kafkajet.schema_registry.compatibility import check
+    from kafkajet.schema_registry.json_compatibility import incompatibilities
+    from kafkajet.spark.json_schema_types import json_schema_of
+
+    v1 = T.StructType([T.StructField("id", T.LongType(), False), T.StructField("name", T.StringType())])
+    v2 = T.StructType([*v1.fields, T.StructField("email", T.StringType())])
+    assert check("BACKWARD", json_schema_of(v2), [json_schema_of(v1)], incompatibilities) == []
+    v3 = T.StructType([v1.fields[0], T.StructField("email", T.StringType())])  # "name" dropped
+    assert check("BACKWARD", json_schema_of(v3), [json_schema_of(v2)], incompatibilities) != []
 
 
 def test_format_options_are_checked_at_planning(spark: Any, broker: EmbeddedBroker,
