@@ -346,6 +346,35 @@ def test_the_json_schema_sink_registers_a_schema_confluent_decodes(spark: Any, b
     assert int(back[4].at.timestamp() * 1000) == 1700000000004
 
 
+def test_the_sink_encodes_keys_too_and_with_a_given_schema_refuses_a_row_that_does_not_fit(
+        spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
+    topic = make_topic(broker, "json-given", partitions=1)
+    given = {"title": "Point", "type": "object", "properties": {"x": {"type": "integer", "minimum": 0},
+                                                                 "label": {"type": "string"}},
+             "required": ["x"]}
+
+    def write(df: Any) -> None:
+        (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+         .option("topic", topic).option("valueFormat", "json-schema").option("keyFormat", "json-schema")
+         .option("jsonSchema", json.dumps(given)).option("schema.registry.url", registry.url).save())
+
+    write(spark.range(5).selectExpr("named_struct('k', id) as key",
+                                    "named_struct('x', id, 'label', concat('p', cast(id as string))) as value"))
+    client = SchemaRegistryClient({"url": registry.url})
+    assert json.loads(client.get_latest_version(f"{topic}-value").schema.schema_str) == given
+    assert json.loads(client.get_latest_version(f"{topic}-key").schema.schema_str)["required"] == ["k"]
+    back = read(spark, broker, registry, topic, "json-schema", keyFormat="json-schema").select(
+        "key.k", "value.*").orderBy("k").collect()
+    assert [(r.k, r.x, r.label) for r in back] == [(i, i, f"p{i}") for i in range(5)]
+
+    with pytest.raises(Exception) as e:  # x = -1 breaks the given schema's minimum
+        write(spark.range(3).selectExpr("named_struct('k', id) as key",
+                                        "named_struct('x', id - 1, 'label', 'q') as value"))
+    message = str(e.value)
+    assert "row 0 of the batch" in message and "does not fit json-schema schema id" in message, message[-3000:]
+    assert "x" in message and "minimum" in message, message[-3000:]
+
+
 def test_a_dataframe_gaining_a_nullable_column_derives_a_backward_compatible_json_schema() -> None:
     from pyspark.sql import types as T
 
