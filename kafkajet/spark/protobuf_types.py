@@ -133,6 +133,21 @@ def message_class(column: Any) -> Any:
     return build_class(column.schema_str, column.imports, column.message)
 
 
+def _repeated(f: FieldDescriptor) -> bool:
+    # protobuf 7 dropped FieldDescriptor.label for is_repeated, which protobuf 4 (the extra's floor) lacks.
+    flag = getattr(f, "is_repeated", None)
+    return bool(flag) if flag is not None else f.label == F.LABEL_REPEATED  # type: ignore[attr-defined]
+
+
+def _presence(f: FieldDescriptor) -> bool:
+    """Whether unset is distinguishable from the default (has_presence arrived in protobuf 4.26)."""
+    flag = getattr(f, "has_presence", None)
+    if flag is not None:
+        return bool(flag)
+    return not _repeated(f) and (f.message_type is not None or f.containing_oneof is not None
+                                 or getattr(f.file, "syntax", "proto3") == "proto2")
+
+
 def _is_map(f: FieldDescriptor) -> bool:
     return f.message_type is not None and f.message_type.GetOptions().map_entry
 
@@ -149,7 +164,7 @@ def arrow_type(desc: Descriptor, seen: tuple[str, ...] = ()) -> pa.DataType:
             key = _field_type(f.message_type.fields_by_name["key"], inner)
             value = _field_type(f.message_type.fields_by_name["value"], inner)
             t: pa.DataType = pa.map_(key, value)
-        elif f.is_repeated:
+        elif _repeated(f):
             t = pa.list_(pa.field("element", _field_type(f, inner), nullable=False))
         else:
             t = _field_type(f, inner)
@@ -170,7 +185,7 @@ def _field_type(f: FieldDescriptor, seen: tuple[str, ...]) -> pa.DataType:
 
 def converter(desc: Descriptor) -> Callable[[Any], dict[str, Any]]:
     """A function from a message of `desc` to the dict pa.array() takes for arrow_type(desc)."""
-    plan = [(f.name, _reader(f), f.has_presence and not f.is_repeated) for f in desc.fields]
+    plan = [(f.name, _reader(f), _presence(f) and not _repeated(f)) for f in desc.fields]
 
     def convert(msg: Any) -> dict[str, Any]:
         return {name: (None if presence and not msg.HasField(name) else read(getattr(msg, name)))
@@ -184,7 +199,7 @@ def _reader(f: FieldDescriptor) -> Callable[[Any], Any]:
         value = _scalar_reader(f.message_type.fields_by_name["value"])
         return lambda m: [(k, value(v)) for k, v in m.items()]
     one = _scalar_reader(f)
-    if f.is_repeated:
+    if _repeated(f):
         return lambda values: [one(v) for v in values]
     return one
 
@@ -301,7 +316,7 @@ def fill(msg: Any, value: dict[str, Any], path: str = "") -> None:
                         _set_message(target[k], vf, item, f"{where}[{k!r}].")
                     else:
                         target[k] = _scalar(vf, item)
-            elif f.is_repeated:
+            elif _repeated(f):
                 target = getattr(msg, f.name)
                 for i, item in enumerate(v):
                     if item is None:

@@ -91,3 +91,18 @@ def test_the_planned_protobuf_message_is_the_first_unless_named() -> None:
     assert planned_message(_file(), "Node", "protobufMessage") == "kjt.Node"
     with pytest.raises(ConfigError, match="is not a base64 FileDescriptorProto"):
         planned_message('syntax = "proto3"; message A {}', None, "protobufMessage")
+
+
+def test_field_shape_without_is_repeated_and_has_presence_as_older_protobufs_give_it() -> None:
+    from types import SimpleNamespace
+
+    from kafkajet.spark.protobuf_types import _presence, _repeated
+
+    def old(label: int, message: bool = False, oneof: bool = False, syntax: str = "proto3") -> object:
+        return SimpleNamespace(label=label, message_type=object() if message else None,
+                               containing_oneof=object() if oneof else None, file=SimpleNamespace(syntax=syntax))
+
+    assert _repeated(old(F.LABEL_REPEATED)) and not _repeated(old(F.LABEL_OPTIONAL))  # type: ignore[arg-type]
+    assert [_presence(old(F.LABEL_OPTIONAL, **kw)) for kw in (  # type: ignore[arg-type]
+        {}, {"message": True}, {"oneof": True}, {"syntax": "proto2"})] == [False, True, True, True]
+    assert not _presence(old(F.LABEL_REPEATED, message=True))  # type: ignore[arg-type]
