@@ -375,6 +375,60 @@ def test_the_sink_encodes_keys_too_and_with_a_given_schema_refuses_a_row_that_do
     assert "x" in message and "minimum" in message, message[-3000:]
 
 
+def test_json_schema_and_protobuf_versions_read_back_in_one_query_and_an_incompatible_one_is_refused(
+        spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
+    from confluent_kafka.schema_registry.error import SchemaRegistryError as ConfluentError
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer as ConfluentJSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as ConfluentProtobufSerializer
+
+    theirs = ConfluentClient({"url": registry.url})
+    # JSON Schema, closed models (so adding a nullable property is BACKWARD compatible).
+    topic = make_topic(broker, "json-evolution", partitions=1)
+    v1 = {"title": "User", "type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+          "additionalProperties": False}
+    v2 = {**v1, "properties": {**v1["properties"], "email": {"oneOf": [{"type": "null"}, {"type": "string"}]}}}
+    send_raw(broker, topic, [ConfluentJSONSerializer(json.dumps(v1), theirs)({"id": i}, _ctx(topic)) for i in range(3)])
+    send_raw(broker, topic, [ConfluentJSONSerializer(json.dumps(v2), theirs)({"id": i, "email": f"u{i}@x"}, _ctx(topic))
+                             for i in range(3, 5)])
+    rows = read(spark, broker, registry, topic, "json-schema").select("value.*").orderBy("id").collect()
+    assert [(r.id, r.email) for r in rows] == [(0, None), (1, None), (2, None), (3, "u3@x"), (4, "u4@x")]
+    pinned = read(spark, broker, registry, topic, "json-schema", valueSchemaVersion="1")
+    assert pinned.schema["value"].dataType.fieldNames() == ["id"]
+    assert sorted(r.id for r in pinned.select("value.id").collect()) == list(range(5))
+    v3 = {**v2, "properties": {"email": v2["properties"]["email"]}, "required": []}  # "id" dropped: closed
+    with pytest.raises(ConfluentError) as e:
+        ConfluentJSONSerializer(json.dumps(v3), theirs)({"email": None}, _ctx(topic))
+    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+
+    # Protobuf: v2 adds a field; the v1-planned query skips it, the v2-planned one reads v1's as proto3 gives it.
+    topic = make_topic(broker, "proto-evolution", partitions=1)
+
+    def user_class(*extra: tuple[str, int, int]) -> Any:
+        fp = descriptor_pb2.FileDescriptorProto(name=f"kj_evo/user{len(extra)}.proto", package="kjevo",
+                                                syntax="proto3")
+        user = fp.message_type.add(name="User")
+        for name, number, kind in (("id", 1, F.TYPE_INT64), *extra):
+            user.field.add(name=name, number=number, type=kind, label=F.LABEL_OPTIONAL)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fp)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName("kjevo.User"))
+
+    conf = {"use.deprecated.format": False}
+    u1, u2 = user_class(), user_class(("email", 2, F.TYPE_STRING))
+    send_raw(broker, topic, [ConfluentProtobufSerializer(u1, theirs, conf)(u1(id=i), _ctx(topic)) for i in range(2)])
+    send_raw(broker, topic, [ConfluentProtobufSerializer(u2, theirs, conf)(u2(id=i, email=f"u{i}"), _ctx(topic))
+                             for i in range(2, 4)])
+    rows = read(spark, broker, registry, topic, "protobuf").select("value.*").orderBy("id").collect()
+    assert [(r.id, r.email) for r in rows] == [(0, ""), (1, ""), (2, "u2"), (3, "u3")]
+    pinned = read(spark, broker, registry, topic, "protobuf", valueSchemaVersion="1")
+    assert [r.id for r in pinned.select("value.*").orderBy("id").collect()] == [0, 1, 2, 3]
+    u3 = user_class(("email", 2, F.TYPE_INT64))  # field 2 from string to a varint
+    with pytest.raises(ConfluentError) as e:
+        ConfluentProtobufSerializer(u3, theirs, conf)(u3(id=9), _ctx(topic))
+    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+    assert "FIELD_SCALAR_KIND_CHANGED" in e.value.error_message
+
+
 def test_a_dataframe_gaining_a_nullable_column_derives_a_backward_compatible_json_schema() -> None:
     from pyspark.sql import types as T
 
