@@ -5,6 +5,9 @@ Decoding goes through kafkajet.schema_registry's AvroDeserializer: the writer's 
 id (one registry round trip per id and worker process), and Avro schema resolution into the planned schema
 when a record was written with another version. A record that cannot be decoded fails the task naming
 topic, partition and offset, or is null under mode PERMISSIVE. No Python object outlives its batch.
+
+decode_batch / encode_batch and the per-worker caches serve every registered format: decoder() / encoder()
+hand Protobuf and JSON Schema columns to message_columns.py.
 """
 
 from __future__ import annotations
