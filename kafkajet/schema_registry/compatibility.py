@@ -202,8 +202,11 @@ def _check(reader: Any, writer: Any, path: str, out: list[str], seen: set[tuple[
                 _check(rtype, wf[1], f"{path}{name}/", out, seen)
 
 
-def check(level: str, new: Any, previous: list[Any]) -> list[str]:
-    """Why `new` may not follow `previous` (oldest first) under `level`; empty when it may."""
+def check(level: str, new: Any, previous: list[Any], compare: Any = None) -> list[str]:
+    """Why `new` may not follow `previous` (oldest first) under `level`; empty when it may. `compare(reader,
+    writer)` lists why the reader cannot read the writer's data: Avro's `incompatibilities` unless given
+    (json_compatibility's for JSON Schema)."""
+    incompatibilities_of = compare or incompatibilities
     level = level.upper()
     if level == "NONE" or not previous:
         return []
@@ -212,7 +215,7 @@ def check(level: str, new: Any, previous: list[Any]) -> list[str]:
     out: list[str] = []
     for old in reversed(against):
         if base in ("BACKWARD", "FULL"):
-            out += [f"BACKWARD: {m}" for m in incompatibilities(new, old)]
+            out += [f"BACKWARD: {m}" for m in incompatibilities_of(new, old)]
         if base in ("FORWARD", "FULL"):
-            out += [f"FORWARD: {m}" for m in incompatibilities(old, new)]
+            out += [f"FORWARD: {m}" for m in incompatibilities_of(old, new)]
     return out

@@ -5,6 +5,9 @@ Decoding goes through kafkajet.schema_registry's AvroDeserializer: the writer's 
 id (one registry round trip per id and worker process), and Avro schema resolution into the planned schema
 when a record was written with another version. A record that cannot be decoded fails the task naming
 topic, partition and offset, or is null under mode PERMISSIVE. No Python object outlives its batch.
+
+decode_batch / encode_batch and the per-worker caches serve every registered format: decoder() / encoder()
+hand Protobuf and JSON Schema columns to message_columns.py.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.errors import SerializationError
-from kafkajet.spark.registry_formats import AvroColumn
+from kafkajet.spark.registry_formats import RegistryColumn
 
 _LOCK = threading.Lock()
 # Worker-process caches, kept across tasks (Spark reuses its Python workers): one registry client per
 # registry, one deserializer per planned column.
 _CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
-_DECODERS: dict[AvroColumn, Any] = {}
-_ENCODERS: dict[AvroColumn, Any] = {}
+_DECODERS: dict[RegistryColumn, Any] = {}
+_ENCODERS: dict[RegistryColumn, Any] = {}
 
 
 def registry_client(registry: tuple[tuple[str, str], ...]) -> Any:
@@ -60,7 +63,7 @@ def _uuids_to_str(value: Any) -> Any:
 class ColumnDecoder:
     """Framed Avro payloads -> Arrow values of the column's planned type."""
 
-    def __init__(self, column: AvroColumn) -> None:
+    def __init__(self, column: RegistryColumn) -> None:
         import json
 
         import fastavro
@@ -131,7 +134,7 @@ class ColumnDecoder:
                     continue
                 raise SerializationError(
                     f"{where(i)}: {e} (planned with "
-                    f"{_planned(self.column)}; option mode=PERMISSIVE reads such records as null)") from e
+                    f"{self.column.planned_with}; option mode=PERMISSIVE reads such records as null)") from e
         if self._fix_uuids:
             out = [_uuids_to_str(v) for v in out]
         try:
@@ -141,13 +144,7 @@ class ColumnDecoder:
                                      f"not fit the planned Spark type: {e}") from e
 
 
-def _planned(column: AvroColumn) -> str:
-    if column.schema_id is not None:
-        return f"schema id {column.schema_id}" + (f" of subject '{column.subject}'" if column.subject else "")
-    return "the avroSchema option's schema"
-
-
-def _cached(cache: dict[AvroColumn, Any], column: AvroColumn, make: Any) -> Any:
+def _cached(cache: dict[RegistryColumn, Any], column: RegistryColumn, make: Any) -> Any:
     with _LOCK:
         hit = cache.get(column)
     if hit is None:
@@ -157,16 +154,26 @@ def _cached(cache: dict[AvroColumn, Any], column: AvroColumn, make: Any) -> Any:
     return hit
 
 
-def decoder(column: AvroColumn) -> ColumnDecoder:
-    return _cached(_DECODERS, column, ColumnDecoder)  # type: ignore[no-any-return]
+def decoder(column: RegistryColumn) -> Any:
+    """The column's decoder: Avro's here; Protobuf's and JSON Schema's record by record (message_columns)."""
+    if column.format == "avro":
+        return _cached(_DECODERS, column, ColumnDecoder)
+    from kafkajet.spark.message_columns import RecordDecoder
+
+    return _cached(_DECODERS, column, RecordDecoder)
 
 
-def encoder(column: AvroColumn) -> ColumnEncoder:
-    return _cached(_ENCODERS, column, ColumnEncoder)  # type: ignore[no-any-return]
+def encoder(column: RegistryColumn) -> Any:
+    if column.format == "avro":
+        return _cached(_ENCODERS, column, ColumnEncoder)
+    from kafkajet.spark.message_columns import RecordEncoder
+
+    return _cached(_ENCODERS, column, RecordEncoder)
 
 
-def decode_batch(rb: pa.RecordBatch, columns: dict[str, AvroColumn], topic: str, partition: int) -> pa.RecordBatch:
-    """The source's batch with its Avro key/value columns decoded in place."""
+def decode_batch(rb: pa.RecordBatch, columns: dict[str, RegistryColumn], topic: str,
+                 partition: int) -> pa.RecordBatch:
+    """The source's batch with its registered key/value columns decoded in place."""
     offsets = rb.column(rb.schema.get_field_index("offset"))
     arrays = list(rb.columns)
     fields = list(rb.schema)
@@ -181,7 +188,7 @@ def decode_batch(rb: pa.RecordBatch, columns: dict[str, AvroColumn], topic: str,
 class ColumnEncoder:
     """Arrow values -> framed Avro payloads (magic 0, the schema's id, the Avro binary)."""
 
-    def __init__(self, column: AvroColumn) -> None:
+    def __init__(self, column: RegistryColumn) -> None:
         import fastavro
 
         from kafkajet.schema_registry.avro import Schema, parse_avro
@@ -235,8 +242,8 @@ class ColumnEncoder:
         return out
 
 
-def encode_batch(rb: pa.RecordBatch, columns: dict[str, AvroColumn]) -> pa.RecordBatch:
-    """The sink's batch with its Avro key/value columns encoded into binary."""
+def encode_batch(rb: pa.RecordBatch, columns: dict[str, RegistryColumn]) -> pa.RecordBatch:
+    """The sink's batch with its registered key/value columns encoded into binary."""
     arrays = list(rb.columns)
     fields = list(rb.schema)
     for name, column in columns.items():

@@ -105,16 +105,6 @@ def spark_type(schema: Any) -> Any:
     return from_arrow_type(arrow_type(schema)[0])
 
 
-def column_field(name: str, schema_str: str) -> tuple[pa.Field, Any]:
-    """The decoded column `name` (nullable: a tombstone, or PERMISSIVE's null) in Arrow and in Spark."""
-    from pyspark.sql.types import StructField
-
-    t = arrow_type(json.loads(schema_str))[0]
-    from pyspark.sql.pandas.types import from_arrow_type
-
-    return pa.field(name, t, nullable=True), StructField(name, from_arrow_type(t), nullable=True)
-
-
 # --- Spark -> Avro (the sink and to_avro) --------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.registry_formats import AvroColumn, registry_conf, source_columns
+from kafkajet.spark.registry_formats import RegistryColumn, registry_conf, source_columns
 
 
 def arrow_udf(f: Any, return_type: Any) -> Any:
@@ -89,11 +89,11 @@ def _derived(arrow_type: pa.DataType) -> str:
     return json.dumps(avro_schema_of(from_arrow_type(arrow_type)))
 
 
-_REGISTERED: dict[tuple[Any, ...], AvroColumn] = {}
+_REGISTERED: dict[tuple[Any, ...], RegistryColumn] = {}
 
 
 def _registered(registry: tuple[tuple[str, str], ...], subject: str, schema_str: str,
-                auto_register: bool) -> AvroColumn:
+                auto_register: bool) -> RegistryColumn:
     """The column's registered id: one registry round trip per worker process and schema."""
     from kafkajet.schema_registry import Schema
     from kafkajet.spark.avro_columns import registry_client
@@ -105,5 +105,5 @@ def _registered(registry: tuple[tuple[str, str], ...], subject: str, schema_str:
         schema = Schema(schema_str, "AVRO")
         schema_id = (client.register_schema(subject, schema) if auto_register
                      else client.lookup_schema(subject, schema).schema_id)
-        hit = _REGISTERED[key] = AvroColumn("value", registry, schema_str, schema_id, subject)
+        hit = _REGISTERED[key] = RegistryColumn("value", registry, schema_str, schema_id, subject)
     return hit

@@ -1,11 +1,13 @@
-"""The source's and sink's Schema Registry options: which columns are Avro, against which registry, with
-which schema. Resolved on the driver at planning (one registry round trip per column), into plain data the
-executors receive pickled (`AvroColumn`).
+"""The source's and sink's Schema Registry options: which columns are Avro, Protobuf or JSON Schema, against
+which registry, with which schema. Resolved on the driver at planning (one registry round trip per column,
+plus one per Protobuf import), into plain data the executors receive pickled (`RegistryColumn`).
 
-Options (case-insensitive, as all of the source's): valueFormat / keyFormat (binary, the default, or avro),
-schema.registry.url and the registry client's auth settings (basic.auth.*, bearer.auth.*), valueSubject /
-keySubject (default `<topic>-value` / `<topic>-key`), valueSchemaVersion / valueSchemaId (and key*) to pin the
-planned schema instead of the subject's latest, avroSchema / keyAvroSchema to give it as JSON, mode
+Options (case-insensitive, as all of the source's): valueFormat / keyFormat (binary, the default, avro,
+protobuf or json-schema), schema.registry.url and the registry client's auth settings (basic.auth.*,
+bearer.auth.*), valueSubject / keySubject (default `<topic>-value` / `<topic>-key`), valueSchemaVersion /
+valueSchemaId (and key*) to pin the planned schema instead of the subject's latest, avroSchema / jsonSchema /
+protobufSchema (and key*) to give it as text (Protobuf: the base64 FileDescriptorProto the registry holds),
+protobufMessage / keyProtobufMessage (the message of the file to plan with; the file's first by default), mode
 (FAILFAST or PERMISSIVE, the source's answer to a record it cannot decode), and for the sink
 auto.register.schemas (true: register the schema; false: it must be registered already).
 """
@@ -22,18 +24,25 @@ from kafkajet.errors import ConfigError
 REGISTRY_KEYS = ("schema.registry.url", "basic.auth.credentials.source", "basic.auth.user.info",
                  "bearer.auth.credentials.source", "bearer.auth.token", "bearer.auth.logical.cluster",
                  "bearer.auth.identity.pool.id")
+FORMATS = ("avro", "protobuf", "json-schema")
+# The option giving a format's schema as text, for the value and for the key.
+_GIVEN = {"avro": ("avroSchema", "keyAvroSchema"), "json-schema": ("jsonSchema", "keyJsonSchema"),
+          "protobuf": ("protobufSchema", "keyProtobufSchema")}
+_REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON", "protobuf": "PROTOBUF"}
 FORMAT_OPTIONS = ("valueFormat", "keyFormat", *REGISTRY_KEYS, "valueSubject", "keySubject",
-                  "valueSchemaVersion", "keySchemaVersion", "valueSchemaId", "keySchemaId", "avroSchema",
-                  "keyAvroSchema")
+                  "valueSchemaVersion", "keySchemaVersion", "valueSchemaId", "keySchemaId",
+                  *(name for pair in _GIVEN.values() for name in pair), "protobufMessage", "keyProtobufMessage")
 SOURCE_FORMAT_OPTIONS = (*FORMAT_OPTIONS, "mode")
 SINK_FORMAT_OPTIONS = (*FORMAT_OPTIONS, "auto.register.schemas")
-_LATER = ("protobuf", "json-schema")
 
 
 @dataclass(frozen=True)
-class AvroColumn:
-    """One Avro column of a query: `field` is "key" or "value"; `schema_str` the schema the column is planned
-    with (the source's reader schema, the sink's writer schema); `schema_id` its registry id when it has one."""
+class RegistryColumn:
+    """One registered column of a query: `field` is "key" or "value"; `schema_str` the schema the column is
+    planned with (the source's reader schema, the sink's writer schema); `schema_id` its registry id when it
+    has one. Protobuf columns also carry `imports` (file name, schema text) of the files the schema imports,
+    dependencies first, so executors build the message without asking the registry, and `message`, the full
+    name of the message planned with."""
 
     field: str
     registry: tuple[tuple[str, str], ...]
@@ -41,6 +50,21 @@ class AvroColumn:
     schema_id: int | None
     subject: str | None
     permissive: bool = False
+    format: str = "avro"
+    imports: tuple[tuple[str, str], ...] = ()
+    message: str | None = None
+
+    @property
+    def given_option(self) -> str:
+        """The option that gives this column's schema as text (named in messages about a planned schema)."""
+        return _GIVEN[self.format][self.field == "key"]
+
+    @property
+    def planned_with(self) -> str:
+        """The planned schema, as error messages name it."""
+        if self.schema_id is not None:
+            return f"schema id {self.schema_id}" + (f" of subject '{self.subject}'" if self.subject else "")
+        return f"the {self.given_option} option's schema"
 
     @property
     def registry_conf(self) -> dict[str, str]:
@@ -68,11 +92,8 @@ def _client(conf: Mapping[str, str]) -> Any:
 def column_format(opts: Mapping[str, str], field: str) -> str:
     fmt = opts.get(f"{field}format", "binary").strip().lower()
     name = "keyFormat" if field == "key" else "valueFormat"
-    if fmt in _LATER:
-        raise ConfigError(f"option {name}={fmt}: only avro is supported by the kafkajet source and sink yet; "
-                          f"decode {fmt} with kafkajet.schema_registry's deserializers in a UDF meanwhile")
-    if fmt not in ("binary", "avro"):
-        raise ConfigError(f"option {name}={fmt!r}: expected binary (the default) or avro")
+    if fmt not in ("binary", *FORMATS):
+        raise ConfigError(f"option {name}={fmt!r}: expected binary (the default), {', '.join(FORMATS)}")
     return fmt
 
 
@@ -105,74 +126,155 @@ def _subject(opts: Mapping[str, str], field: str, topics: tuple[str, ...], side:
     return f"{topics[0]}-{field}"
 
 
-def source_columns(options: Mapping[str, str], topics: tuple[str, ...]) -> dict[str, AvroColumn]:
-    """The source's Avro columns, each planned with its subject's latest schema (or the pinned one)."""
+def source_columns(options: Mapping[str, str], topics: tuple[str, ...]) -> dict[str, RegistryColumn]:
+    """The source's registered columns, each planned with its subject's latest schema (or the pinned one)."""
     opts = _lower(options)
     permissive = _mode(opts)
-    out: dict[str, AvroColumn] = {}
+    out: dict[str, RegistryColumn] = {}
     for field in ("key", "value"):
-        if column_format(opts, field) != "avro":
+        fmt = column_format(opts, field)
+        if fmt == "binary":
             continue
         conf = registry_conf(opts)
-        given = opts.get("keyavroschema" if field == "key" else "avroschema")
+        given_name = _GIVEN[fmt][field == "key"]
+        given = opts.get(given_name.lower())
         schema_id = _int_option(opts, f"{field}schemaid", f"{field}SchemaId")
         version = _int_option(opts, f"{field}schemaversion", f"{field}SchemaVersion")
         if "url" not in conf:
-            raise ConfigError(f"option {field}Format=avro needs schema.registry.url: the records carry schema ids "
+            raise ConfigError(f"option {field}Format={fmt} needs schema.registry.url: the records carry schema ids "
                               f"that only the registry resolves")
         subject = None
-        if given is not None:
-            _check_json(given, "keyAvroSchema" if field == "key" else "avroSchema")
-            schema_str = given
-        else:
-            with _client(conf) as client:
-                if schema_id is not None:
-                    schema_str = client.get_schema(schema_id).schema_str
-                else:
-                    subject = _subject(opts, field, topics, "source")
-                    reg = (client.get_version(subject, version) if version is not None
-                           else client.get_latest_version(subject))
-                    schema_str, schema_id = reg.schema.schema_str, reg.schema_id
-        out[field] = AvroColumn(field, tuple(sorted(conf.items())), schema_str, schema_id, subject, permissive)
+        with _client(conf) as client:
+            if given is not None:
+                schema = _given_schema(fmt, given, given_name)
+            elif schema_id is not None:
+                schema = client.get_schema(schema_id)
+            else:
+                subject = _subject(opts, field, topics, "source")
+                reg = (client.get_version(subject, version) if version is not None
+                       else client.get_latest_version(subject))
+                schema, schema_id = reg.schema, reg.schema_id
+            _check_type(schema, fmt, field)
+            imports = _imports(client, schema) if fmt == "protobuf" else ()
+        column = RegistryColumn(field, tuple(sorted(conf.items())), schema.schema_str, schema_id, subject, permissive,
+                                fmt, imports, _message(opts, fmt, field, schema.schema_str))
+        arrow_type_of(column)  # a schema Spark cannot take fails here, at planning, naming the field
+        out[field] = column
     return out
 
 
-def sink_columns(options: Mapping[str, str], topic: str | None, column_types: Mapping[str, Any]) -> dict[str, AvroColumn]:
-    """The sink's Avro columns: each one's schema (given, or derived from the column's Spark type) registered
-    under its subject (or looked up there with auto.register.schemas=false) on the driver, once."""
+def sink_columns(options: Mapping[str, str], topic: str | None,
+                 column_types: Mapping[str, Any]) -> dict[str, RegistryColumn]:
+    """The sink's registered columns: each one's schema (given, or derived from the column's Spark type)
+    registered under its subject (or looked up there with auto.register.schemas=false) on the driver, once."""
     from kafkajet.schema_registry import Schema
-    from kafkajet.spark.avro_types import avro_schema_of
 
     opts = _lower(options)
     auto_register = opts.get("auto.register.schemas", "true").strip().lower()
     if auto_register not in ("true", "false"):
         raise ConfigError(f"option auto.register.schemas={auto_register!r} must be true or false")
-    out: dict[str, AvroColumn] = {}
+    out: dict[str, RegistryColumn] = {}
     for field in ("key", "value"):
-        if column_format(opts, field) != "avro":
+        fmt = column_format(opts, field)
+        if fmt == "binary":
             continue
         if field not in column_types:
-            raise ConfigError(f"option {field}Format=avro: the DataFrame has no '{field}' column to encode")
+            raise ConfigError(f"option {field}Format={fmt}: the DataFrame has no '{field}' column to encode")
         conf = registry_conf(opts)
         if "url" not in conf:
-            raise ConfigError(f"option {field}Format=avro needs schema.registry.url to register the schema at")
-        given = opts.get("keyavroschema" if field == "key" else "avroschema")
-        if given is not None:
-            _check_json(given, "keyAvroSchema" if field == "key" else "avroSchema")
-        schema_str = given if given is not None else json.dumps(avro_schema_of(column_types[field]))
+            raise ConfigError(f"option {field}Format={fmt} needs schema.registry.url to register the schema at")
+        given_name = _GIVEN[fmt][field == "key"]
+        given = opts.get(given_name.lower())
+        schema = (_given_schema(fmt, given, given_name) if given is not None
+                  else Schema(derived_schema(fmt, column_types[field]), _REGISTRY_TYPE[fmt]))
         subject = _subject(opts, field, () if topic is None else (topic,), "sink")
         with _client(conf) as client:
-            schema = Schema(schema_str, "AVRO")
             if auto_register == "true":
                 schema_id = client.register_schema(subject, schema)
             else:
                 schema_id = client.lookup_schema(subject, schema).schema_id
-        out[field] = AvroColumn(field, tuple(sorted(conf.items())), schema_str, schema_id, subject)
+            imports = _imports(client, schema) if fmt == "protobuf" else ()
+        out[field] = RegistryColumn(field, tuple(sorted(conf.items())), schema.schema_str, schema_id, subject,
+                                    False, fmt, imports, _message(opts, fmt, field, schema.schema_str))
     return out
+
+
+def derived_schema(fmt: str, data_type: Any) -> str:
+    """The schema text of a Spark type in `fmt` (what the sink registers when no schema is given)."""
+    if fmt == "avro":
+        from kafkajet.spark.avro_types import avro_schema_of
+
+        return json.dumps(avro_schema_of(data_type))
+    if fmt == "json-schema":
+        from kafkajet.spark.json_schema_types import json_schema_of
+
+        return json.dumps(json_schema_of(data_type))
+    from kafkajet.spark.protobuf_types import file_schema_of
+
+    return file_schema_of(data_type)
+
+
+def arrow_type_of(column: RegistryColumn) -> Any:
+    """The Arrow type of a registered column's decoded values, by its format's type mapping."""
+    if column.format == "avro":
+        from kafkajet.spark.avro_types import arrow_type
+
+        return arrow_type(json.loads(column.schema_str))[0]
+    if column.format == "json-schema":
+        from kafkajet.spark.json_schema_types import arrow_type as json_arrow_type
+
+        return json_arrow_type(json.loads(column.schema_str))
+    from kafkajet.spark.protobuf_types import arrow_type as protobuf_arrow_type
+    from kafkajet.spark.protobuf_types import message_class
+
+    return protobuf_arrow_type(message_class(column).DESCRIPTOR)
+
+
+def _given_schema(fmt: str, raw: str, name: str) -> Any:
+    from kafkajet.schema_registry import Schema
+
+    if fmt == "protobuf":
+        from kafkajet.spark.protobuf_types import parse_file
+
+        parse_file(raw, name)
+    else:
+        _check_json(raw, name)
+    return Schema(raw, _REGISTRY_TYPE[fmt])
+
+
+def _check_type(schema: Any, fmt: str, field: str) -> None:
+    if schema.schema_type != _REGISTRY_TYPE[fmt]:
+        raise ConfigError(f"option {field}Format={fmt}, but the registry holds a {schema.schema_type} schema for the "
+                          f"{field}: set {field}Format to the format the topic is written in")
+
+
+def _imports(client: Any, schema: Any) -> tuple[tuple[str, str], ...]:
+    """The files a Protobuf schema imports, registered as references, dependencies first (each once)."""
+    out: dict[str, str] = {}
+
+    def visit(refs: Any) -> None:
+        for ref in refs:
+            if ref.name in out:
+                continue
+            dep = client.get_version(ref.subject, ref.version).schema
+            visit(dep.references)
+            out[ref.name] = dep.schema_str
+
+    visit(schema.references)
+    return tuple(out.items())
+
+
+def _message(opts: Mapping[str, str], fmt: str, field: str, schema_str: str) -> str | None:
+    if fmt != "protobuf":
+        return None
+    from kafkajet.spark.protobuf_types import planned_message
+
+    name = "keyProtobufMessage" if field == "key" else "protobufMessage"
+    return planned_message(schema_str, opts.get(name.lower()), name)
 
 
 def _check_json(raw: str, name: str) -> None:
     try:
         json.loads(raw)
     except ValueError as e:
-        raise ConfigError(f"option {name} is not JSON ({e}): give the Avro schema's JSON text") from None
+        raise ConfigError(f"option {name} is not JSON ({e}): give the schema's JSON text") from None

@@ -19,7 +19,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 from kafkajet.errors import ConfigError
 from kafkajet.spark.options import producer_config
 from kafkajet.spark.reader import KafkaBatchReader, KafkaStreamReader
-from kafkajet.spark.registry_formats import AvroColumn, sink_columns, source_columns
+from kafkajet.spark.registry_formats import RegistryColumn, sink_columns, source_columns
 from kafkajet.spark.source_options import parse_source_options
 from kafkajet.spark.writer import (
     KafkaArrowWriter,
@@ -34,7 +34,7 @@ _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _check_schema(schema: StructType, topic_option: str | None, encoded: Mapping[str, AvroColumn]) -> None:
+def _check_schema(schema: StructType, topic_option: str | None, encoded: Mapping[str, RegistryColumn]) -> None:
     fields = {f.name: f.dataType for f in schema.fields if f.name not in encoded}
     if "value" not in fields and "value" not in encoded:
         raise ConfigError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
@@ -61,15 +61,15 @@ class KafkaDataSource(DataSource):
         return "kafkajet"
 
     def schema(self) -> Any:
-        # Spark's columns; headers only with includeHeaders=true, as Spark's Kafka source; Avro key/value
-        # columns as the structs of their planned schemas.
+        # Spark's columns; headers only with includeHeaders=true, as Spark's Kafka source; registered
+        # key/value columns as the structs of their planned schemas.
         from kafkajet.spark.source_options import source_schema, subscribed_topics
 
         include = str(self.options.get("includeHeaders", self.options.get("includeheaders", "false")))
         formats = source_columns(self.options, subscribed_topics(self.options)) if _any_format(self.options) else {}
         return source_schema(include.strip().lower() == "true", formats)
 
-    def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None, dict[str, AvroColumn]]:
+    def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None, dict[str, RegistryColumn]]:
         cfg = producer_config(self.options)
         if "transactional.id" in cfg:
             raise ConfigError("kafka.transactional.id is not supported by the sink: set .option(\"exactlyOnce\", "

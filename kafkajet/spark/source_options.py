@@ -16,7 +16,7 @@ from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
 from kafkajet.spark.group_commit import group_for
 from kafkajet.spark.option_names import OptionNames
-from kafkajet.spark.registry_formats import SOURCE_FORMAT_OPTIONS, AvroColumn, source_columns
+from kafkajet.spark.registry_formats import SOURCE_FORMAT_OPTIONS, RegistryColumn, source_columns
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
 
@@ -104,16 +104,16 @@ class SourceOptions:
     include_headers: bool
     fetch_config: dict[str, Any]
     group_id: str | None = None  # streams commit processed offsets here (kafkajet.spark.group_commit)
-    # The Avro-decoded columns ("key", "value"), planned against the Schema Registry (registry_formats.py).
-    formats: Mapping[str, AvroColumn] = field(default_factory=dict)
+    # The decoded registered columns ("key", "value"), planned against the Schema Registry (registry_formats.py).
+    formats: Mapping[str, RegistryColumn] = field(default_factory=dict)
 
     @property
     def schema(self) -> Any:
         return source_schema(self.include_headers, self.formats)
 
 
-def source_schema(include_headers: bool, formats: Mapping[str, AvroColumn]) -> Any:
-    """Spark's columns: a DDL string, or with Avro columns a StructType with their decoded types."""
+def source_schema(include_headers: bool, formats: Mapping[str, RegistryColumn]) -> Any:
+    """Spark's columns: a DDL string, or with registered columns a StructType with their decoded types."""
     ddl = BASE_SCHEMA + (", " + HEADERS_FIELD if include_headers else "")
     if not formats:
         return ddl
@@ -121,10 +121,11 @@ def source_schema(include_headers: bool, formats: Mapping[str, AvroColumn]) -> A
     from pyspark.sql.types import StructField, StructType
 
     from kafkajet.spark.arrow_records import arrow_schema
-    from kafkajet.spark.avro_types import column_field
+    from kafkajet.spark.registry_formats import arrow_type_of
 
-    fields = [column_field(f.name, formats[f.name].schema_str)[1] if f.name in formats
-              else StructField(f.name, from_arrow_type(f.type), nullable=True)
+    # A decoded column is nullable whatever its schema: a tombstone, or PERMISSIVE's null.
+    fields = [StructField(f.name, from_arrow_type(arrow_type_of(formats[f.name]) if f.name in formats else f.type),
+                          nullable=True)
               for f in arrow_schema(include_headers)]
     return StructType(fields)
 

@@ -29,7 +29,8 @@ def _producer(cfg: dict[str, str]) -> Any:
         return p
 
 
-# The sink's Avro columns (registry_formats.AvroColumn by "key" / "value"), encoded before the producer sees them.
+# The sink's registered columns (registry_formats.RegistryColumn by "key" / "value"), encoded before the
+# producer sees them.
 Formats = Mapping[str, Any] | None
 
 

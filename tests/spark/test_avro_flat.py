@@ -16,7 +16,7 @@ from kafkajet.schema_registry import AvroSerializer, MessageField, SchemaRegistr
 from kafkajet.schema_registry.wire import frame
 from kafkajet.spark.avro_columns import ColumnDecoder
 from kafkajet.spark.avro_flat import decode_flat, flat_plan
-from kafkajet.spark.registry_formats import AvroColumn
+from kafkajet.spark.registry_formats import RegistryColumn
 from kafkajet.testing import SchemaRegistry
 
 FLAT = {"type": "record", "name": "Flat", "fields": [
@@ -62,7 +62,7 @@ def setup(registry: SchemaRegistry, n: int) -> tuple[ColumnDecoder, list[bytes],
     rng = random.Random(29)
     payloads = [ser(record(rng, i), ctx) for i in range(n)]
     schema_id = int.from_bytes(payloads[0][1:5], "big")
-    column = AvroColumn("value", (("url", registry.url),), json.dumps(FLAT), schema_id, "flat-value")
+    column = RegistryColumn("value", (("url", registry.url),), json.dumps(FLAT), schema_id, "flat-value")
     return ColumnDecoder(column), payloads, schema_id
 
 
@@ -110,7 +110,7 @@ ENCODABLE = {**FLAT, "fields": [f for f in FLAT["fields"] if f["name"] != "e"]} 
 def test_by_column_encoding_writes_fastavros_bytes() -> None:
     from kafkajet.spark.avro_columns import ColumnEncoder
 
-    column = AvroColumn("value", (("url", "http://unused"),), json.dumps(ENCODABLE), 70000, "flat-value")
+    column = RegistryColumn("value", (("url", "http://unused"),), json.dumps(ENCODABLE), 70000, "flat-value")
     encoder = ColumnEncoder(column)
     rng = random.Random(7)
     rows = [{k: v for k, v in record(rng, i).items() if k != "e"} for i in range(2000)]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkajet.schema_registry import compatibility
+from kafkajet.schema_registry import compatibility, json_compatibility, protobuf_compatibility
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 _GUID_NAMESPACE = uuid.UUID("6f1d9b5e-3a4c-4c7e-9f1b-2b8f3e2c9a10")
@@ -190,11 +190,18 @@ class RegistryState:
         level = level or self.level(subject)
         subj = self.subjects.get(subject)
         previous = against if against is not None else ([] if subj is None else subj.live())
-        if level == "NONE" or not previous or schema_type != "AVRO":
-            return []  # JSON Schema and Protobuf compatibility is not checked (yet): they register freely
-        olds = [compatibility.parse(self.schemas[v.schema_id].schema) for v in previous
-                if self.schemas[v.schema_id].schema_type == "AVRO"]
-        return compatibility.check(level, parsed, olds)
+        if level == "NONE" or not previous:
+            return []
+        others = [self.schemas[v.schema_id].schema for v in previous
+                  if self.schemas[v.schema_id].schema_type == schema_type]
+        if schema_type == "JSON":
+            return compatibility.check(level, json.loads(schema), [json.loads(s) for s in others],
+                                       json_compatibility.incompatibilities)
+        if schema_type == "PROTOBUF":
+            return compatibility.check(level, protobuf_compatibility.parse(schema),
+                                       [protobuf_compatibility.parse(s) for s in others],
+                                       protobuf_compatibility.incompatibilities)
+        return compatibility.check(level, parsed, [compatibility.parse(s) for s in others])
 
     def register(self, subject: str, schema_type: str, schema: str, references: list[dict[str, Any]],
                  normalize: bool) -> tuple[int, int, str]:
