@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 try:
@@ -16,6 +17,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
     raise ModuleNotFoundError("kafkajet's Avro serializers need fastavro: pip install 'kafkajet[avro]'") from e
 
 from kafkajet.errors import SerializationError
+from kafkajet.schema_registry.avro_encode import record_encoder
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
 from kafkajet.serialization import SerializationContext
@@ -53,7 +55,23 @@ def _name_of(parsed: Any) -> str | None:
     return parsed if isinstance(parsed, str) else None
 
 
-class AvroSerializer(BaseSerializer[Any]):
+@dataclass(frozen=True, slots=True)
+class AvroWriterSchema:
+    """A writer schema as fastavro parsed it, and the encoder built for it once."""
+
+    parsed: Any
+    encode: Callable[[Any], bytes]
+
+    @classmethod
+    def of(cls, parsed: Any) -> AvroWriterSchema:
+        return cls(parsed, _bytes_as_they_are if _is_bytes(parsed) else record_encoder(parsed))
+
+
+def _bytes_as_they_are(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+class AvroSerializer(BaseSerializer[AvroWriterSchema]):
     """AvroSerializer(schema_registry_client, schema_str, to_dict=None, conf=None); called as
     ser(obj, SerializationContext(topic, MessageField.VALUE)), or given to Producer(value_serializer=...).
 
@@ -70,33 +88,35 @@ class AvroSerializer(BaseSerializer[Any]):
         if to_dict is not None and not callable(to_dict):
             raise ValueError("to_dict must be callable as to_dict(obj, SerializationContext) -> dict")
         self._to_dict = to_dict
-        self._parsed = None if schema is None else parse_avro(schema)
-        self._schema_name = None if self._parsed is None else _name_of(self._parsed)
+        self._given = None if schema is None else AvroWriterSchema.of(parse_avro(schema))
+        self._schema_name = None if self._given is None else _name_of(self._given.parsed)
 
     def _record_name(self, obj: Any) -> str | None:
         return self._schema_name
 
-    def _parse(self, schema: Schema) -> Any:
-        return self._parsed if schema == self._schema else parse_avro(schema)
+    def _parse(self, schema: Schema) -> AvroWriterSchema:
+        if schema == self._schema and self._given is not None:
+            return self._given
+        return AvroWriterSchema.of(parse_avro(schema))
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        # The producer's hot path: one cached Writer per (topic, field), the encoder built for the schema, the
+        # framing's prefix built once.
         if obj is None:
             return None
-        ctx = self._require_ctx(ctx)
-        schema_id, guid, parsed, subject = self._writer(obj, ctx)
+        if ctx is None:
+            ctx = self._require_ctx(ctx)
+        w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
-        if _is_bytes(parsed):
-            payload = value if isinstance(value, bytes) else str(value).encode()
-        else:
-            buf = io.BytesIO()
-            try:
-                fastavro.schemaless_writer(buf, parsed, value)
-            except Exception as e:
-                raise SerializationError(
-                    f"the {ctx_what(ctx)} does not match Avro schema id {schema_id} (subject '{subject}'): "
-                    f"{_explain(parsed, value, e)}") from e
-            payload = buf.getvalue()
-        return self._frame(schema_id, guid, payload, ctx)
+        try:
+            payload = w.parsed.encode(value)
+        except Exception as e:
+            raise SerializationError(
+                f"the {ctx_what(ctx)} does not match Avro schema id {w.schema_id} (subject '{w.subject}'): "
+                f"{_explain(w.parsed.parsed, value, e)}") from e
+        if w.prefix is not None:
+            return w.prefix + payload
+        return self._frame(w.schema_id, w.guid, payload, ctx)
 
 
 def _explain(parsed: Any, value: Any, e: Exception) -> str:

@@ -78,15 +78,15 @@ class JSONSerializer(BaseSerializer[Any]):
         if obj is None:
             return None
         ctx = self._require_ctx(ctx)
-        schema_id, guid, validator, subject = self._writer(obj, ctx)
+        w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         if self._validate:
-            _check(validator, value, ctx_what(ctx), f"id {schema_id} (subject '{subject}')")
+            _check(w.parsed, value, ctx_what(ctx), f"id {w.schema_id} (subject '{w.subject}')")
         try:
             payload = _dumps(value)
         except (TypeError, ValueError) as e:
             raise SerializationError(f"the {ctx_what(ctx)} is not JSON-serializable: {e}") from e
-        return self._frame(schema_id, guid, payload, ctx)
+        return self._frame(w.schema_id, w.guid, payload, ctx)
 
 
 class JSONDeserializer(BaseDeserializer[Any]):

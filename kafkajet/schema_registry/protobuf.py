@@ -109,8 +109,8 @@ class ProtobufSerializer(BaseSerializer[Any]):
                                      f"{self._descriptor.full_name} this serializer was made for")
         if self._schema is None and self._use_schema_id is None and not self._use_latest:
             self._schema = _file_schema(self._descriptor.file, self._references(ctx, self._descriptor.file))
-        schema_id, guid, _, _ = self._writer(message, ctx)
-        return self._frame(schema_id, guid, message.SerializeToString(), ctx, self._indexes)
+        w = self._writer(message, ctx)
+        return self._frame(w.schema_id, w.guid, message.SerializeToString(), ctx, self._indexes)
 
 
 class ProtobufDeserializer(BaseDeserializer[Any]):
