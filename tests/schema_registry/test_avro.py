@@ -162,6 +162,22 @@ def test_subject_name_strategies(ours: SchemaRegistryClient, topic_name: str, st
     assert ours.get_latest_version(subject.format(t=topic_name)).schema.schema_str == USER_STR
 
 
+def test_subjects_are_cached_per_topic_and_field_but_a_callable_strategy_is_asked_each_record(
+        ours: SchemaRegistryClient, topic_name: str) -> None:
+    user = {"id": 1, "name": "a", "score": None, "tags": [], "kind": "A", "ts": 0}
+    tenant = ["a"]
+    ser = AvroSerializer(ours, USER_STR, conf={"subject.name.strategy": lambda c, name: f"{c.topic}-{tenant[0]}"})
+    ser(user, ctx(topic_name))
+    tenant[0] = "b"  # same topic and field, another subject: a cache by (topic, field) would miss it
+    ser(user, ctx(topic_name))
+    assert {f"{topic_name}-a", f"{topic_name}-b"} <= set(ours.get_subjects())
+    builtin = AvroSerializer(ours, USER_STR)
+    for topic, field in ((topic_name, MessageField.VALUE), (topic_name, MessageField.KEY),
+                         (f"{topic_name}-2", MessageField.VALUE)):
+        builtin(user, ctx(topic, field))
+    assert {f"{topic_name}-value", f"{topic_name}-key", f"{topic_name}-2-value"} <= set(ours.get_subjects())
+
+
 def test_header_form_is_read_by_confluent(ours: SchemaRegistryClient, theirs: ConfluentClient,
                                           topic_name: str) -> None:
     ser = AvroSerializer(ours, USER_STR, conf={"schema.id.serializer": "header"})

@@ -70,6 +70,8 @@ def test_the_written_encoder_gives_fastavros_bytes(record: dict[str, Any]) -> No
 @pytest.mark.parametrize("change", [
     {"d": "NaN"},  # fastavro float()s a str in a double field
     {"nd": 3},  # an int in ["null", "double"]: fastavro's union picks by value
+    {"nd": True},  # ... and takes a bool for no numeric branch (fastavro refuses it)
+    {"ni": False},
     {"ms": dt.datetime(2026, 1, 1, 12, 30)},  # naive: fastavro's local-time rule
     {"l": True},  # a bool where a long is declared
     {"ni": 2**40},  # out of range for the union's int: fastavro refuses it (below)
