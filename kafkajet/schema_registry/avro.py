@@ -17,9 +17,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
     raise ModuleNotFoundError("kafkajet's Avro serializers need fastavro: pip install 'kafkajet[avro]'") from e
 
 from kafkajet.errors import SerializationError
-from kafkajet.schema_registry.avro_encode import record_encoder
+from kafkajet.schema_registry.avro_encode import fastavro_encoder, flat_encoder
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
-from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
+from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, Writer, ctx_what
 from kafkajet.serialization import SerializationContext
 
 
@@ -57,14 +57,17 @@ def _name_of(parsed: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class AvroWriterSchema:
-    """A writer schema as fastavro parsed it, and the encoder built for it once."""
+    """A writer schema as fastavro parsed it, and its encoders, built once: `fast`, the function written for a
+    flat record (else `general`), and `general`, fastavro's, for whatever `fast` does not take."""
 
     parsed: Any
-    encode: Callable[[Any], bytes]
+    fast: Callable[[Any], bytes]
+    general: Callable[[Any], bytes]
 
     @classmethod
     def of(cls, parsed: Any) -> AvroWriterSchema:
-        return cls(parsed, _bytes_as_they_are if _is_bytes(parsed) else record_encoder(parsed))
+        general = _bytes_as_they_are if _is_bytes(parsed) else fastavro_encoder(parsed)
+        return cls(parsed, flat_encoder(parsed) or general, general)
 
 
 def _bytes_as_they_are(value: Any) -> bytes:
@@ -100,23 +103,32 @@ class AvroSerializer(BaseSerializer[AvroWriterSchema]):
         return AvroWriterSchema.of(parse_avro(schema))
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        # The producer's hot path: one cached Writer per (topic, field), the encoder built for the schema, the
+        # The producer's hot path: the Writer cached per (topic, field), the encoder written for the schema, the
         # framing's prefix built once.
         if obj is None:
             return None
         if ctx is None:
             ctx = self._require_ctx(ctx)
-        w = self._writer(obj, ctx)
+        w = None if self._by_ctx is None else self._by_ctx.get((ctx.topic, ctx.field))
+        if w is None:
+            w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         try:
-            payload = w.parsed.encode(value)
+            payload = w.parsed.fast(value)
+        except Exception:  # noqa: BLE001 - a value the written encoder does not take as it is: fastavro's turn
+            payload = self._general(w, value, ctx)
+        if w.prefix is not None:
+            return w.prefix + payload
+        return self._frame(w.schema_id, w.guid, payload, ctx)
+
+    def _general(self, w: Writer[AvroWriterSchema], value: Any, ctx: SerializationContext) -> bytes:
+        """fastavro's bytes, or its refusal worded with the record, the schema id and the field."""
+        try:
+            return w.parsed.general(value)
         except Exception as e:
             raise SerializationError(
                 f"the {ctx_what(ctx)} does not match Avro schema id {w.schema_id} (subject '{w.subject}'): "
                 f"{_explain(w.parsed.parsed, value, e)}") from e
-        if w.prefix is not None:
-            return w.prefix + payload
-        return self._frame(w.schema_id, w.guid, payload, ctx)
 
 
 def _explain(parsed: Any, value: Any, e: Exception) -> str:

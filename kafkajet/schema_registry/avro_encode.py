@@ -171,7 +171,7 @@ def _field_encoder(t: Any, in_union: bool) -> Callable[[Any], bytes] | None:
     return None if kinds is None else kinds[in_union]
 
 
-def _flat_encoder(parsed: Any) -> Callable[[Any], bytes] | None:
+def flat_encoder(parsed: Any) -> Callable[[Any], bytes] | None:
     """The function written for this record schema, or None when it is not a flat record."""
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         return None
@@ -216,7 +216,7 @@ def record_encoder(parsed: Any) -> Callable[[Any], bytes]:
     record, falling back to fastavro for the values it does not take; fastavro for every other schema. Raises
     what fastavro raises for a value that does not match the schema."""
     general = fastavro_encoder(parsed)
-    flat = _flat_encoder(parsed)
+    flat = flat_encoder(parsed)
     if flat is None:
         return general
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry import AvroSerializer, MessageField, SchemaRegistryClient, SerializationContext
-from kafkajet.schema_registry.avro_encode import _flat_encoder, record_encoder
+from kafkajet.schema_registry.avro_encode import flat_encoder, record_encoder
 
 FLAT = {"type": "record", "name": "Flat", "namespace": "t", "fields": [
     {"name": "l", "type": "long"},
@@ -62,7 +62,7 @@ def fastavro_bytes(value: Any, parsed: Any = PARSED) -> bytes:
 @settings(max_examples=400, deadline=None)
 @given(record=records)
 def test_the_written_encoder_gives_fastavros_bytes(record: dict[str, Any]) -> None:
-    flat = _flat_encoder(PARSED)
+    flat = flat_encoder(PARSED)
     assert flat is not None
     assert flat(record) == fastavro_bytes(record)  # the written function itself, no fallback
 
@@ -102,7 +102,7 @@ def test_schemas_that_are_not_flat_are_written_by_fastavro() -> None:
     nested = fastavro.parse_schema({"type": "record", "name": "N", "fields": [
         {"name": "tags", "type": {"type": "array", "items": "string"}},
         {"name": "u", "type": ["null", "string", "long"]}]})
-    assert _flat_encoder(nested) is None
+    assert flat_encoder(nested) is None
     assert record_encoder(nested)({"tags": ["a"], "u": 3}) == fastavro_bytes({"tags": ["a"], "u": 3}, nested)
 
 
