@@ -2,161 +2,40 @@
 
 For a flat record (fields of primitive types, enums, a union of one of those with null, and the timestamp-millis,
 timestamp-micros and date logical types), a function written for that schema encodes a dict's fields in order,
-with no per-field dispatch on the schema: about 1.7x faster than fastavro's schemaless_writer on a 10-field
-record (benchmarks/avro_produce.py). It takes only values whose bytes it is sure of (exact types: int, str,
-float, bool, bytes; aware datetimes); anything else raises inside it, and the record is written by fastavro
-instead, which gives the same bytes for what both take, applies field defaults, and words the errors. Every
-other schema is written by fastavro. tests/schema_registry/test_avro_encode.py holds both to the same bytes.
-No I/O here.
+with no per-field dispatch on the schema, each field by its type's encoder in avro_primitives.py (compiled with
+the send path). It takes only values whose bytes it is sure of (exact types: int, str, float, bool, bytes;
+aware datetimes); anything else raises inside it, and the record is written by fastavro instead, which gives the
+same bytes for what both take, applies field defaults, and words the errors. Every other schema is written by
+fastavro. tests/unit/test_avro_encode.py holds both to the same bytes, on both builds. No I/O here.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import io
-import struct
 from collections.abc import Callable
 from typing import Any
 
 import fastavro
 
-_BYTE = [bytes((i,)) for i in range(256)]
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_MS, _US = dt.timedelta(milliseconds=1), dt.timedelta(microseconds=1)
-
-
-_VARINT_LENGTH = [max(1, (bits + 6) // 7) for bits in range(65)]  # bytes of a varint by its bit length
-# 0x80 in every byte but the last: the continuation bits of a varint of that many bytes
-_CONTINUATION = [0, *(int.from_bytes(b"\x80" * (k - 1) + b"\x00", "little") for k in range(1, 9))]
-
-
-def _varint(v: int) -> bytes:
-    """The zig-zag varint of a long that does not fit in one byte (the one-byte case is inlined by the caller)."""
-    if type(v) is not int or not _LONG_MIN <= v <= _LONG_MAX:
-        raise TypeError(f"not a long: {v!r:.40}")  # fastavro takes (or refuses) it
-    z = (v << 1) ^ (v >> 63)
-    if z < 0x4000:
-        return bytes((z & 0x7F | 0x80, z >> 7))
-    k = _VARINT_LENGTH[z.bit_length()]
-    if k <= 8:
-        # The 7-bit groups spread into bytes without a loop per byte (a timestamp is 6): 28-bit halves into
-        # 32-bit lanes, then 14-bit quarters into 16-bit lanes, then 7-bit groups into bytes.
-        x = (z & 0xFFFFFFF) | (z >> 28) << 32
-        x = (x & 0x00003FFF00003FFF) | (x & 0x0FFFC0000FFFC000) << 2
-        x = (x & 0x007F007F007F007F) | (x & 0x3F803F803F803F80) << 1
-        return (x | _CONTINUATION[k]).to_bytes(k, "little")
-    out = bytearray()
-    while z >= 0x80:
-        out.append(z & 0x7F | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _long(v: int) -> bytes:
-    z = (v << 1) ^ (v >> 63)  # a float, str or None raises TypeError here: fastavro's turn
-    return _BYTE[z] if 0 <= z < 0x80 else _varint(v)
-
-
-def _int_in_union(v: int) -> bytes:
-    # fastavro picks a union's "int" branch only for a value in 32-bit range
-    if type(v) is not int or not _INT_MIN <= v <= _INT_MAX:
-        raise TypeError(f"not an int: {v!r:.40}")
-    return _long(v)
-
-
-def _string(v: str) -> bytes:
-    if type(v) is not str:
-        raise TypeError(f"not a str: {type(v).__name__}")
-    b = v.encode()
-    n = len(b)
-    return _BYTE[n + n] + b if n < 0x40 else _varint(n) + b
-
-
-def _bytes(v: bytes) -> bytes:
-    if type(v) is not bytes:
-        raise TypeError(f"not bytes: {type(v).__name__}")
-    n = len(v)
-    return _BYTE[n + n] + v if n < 0x40 else _varint(n) + v
-
-
-def _boolean(v: bool) -> bytes:
-    if v is True:
-        return b"\x01"
-    if v is False:
-        return b"\x00"
-    raise TypeError(f"not a bool: {type(v).__name__}")
-
-
-_pack_double = struct.Struct("<d").pack
-_pack_float = struct.Struct("<f").pack
-
-
-def _double(v: float) -> bytes:
-    return _pack_double(v)  # int and float (fastavro float()s them); anything else raises
-
-
-def _float(v: float) -> bytes:
-    return _pack_float(v)
-
-
-def _strict_double(v: float) -> bytes:
-    # in a union fastavro chooses the branch by type: only a float is surely this one
-    if type(v) is not float:
-        raise TypeError(f"not a float: {type(v).__name__}")
-    return _pack_double(v)
-
-
-def _strict_float(v: float) -> bytes:
-    if type(v) is not float:
-        raise TypeError(f"not a float: {type(v).__name__}")
-    return _pack_float(v)
-
-
-def _timestamp_millis(v: Any) -> bytes:
-    if type(v) is int:
-        return _long(v)
-    if type(v) is dt.datetime and v.tzinfo is not None:  # naive datetimes: fastavro's (local time) rules
-        return _long((v - _EPOCH) // _MS)
-    raise TypeError(f"not an aware datetime or int: {type(v).__name__}")
-
-
-def _timestamp_micros(v: Any) -> bytes:
-    if type(v) is int:
-        return _long(v)
-    if type(v) is dt.datetime and v.tzinfo is not None:
-        return _long((v - _EPOCH) // _US)
-    raise TypeError(f"not an aware datetime or int: {type(v).__name__}")
-
-
-def _date(v: Any) -> bytes:
-    if type(v) is int:
-        return _int_in_union(v)
-    if type(v) is dt.date:
-        return _long((v - _EPOCH_DATE).days)
-    raise TypeError(f"not a date or int: {type(v).__name__}")
-
+from kafkajet.schema_registry import avro_primitives as p
 
 # (Avro type, logicalType) -> (encoder as a field, encoder as a union's non-null branch)
-_KINDS: dict[tuple[str, str | None], tuple[Callable[[Any], bytes], Callable[[Any], bytes]]] = {
-    ("long", None): (_long, _long),
-    ("int", None): (_long, _int_in_union),  # fastavro writes any 64-bit value for a plain "int" field
-    ("string", None): (_string, _string),
-    ("bytes", None): (_bytes, _bytes),
-    ("boolean", None): (_boolean, _boolean),
-    ("double", None): (_double, _strict_double),
-    ("float", None): (_float, _strict_float),
-    ("long", "timestamp-millis"): (_timestamp_millis, _timestamp_millis),
-    ("long", "timestamp-micros"): (_timestamp_micros, _timestamp_micros),
-    ("int", "date"): (_date, _date),
+_KINDS: dict[tuple[Any, Any], tuple[Callable[[Any], bytes], Callable[[Any], bytes]]] = {
+    ("long", None): (p.long_, p.long_),
+    ("int", None): (p.long_, p.int_in_union),  # fastavro writes any 64-bit value for a plain "int" field
+    ("string", None): (p.string, p.string),
+    ("bytes", None): (p.bytes_, p.bytes_),
+    ("boolean", None): (p.boolean, p.boolean),
+    ("double", None): (p.double, p.double_in_union),
+    ("float", None): (p.float_, p.float_in_union),
+    ("long", "timestamp-millis"): (p.timestamp_millis, p.timestamp_millis),
+    ("long", "timestamp-micros"): (p.timestamp_micros, p.timestamp_micros),
+    ("int", "date"): (p.date, p.date),
 }
 
 
 def _enum(symbols: list[str]) -> Callable[[Any], bytes]:
-    index = {s: _long(i) for i, s in enumerate(symbols)}
+    index = {s: p.varint(i) for i, s in enumerate(symbols)}
     return index.__getitem__  # an unknown symbol raises KeyError: fastavro words it
 
 

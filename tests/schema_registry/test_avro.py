@@ -122,6 +122,18 @@ def test_bad_input_is_named(ours: SchemaRegistryClient, topic_name: str) -> None
         ser({"id": 1}, None)
 
 
+def test_a_value_of_the_wrong_type_is_named(ours: SchemaRegistryClient, topic_name: str) -> None:
+    # a flat schema: the written encoder refuses it, fastavro words it
+    ser = AvroSerializer(ours, json.dumps({"type": "record", "name": "R", "namespace": "ex", "fields": [
+        {"name": "id", "type": "long"}, {"name": "n", "type": "int"}]}))
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    assert ser({"id": 1, "n": 2}, ctx) is not None
+    with pytest.raises(SerializationError, match=rf"topic '{topic_name}'.*ex\.R\.n is <x> of type <class 'str'>"):
+        ser({"id": 1, "n": "x"}, ctx)
+    with pytest.raises(SerializationError, match=r"ex\.R\.id"):
+        ser({"n": 1}, ctx)  # a missing field without a default
+
+
 def test_auto_register_off_names_the_subject_and_what_to_do(ours: SchemaRegistryClient, topic_name: str) -> None:
     ser = AvroSerializer(ours, USER_STR, conf={"auto.register.schemas": False})
     with pytest.raises(SchemaRegistryError) as e:
