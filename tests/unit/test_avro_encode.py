@@ -74,6 +74,8 @@ def test_the_written_encoder_gives_fastavros_bytes(record: dict[str, Any]) -> No
     {"l": True},  # a bool where a long is declared
     {"ni": 2**40},  # out of range for the union's int: fastavro refuses it (below)
     {"b": bytearray(b"xy")},
+    {"l": 2**63},  # out of range for a long: fastavro refuses it
+    {"l": -(2**63) - 1},
     {"ns": ("string", "tuple notation")},
 ])
 def test_values_it_does_not_take_go_to_fastavro(change: dict[str, Any]) -> None:
@@ -112,3 +114,13 @@ def test_longs_around_every_varint_length(bits: int) -> None:
     for v in {1 << bits, (1 << bits) - 1, -(1 << bits), -(1 << bits) - 1}:
         if -(2**63) <= v < 2**63:
             assert flat({"l": v}) == fastavro_bytes({"l": v}, parsed), v
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 8191, 8192, 100_000])
+def test_strings_and_bytes_of_every_length_prefix(n: int) -> None:
+    parsed = fastavro.parse_schema({"type": "record", "name": "S", "fields": [
+        {"name": "s", "type": "string"}, {"name": "b", "type": "bytes"}, {"name": "u", "type": ["null", "string"]}]})
+    flat = flat_encoder(parsed)
+    assert flat is not None
+    for record in ({"s": "x" * n, "b": b"y" * n, "u": "z" * n}, {"s": "é" * n, "b": b"", "u": None}):
+        assert flat(record) == fastavro_bytes(record, parsed)
