@@ -82,6 +82,13 @@ class InContext:
         return self.serializer(obj, ctx)
 
 
+def adds_headers(serializer: Serializer) -> bool:
+    """Whether a resolved serializer writes into its record's headers (the Schema Registry serializers' header
+    form of the schema id sets `adds_headers`): the producer then gives it a list to write into even for a record
+    sent without headers, as Java's producer hands every serializer the record's Headers."""
+    return type(serializer) is InContext and bool(getattr(serializer.serializer, "adds_headers", False))
+
+
 def _bytes(obj: Any) -> bytes | None:
     if obj is None or type(obj) is bytes:
         return obj  # type: ignore[no-any-return]

@@ -95,6 +95,7 @@ class BaseSerializer(Generic[P]):
             raise ConfigError(f"schema.id.serializer={where!r}: expected 'prefix' (magic byte 0 and the id "
                               f"before the payload, the default) or 'header' (the {VALUE_SCHEMA_ID_HEADER} header)")
         self._in_header = where == "header"
+        self.adds_headers = self._in_header  # the producer then gives a record sent without headers a list
         self._lock = threading.Lock()
         # subject -> its Writer: the one registry round trip per subject.
         self._known: dict[str, Writer[P]] = {}
@@ -178,7 +179,8 @@ class BaseSerializer(Generic[P]):
         else:
             raise SerializationError(
                 f"schema.id.serializer='header' needs the record's headers as a list or dict to add {name} to "
-                f"(send(..., headers=[]) ), got {type(headers).__name__}")
+                f"(the producer gives it one; called directly, pass SerializationContext(topic, field, headers=[])), "
+                f"got {type(headers).__name__}")
         return payload
 
 
