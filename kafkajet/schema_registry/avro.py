@@ -158,20 +158,10 @@ class AvroDeserializer(BaseDeserializer[Any]):
             raise ValueError("from_dict must be callable as from_dict(dict, SerializationContext)")
         self._from_dict = from_dict
         self._return_record_name = return_record_name
-        self._latest_readers: dict[str, Any] = {}  # subject -> parsed latest version (use.latest.version)
 
-    def _reader_for(self, ctx: SerializationContext | None) -> Any:
+    def _reader_for(self, ctx: SerializationContext | None, writer: Any) -> Any:
         """The reader schema: the one given, or with use.latest.version the subject's latest version."""
-        if self._reader is not None or not self._use_latest or self._registry is None or ctx is None:
-            return self._reader
-        subject = self._strategy(ctx, None)
-        if subject is None:
-            raise SerializationError(f"use.latest.version needs a subject from the topic for the "
-                                     f"{ctx_what(ctx)}: use the topic subject name strategy, or give schema_str")
-        hit = self._latest_readers.get(subject)
-        if hit is None:
-            hit = self._latest_readers[subject] = parse_avro(self._registry.get_latest_version(subject).schema)
-        return hit
+        return self._reader if self._reader is not None else self._latest_reader(ctx, _name_of(writer))
 
     def _parse(self, schema: Schema) -> Any:
         return parse_avro(schema)
@@ -181,7 +171,7 @@ class AvroDeserializer(BaseDeserializer[Any]):
             return None
         ref, payload = self._unframe(data, ctx)
         writer = self._writer_schema(ref, ctx)
-        reader = self._reader_for(ctx)
+        reader = self._reader_for(ctx, writer)
         if _is_bytes(writer) and (reader is None or _is_bytes(reader)):
             value: Any = bytes(payload)
         else:

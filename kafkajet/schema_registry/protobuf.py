@@ -116,7 +116,9 @@ class ProtobufSerializer(BaseSerializer[Any]):
 class ProtobufDeserializer(BaseDeserializer[Any]):
     """ProtobufDeserializer(message_type, conf=None, schema_registry_client=None): records parsed into
     `message_type`. With a registry client the frame's message indexes are checked to point at that message
-    in the writer's schema (a record of another type is an error, not a garbled message)."""
+    in the writer's schema (a record of another type is an error, not a garbled message). conf
+    use.latest.version is taken as confluent-kafka takes it: the message class decides the decoding (there the
+    latest version feeds data-contract migration rules, which kafkajet does not run)."""
 
     schema_type = "PROTOBUF"
     protobuf_framing = True

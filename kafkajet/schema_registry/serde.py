@@ -197,10 +197,28 @@ class BaseDeserializer(Generic[P]):
         self._use_latest = _bool_conf(self._conf, "use.latest.version", False)
         self._strategy = resolve_strategy(self._conf["subject.name.strategy"])
         self._writers: dict[Any, P] = {}
+        self._latest: dict[str, P] = {}  # subject -> its latest version, parsed (use.latest.version)
         self._lock = threading.Lock()
 
     def _parse(self, schema: Schema) -> P:
         raise NotImplementedError
+
+    def _latest_reader(self, ctx: SerializationContext | None, record_name: str | None = None) -> P | None:
+        """With use.latest.version, the subject's latest version (parsed once) as the reader schema, as
+        confluent-kafka's deserializers take it; else None. The subject comes from the strategy, given the
+        writer schema's record name for the record strategies."""
+        if not self._use_latest or self._registry is None or ctx is None:
+            return None
+        subject = self._strategy(ctx, None) or self._strategy(ctx, record_name)
+        if subject is None:
+            raise SerializationError(f"use.latest.version needs a subject for the {ctx_what(ctx)}: the subject "
+                                     f"name strategy gave none (record strategies need a named writer schema)")
+        hit = self._latest.get(subject)
+        if hit is None:
+            hit = self._parse(self._registry.get_latest_version(subject).schema)
+            with self._lock:
+                self._latest[subject] = hit
+        return hit
 
     def _unframe(self, data: bytes, ctx: SerializationContext | None) -> tuple[SchemaRef, memoryview]:
         is_key = ctx is not None and ctx.field == MessageField.KEY
