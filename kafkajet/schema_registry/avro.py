@@ -18,7 +18,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.avro_encode import fastavro_encoder, flat_encoder
-from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
+from kafkajet.schema_registry.client import Schema, SchemaReference, SchemaRegistryClient
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, Writer, ctx_what
 from kafkajet.serialization import SerializationContext
 
@@ -34,15 +34,39 @@ def avro_schema(schema_str: str | Schema | None) -> Schema | None:
     return Schema(s, "AVRO")
 
 
-def parse_avro(schema: Schema, named: dict[str, Any] | None = None) -> Any:
+def parse_avro(schema: Schema, registry: SchemaRegistryClient | None = None) -> Any:
+    """The schema parsed by fastavro, the named types of the schemas its references name (fetched from
+    `registry`, and theirs, dependencies first) known to it."""
     if schema.schema_type != "AVRO":
         raise SerializationError(f"an Avro serde was given a {schema.schema_type} schema")
+    named: dict[str, Any] = {}
     if schema.references:
-        raise SerializationError("Avro schema references are not supported yet: inline the referenced types")
+        if registry is None:
+            raise SerializationError(
+                f"the Avro schema references {', '.join(r.name for r in schema.references)}: resolving them "
+                f"needs a schema registry client")
+        _load_references(schema.references, registry, named, set())
     try:
         return fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
     except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
         raise SerializationError(f"invalid Avro schema: {e}") from e
+
+
+def _load_references(references: tuple[SchemaReference, ...], registry: SchemaRegistryClient,
+                     named: dict[str, Any], seen: set[tuple[str, int]]) -> None:
+    """Each referenced schema's named types into `named` (fastavro adds them there as it parses), its own
+    references first; each (subject, version) fetched and parsed once, however many schemas reference it."""
+    for ref in references:
+        if (ref.subject, ref.version) in seen:
+            continue
+        seen.add((ref.subject, ref.version))
+        dep = registry.get_version(ref.subject, ref.version).schema
+        _load_references(dep.references, registry, named, seen)
+        try:
+            fastavro.parse_schema(json.loads(dep.schema_str), named_schemas=named)
+        except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
+            raise SerializationError(f"invalid Avro schema for reference {ref.name!r} (subject "
+                                     f"'{ref.subject}' version {ref.version}): {e}") from e
 
 
 def _is_bytes(parsed: Any) -> bool:
@@ -91,7 +115,7 @@ class AvroSerializer(BaseSerializer[AvroWriterSchema]):
         if to_dict is not None and not callable(to_dict):
             raise ValueError("to_dict must be callable as to_dict(obj, SerializationContext) -> dict")
         self._to_dict = to_dict
-        self._given = None if schema is None else AvroWriterSchema.of(parse_avro(schema))
+        self._given = None if schema is None else AvroWriterSchema.of(parse_avro(schema, schema_registry_client))
         self._schema_name = None if self._given is None else _name_of(self._given.parsed)
 
     def _record_name(self, obj: Any) -> str | None:
@@ -100,7 +124,7 @@ class AvroSerializer(BaseSerializer[AvroWriterSchema]):
     def _parse(self, schema: Schema) -> AvroWriterSchema:
         if schema == self._schema and self._given is not None:
             return self._given
-        return AvroWriterSchema.of(parse_avro(schema))
+        return AvroWriterSchema.of(parse_avro(schema, self._registry))
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         # The producer's hot path: the Writer cached per (topic, field), the encoder written for the schema, the
@@ -153,7 +177,7 @@ class AvroDeserializer(BaseDeserializer[Any]):
                  return_record_name: bool = False, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(schema_registry_client, conf)
         reader = avro_schema(schema_str)
-        self._reader = None if reader is None else parse_avro(reader)
+        self._reader = None if reader is None else parse_avro(reader, schema_registry_client)
         if from_dict is not None and not callable(from_dict):
             raise ValueError("from_dict must be callable as from_dict(dict, SerializationContext)")
         self._from_dict = from_dict
@@ -164,7 +188,7 @@ class AvroDeserializer(BaseDeserializer[Any]):
         return self._reader if self._reader is not None else self._latest_reader(ctx, _name_of(writer))
 
     def _parse(self, schema: Schema) -> Any:
-        return parse_avro(schema)
+        return parse_avro(schema, self._registry)
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
