@@ -134,6 +134,29 @@ def test_a_value_of_the_wrong_type_is_named(ours: SchemaRegistryClient, topic_na
         ser({"n": 1}, ctx)  # a missing field without a default
 
 
+def test_to_dict_is_called_once_per_record_with_its_context(ours: SchemaRegistryClient, theirs: ConfluentClient,
+                                                           topic_name: str) -> None:
+    class Point:
+        def __init__(self, x: int, y: int | None) -> None:
+            self.x, self.y = x, y
+
+    schema = json.dumps({"type": "record", "name": "P", "fields": [{"name": "x", "type": "long"},
+                                                                   {"name": "y", "type": ["null", "long"]}]})
+    calls: list[tuple[int, str]] = []
+
+    def to_dict(p: Point, c: Any) -> dict[str, Any]:
+        calls.append((p.x, c.topic))
+        return {"x": p.x, "y": p.y}
+
+    mine = AvroSerializer(ours, schema, to_dict=to_dict)
+    confluents = ConfluentAvroSerializer(theirs, schema, to_dict=lambda p, c: {"x": p.x, "y": p.y})
+    for p in (Point(1, 2), Point(-300, None)):
+        assert mine(p, ctx(topic_name)) == confluents(p, CContext(topic_name, CField.VALUE))
+    with pytest.raises(SerializationError, match=r"P\.y"):
+        mine(Point(3, "no"), ctx(topic_name))  # type: ignore[arg-type]  # refused by both encoders in turn
+    assert calls == [(1, topic_name), (-300, topic_name), (3, topic_name)]
+
+
 def test_auto_register_off_names_the_subject_and_what_to_do(ours: SchemaRegistryClient, topic_name: str) -> None:
     ser = AvroSerializer(ours, USER_STR, conf={"auto.register.schemas": False})
     with pytest.raises(SchemaRegistryError) as e:
