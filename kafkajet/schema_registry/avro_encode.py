@@ -2,7 +2,7 @@
 
 For a flat record (fields of primitive types, enums, a union of one of those with null, and the timestamp-millis,
 timestamp-micros and date logical types), a function written for that schema encodes a dict's fields in order,
-with no per-field dispatch on the schema, each field by its type's encoder in avro_primitives.py (compiled with
+with no per-field dispatch on the schema, each field by its type's encoder in avro_binary.py (compiled with
 the send path). It takes only values whose bytes it is sure of (exact types: int, str, float, bool, bytes;
 aware datetimes); anything else raises inside it, and the record is written by fastavro instead, which gives the
 same bytes for what both take, applies field defaults, and words the errors. Every other schema is written by
@@ -17,7 +17,7 @@ from typing import Any
 
 import fastavro
 
-from kafkajet.schema_registry import avro_primitives as p
+import kafkajet.avro_binary as p
 
 # (Avro type, logicalType) -> (encoder as a field, encoder as a union's non-null branch)
 _KINDS: dict[tuple[Any, Any], tuple[Callable[[Any], bytes], Callable[[Any], bytes]]] = {

@@ -1,7 +1,7 @@
 """The per-record encoder written for a flat schema gives fastavro's bytes, for the values it takes itself and,
 through its fallback, for the ones it hands to fastavro (the serializer's wording of a refused value is tested
 in tests/schema_registry/test_avro.py). A unit test so that make test runs it on both builds: the per-field
-encoders (avro_primitives.py) are compiled."""
+encoders (avro_binary.py) are compiled."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ pieces of the per-record encoders that avro_encode.py writes for flat schemas. C
 
 Each takes only the values whose bytes it is sure match fastavro's (exact types: an int, a str, a float, a bool,
 bytes, an aware datetime) and raises TypeError for anything else, which sends the record to fastavro. Standard
-library only (the compiled group is imported without the Avro extra). No I/O here.
+library only, and outside kafkajet.schema_registry: every Producer() imports the compiled modules to say which
+build runs (kafkajet._build.describe), and that package's registry client would load ssl into plaintext
+producers. No I/O here.
 """
 
 from __future__ import annotations
