@@ -1,5 +1,5 @@
-"""Registered Avro: the kafkajet source decoding it against a hand-written PySpark job, and the producer's
-AvroSerializer against confluent-kafka's AvroSerializer + produce().
+"""Registered Avro: the kafkajet source decoding it against a hand-written PySpark job. (The producers' Avro
+serializers are compared in avro_produce.py, whose records and schema these are.)
 
     .venv/bin/python benchmarks/spark_avro.py               # 1,000,000 rows, medians of 3, interleaved
     .venv/bin/python benchmarks/spark_avro.py --rows 200000 --reps 1
@@ -10,7 +10,6 @@ field (so every value crosses into Spark decoded):
   kafkajet source             spark.read.format("kafkajet").option("valueFormat", "avro")...load()
   mapInArrow confluent-kafka  one task per Kafka partition: a confluent_kafka.Consumer on its offset range,
                               confluent's AvroDeserializer per record, the dicts handed to Spark as Arrow
-The producers send the same records (dicts) to a fresh topic and flush; records/s over the whole run.
 Each job must see exactly the rows loaded and the same sum, or the run reports FAILED instead of a speed.
 """
 
@@ -25,26 +24,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from _common import rate_table, timed_read_jobs
+from avro_produce import SCHEMA, records
 
 PARTITIONS = 4
-SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
-    {"name": "id", "type": "long"}, {"name": "user", "type": "string"}, {"name": "action", "type": "string"},
-    {"name": "qty", "type": "int"}, {"name": "amount", "type": "long"}, {"name": "price", "type": "double"},
-    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    {"name": "discount", "type": ["null", "double"], "default": None}, {"name": "country", "type": "string"},
-    {"name": "flag", "type": "boolean"}]}
 SPARK_COLUMNS = ("id long, user string, action string, qty int, amount long, price double, at timestamp, "
                  "discount double, country string, flag boolean")
-
-
-def records(n: int) -> list[dict[str, Any]]:
-    import datetime as dt
-
-    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    actions, countries = ("view", "click", "buy"), ("fr", "de", "us", "jp")
-    return [{"id": i, "user": f"user-{i % 10000:05d}", "action": actions[i % 3], "qty": i % 7, "amount": i % 997,
-             "price": i / 8, "at": t0 + dt.timedelta(milliseconds=i), "discount": None if i % 2 else i / 16,
-             "country": countries[i % 4], "flag": i % 5 == 0} for i in range(n)]
 
 
 def _confluent_ranges(bootstrap: str, registry_url: str, topic: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -96,31 +80,10 @@ def produce_kafkajet(bootstrap: str, registry_url: str, topic: str, rows: list[d
         p.flush(timeout=600)
 
 
-def produce_confluent(bootstrap: str, registry_url: str, topic: str, rows: list[dict[str, Any]]) -> None:
-    from confluent_kafka import Producer
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-    from confluent_kafka.schema_registry.avro import AvroSerializer
-    from confluent_kafka.serialization import MessageField, SerializationContext
-
-    serialize = AvroSerializer(SchemaRegistryClient({"url": registry_url}), json.dumps(SCHEMA))
-    ctx = SerializationContext(topic, MessageField.VALUE)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
-    for i, r in enumerate(rows):
-        while True:
-            try:
-                p.produce(topic, serialize(r, ctx), partition=i % PARTITIONS)
-                break
-            except BufferError:
-                p.poll(0.05)
-    if p.flush(600) != 0:
-        raise RuntimeError("confluent-kafka: records left unsent")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--skip-producers", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -136,25 +99,11 @@ def main() -> None:
     with EmbeddedBroker() as broker, SchemaRegistry() as registry:
         bootstrap, url = broker.bootstrap_servers, registry.url
         topic = "spark-avro-bench"
-        produce_topics = [f"avro-produce-{job}-{rep}" for rep in range(args.reps) for job in ("kj", "cf")]
         with Admin(bootstrap) as admin:
-            admin.create_topics([topic, *produce_topics], num_partitions=PARTITIONS)
+            admin.create_topics([topic], num_partitions=PARTITIONS)
         start = time.perf_counter()
         produce_kafkajet(bootstrap, url, topic, rows)
         print(f"  loaded {args.rows:,} rows in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-
-        producer_rates: dict[str, list[float | None]] = {"kafkajet AvroSerializer": [],
-                                                         "confluent-kafka AvroSerializer + produce()": []}
-        for rep in range(0 if args.skip_producers else args.reps):
-            for job, fn, t in (("kafkajet AvroSerializer", produce_kafkajet, f"avro-produce-kj-{rep}"),
-                               ("confluent-kafka AvroSerializer + produce()", produce_confluent,
-                                f"avro-produce-cf-{rep}")):
-                begin = time.perf_counter()
-                fn(bootstrap, url, t, rows)
-                wall = time.perf_counter() - begin
-                producer_rates[job].append(args.rows / wall)
-                print(f"  rep {rep + 1}/{args.reps} {job:44s} {args.rows / wall:,.0f} records/s ({wall:.1f} s)",
-                      file=sys.stderr, flush=True)
 
         with FetchClient(bootstrap) as fc:
             ranges = [(p, *fc.offsets(topic, p)) for p in fc.partitions(topic)]
@@ -186,9 +135,6 @@ def main() -> None:
     ok = rate_table(f"Spark: {args.rows:,} flat Avro records (10 fields) in {PARTITIONS} partitions, local[2], "
                     f"median of {args.reps}", rates, "kafkajet source (valueFormat=avro)",
                     lambda job, base, m: f"kafkajet {base / m:.2f}x")
-    if producer_rates["kafkajet AvroSerializer"]:
-        ok &= rate_table(f"Producers: {args.rows:,} Avro records, median of {args.reps}", producer_rates,
-                         "kafkajet AvroSerializer", lambda job, base, m: f"kafkajet {base / m:.2f}x")
     sys.exit(0 if ok else 1)
 
 

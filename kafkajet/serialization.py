@@ -55,13 +55,18 @@ def wants_context(serializer: Any) -> bool:
 
 class InContext:
     """A context-aware serializer bound to key or value: call(obj, topic, headers) builds its context.
-    Its own type, so the producer's per-record test is one `type(s) is InContext`."""
+    Its own type, so the producer's per-record test is one `type(s) is InContext`.
 
-    __slots__ = ("serializer", "field")
+    A record without headers gets its topic's one context, built once (a serializer holds no record's state in
+    it: confluent-kafka's programs pass one context per topic the same way); a record with headers gets its own,
+    since its serializer may add to them."""
+
+    __slots__ = ("serializer", "field", "_contexts")
 
     def __init__(self, serializer: Callable[[Any, SerializationContext], bytes | None], field: str) -> None:
         self.serializer = serializer
         self.field = field
+        self._contexts: dict[str, SerializationContext] = {}
 
     def __call__(self, obj: Any) -> bytes | None:
         raise SerializationError(
@@ -69,7 +74,19 @@ class InContext:
             f"outside one call it as serializer(obj, SerializationContext(topic, MessageField.VALUE))")
 
     def call(self, obj: Any, topic: str, headers: Any) -> bytes | None:
-        return self.serializer(obj, SerializationContext(topic, self.field, headers))
+        if headers is not None:
+            return self.serializer(obj, SerializationContext(topic, self.field, headers))
+        ctx = self._contexts.get(topic)
+        if ctx is None:
+            ctx = self._contexts[topic] = SerializationContext(topic, self.field)
+        return self.serializer(obj, ctx)
+
+
+def adds_headers(serializer: Serializer) -> bool:
+    """Whether a resolved serializer writes into its record's headers (the Schema Registry serializers' header
+    form of the schema id sets `adds_headers`): the producer then gives it a list to write into even for a record
+    sent without headers, as Java's producer hands every serializer the record's Headers."""
+    return type(serializer) is InContext and bool(getattr(serializer.serializer, "adds_headers", False))
 
 
 def _bytes(obj: Any) -> bytes | None:

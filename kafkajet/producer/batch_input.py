@@ -14,7 +14,7 @@ from kafkajet.clock import wall_ms
 from kafkajet.errors import RecordTooLargeError, SerializationError
 from kafkajet.producer.batch import Columns, Headers
 from kafkajet.records import BATCH_HEADER_SIZE, MAX_COLUMN_LEN, encode_headers, record_size_upper_bound
-from kafkajet.serialization import IDENTITY_BYTES, InContext, Serializer
+from kafkajet.serialization import IDENTITY_BYTES, InContext, Serializer, adds_headers
 
 _BYTES_OR_NONE = frozenset((bytes, type(None)))
 
@@ -222,6 +222,8 @@ class BatchInput:
         self.value_serializer = value_serializer
         self.key_identity = key_serializer is IDENTITY_BYTES
         self.value_identity = value_serializer is IDENTITY_BYTES
+        # A serializer writes the schema id into the headers: every record needs a list for it.
+        self.serializers_add_headers = adds_headers(key_serializer) or adds_headers(value_serializer)
         self.limits = limits
 
     def prepare(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None, headers: Sequence[Any] | None,
@@ -230,6 +232,8 @@ class BatchInput:
         `headers_checked` when the headers are already lists of (str, bytes | None) pairs (send_arrow() builds
         them so), which spares a check per record."""
         n = len(values)
+        if headers is None and self.serializers_add_headers:
+            headers = [[] for _ in range(n)]
         vals = self._values(topic, values, headers)
         vlens = _lens(vals)
         ks = [None] * n if keys is None else self._keys(topic, keys, headers)

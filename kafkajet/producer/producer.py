@@ -152,6 +152,7 @@ class Producer:
         # send() skips its serializers for bytes when they are the identity: the same test as the batch paths'.
         self._key_identity = self._batch_input.key_identity
         self._value_identity = self._batch_input.value_identity
+        self._serializers_add_headers = self._batch_input.serializers_add_headers
 
         self._metrics = ProducerMetrics()
         self._metadata = Metadata(
@@ -293,6 +294,8 @@ class Producer:
             deadline = now_ms() + self._max_block_ms
             cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
             n = cluster.partition_count(topic) or 0
+        if headers is None and self._serializers_add_headers:
+            headers = []  # a serializer writes the schema id there (Java gives every record its Headers)
         if key is None or (self._key_identity and type(key) is bytes):
             kb = key
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 try:
@@ -16,8 +17,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
     raise ModuleNotFoundError("kafkajet's Avro serializers need fastavro: pip install 'kafkajet[avro]'") from e
 
 from kafkajet.errors import SerializationError
-from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
-from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
+from kafkajet.schema_registry.avro_encode import fastavro_encoder, flat_encoder
+from kafkajet.schema_registry.client import Schema, SchemaReference, SchemaRegistryClient
+from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, Writer, ctx_what
 from kafkajet.serialization import SerializationContext
 
 
@@ -32,15 +34,39 @@ def avro_schema(schema_str: str | Schema | None) -> Schema | None:
     return Schema(s, "AVRO")
 
 
-def parse_avro(schema: Schema, named: dict[str, Any] | None = None) -> Any:
+def parse_avro(schema: Schema, registry: SchemaRegistryClient | None = None) -> Any:
+    """The schema parsed by fastavro, the named types of the schemas its references name (fetched from
+    `registry`, and theirs, dependencies first) known to it."""
     if schema.schema_type != "AVRO":
         raise SerializationError(f"an Avro serde was given a {schema.schema_type} schema")
+    named: dict[str, Any] = {}
     if schema.references:
-        raise SerializationError("Avro schema references are not supported yet: inline the referenced types")
+        if registry is None:
+            raise SerializationError(
+                f"the Avro schema references {', '.join(r.name for r in schema.references)}: resolving them "
+                f"needs a schema registry client")
+        _load_references(schema.references, registry, named, set())
     try:
         return fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
     except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
         raise SerializationError(f"invalid Avro schema: {e}") from e
+
+
+def _load_references(references: tuple[SchemaReference, ...], registry: SchemaRegistryClient,
+                     named: dict[str, Any], seen: set[tuple[str, int]]) -> None:
+    """Each referenced schema's named types into `named` (fastavro adds them there as it parses), its own
+    references first; each (subject, version) fetched and parsed once, however many schemas reference it."""
+    for ref in references:
+        if (ref.subject, ref.version) in seen:
+            continue
+        seen.add((ref.subject, ref.version))
+        dep = registry.get_version(ref.subject, ref.version).schema
+        _load_references(dep.references, registry, named, seen)
+        try:
+            fastavro.parse_schema(json.loads(dep.schema_str), named_schemas=named)
+        except (ValueError, fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as e:
+            raise SerializationError(f"invalid Avro schema for reference {ref.name!r} (subject "
+                                     f"'{ref.subject}' version {ref.version}): {e}") from e
 
 
 def _is_bytes(parsed: Any) -> bool:
@@ -53,7 +79,26 @@ def _name_of(parsed: Any) -> str | None:
     return parsed if isinstance(parsed, str) else None
 
 
-class AvroSerializer(BaseSerializer[Any]):
+@dataclass(frozen=True, slots=True)
+class AvroWriterSchema:
+    """A writer schema as fastavro parsed it, and its encoders, built once: `fast`, the function written for a
+    flat record (else `general`), and `general`, fastavro's, for whatever `fast` does not take."""
+
+    parsed: Any
+    fast: Callable[[Any], bytes]
+    general: Callable[[Any], bytes]
+
+    @classmethod
+    def of(cls, parsed: Any) -> AvroWriterSchema:
+        general = _bytes_as_they_are if _is_bytes(parsed) else fastavro_encoder(parsed)
+        return cls(parsed, flat_encoder(parsed) or general, general)
+
+
+def _bytes_as_they_are(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+class AvroSerializer(BaseSerializer[AvroWriterSchema]):
     """AvroSerializer(schema_registry_client, schema_str, to_dict=None, conf=None); called as
     ser(obj, SerializationContext(topic, MessageField.VALUE)), or given to Producer(value_serializer=...).
 
@@ -70,33 +115,44 @@ class AvroSerializer(BaseSerializer[Any]):
         if to_dict is not None and not callable(to_dict):
             raise ValueError("to_dict must be callable as to_dict(obj, SerializationContext) -> dict")
         self._to_dict = to_dict
-        self._parsed = None if schema is None else parse_avro(schema)
-        self._schema_name = None if self._parsed is None else _name_of(self._parsed)
+        self._given = None if schema is None else AvroWriterSchema.of(parse_avro(schema, schema_registry_client))
+        self._schema_name = None if self._given is None else _name_of(self._given.parsed)
 
     def _record_name(self, obj: Any) -> str | None:
         return self._schema_name
 
-    def _parse(self, schema: Schema) -> Any:
-        return self._parsed if schema == self._schema else parse_avro(schema)
+    def _parse(self, schema: Schema) -> AvroWriterSchema:
+        if schema == self._schema and self._given is not None:
+            return self._given
+        return AvroWriterSchema.of(parse_avro(schema, self._registry))
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        # The producer's hot path: the Writer cached per (topic, field), the encoder written for the schema, the
+        # framing's prefix built once.
         if obj is None:
             return None
-        ctx = self._require_ctx(ctx)
-        schema_id, guid, parsed, subject = self._writer(obj, ctx)
+        if ctx is None:
+            ctx = self._require_ctx(ctx)
+        w = None if self._by_ctx is None else self._by_ctx.get((ctx.topic, ctx.field))
+        if w is None:
+            w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
-        if _is_bytes(parsed):
-            payload = value if isinstance(value, bytes) else str(value).encode()
-        else:
-            buf = io.BytesIO()
-            try:
-                fastavro.schemaless_writer(buf, parsed, value)
-            except Exception as e:
-                raise SerializationError(
-                    f"the {ctx_what(ctx)} does not match Avro schema id {schema_id} (subject '{subject}'): "
-                    f"{_explain(parsed, value, e)}") from e
-            payload = buf.getvalue()
-        return self._frame(schema_id, guid, payload, ctx)
+        try:
+            payload = w.parsed.fast(value)
+        except Exception:  # noqa: BLE001 - a value the written encoder does not take as it is: fastavro's turn
+            payload = self._general(w, value, ctx)
+        if w.prefix is not None:
+            return w.prefix + payload
+        return self._frame(w.schema_id, w.guid, payload, ctx)
+
+    def _general(self, w: Writer[AvroWriterSchema], value: Any, ctx: SerializationContext) -> bytes:
+        """fastavro's bytes, or its refusal worded with the record, the schema id and the field."""
+        try:
+            return w.parsed.general(value)
+        except Exception as e:
+            raise SerializationError(
+                f"the {ctx_what(ctx)} does not match Avro schema id {w.schema_id} (subject '{w.subject}'): "
+                f"{_explain(w.parsed.parsed, value, e)}") from e
 
 
 def _explain(parsed: Any, value: Any, e: Exception) -> str:
@@ -121,35 +177,25 @@ class AvroDeserializer(BaseDeserializer[Any]):
                  return_record_name: bool = False, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(schema_registry_client, conf)
         reader = avro_schema(schema_str)
-        self._reader = None if reader is None else parse_avro(reader)
+        self._reader = None if reader is None else parse_avro(reader, schema_registry_client)
         if from_dict is not None and not callable(from_dict):
             raise ValueError("from_dict must be callable as from_dict(dict, SerializationContext)")
         self._from_dict = from_dict
         self._return_record_name = return_record_name
-        self._latest_readers: dict[str, Any] = {}  # subject -> parsed latest version (use.latest.version)
 
-    def _reader_for(self, ctx: SerializationContext | None) -> Any:
+    def _reader_for(self, ctx: SerializationContext | None, writer: Any) -> Any:
         """The reader schema: the one given, or with use.latest.version the subject's latest version."""
-        if self._reader is not None or not self._use_latest or self._registry is None or ctx is None:
-            return self._reader
-        subject = self._strategy(ctx, None)
-        if subject is None:
-            raise SerializationError(f"use.latest.version needs a subject from the topic for the "
-                                     f"{ctx_what(ctx)}: use the topic subject name strategy, or give schema_str")
-        hit = self._latest_readers.get(subject)
-        if hit is None:
-            hit = self._latest_readers[subject] = parse_avro(self._registry.get_latest_version(subject).schema)
-        return hit
+        return self._reader if self._reader is not None else self._latest_reader(ctx, _name_of(writer))
 
     def _parse(self, schema: Schema) -> Any:
-        return parse_avro(schema)
+        return parse_avro(schema, self._registry)
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
         ref, payload = self._unframe(data, ctx)
         writer = self._writer_schema(ref, ctx)
-        reader = self._reader_for(ctx)
+        reader = self._reader_for(ctx, writer)
         if _is_bytes(writer) and (reader is None or _is_bytes(reader)):
             value: Any = bytes(payload)
         else:

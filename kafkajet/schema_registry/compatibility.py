@@ -8,6 +8,7 @@ levels are built on it: BACKWARD = the new schema reads the old data, FORWARD = 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
@@ -42,13 +43,18 @@ def _fullname(name: str, namespace: str | None) -> str:
     return f"{namespace}.{name}"
 
 
-def parse(schema_str: str) -> Any:
-    """The schema as nested primitives-as-str, lists (unions), ("array", t), ("map", t) and _Named objects."""
-    try:
-        obj = json.loads(schema_str)
-    except ValueError as e:
-        raise InvalidSchemaError(f"not JSON: {e}") from None
-    return _parse(obj, None, {})
+def parse(schema_str: str, referenced: Sequence[str] = ()) -> Any:
+    """The schema as nested primitives-as-str, lists (unions), ("array", t), ("map", t) and _Named objects.
+    `referenced`: the texts of the schemas its references name, dependencies first, whose named types it may
+    use."""
+    names: dict[str, _Named] = {}
+    for text in (*referenced, schema_str):
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            raise InvalidSchemaError(f"not JSON: {e}") from None
+        parsed = _parse(obj, None, names)
+    return parsed
 
 
 def _parse(obj: Any, namespace: str | None, names: dict[str, _Named]) -> Any:

@@ -18,6 +18,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
+from kafkajet.schema_registry.wire import SchemaRef
 from kafkajet.serialization import SerializationContext
 
 
@@ -78,21 +79,21 @@ class JSONSerializer(BaseSerializer[Any]):
         if obj is None:
             return None
         ctx = self._require_ctx(ctx)
-        schema_id, guid, validator, subject = self._writer(obj, ctx)
+        w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         if self._validate:
-            _check(validator, value, ctx_what(ctx), f"id {schema_id} (subject '{subject}')")
+            _check(w.parsed, value, ctx_what(ctx), f"id {w.schema_id} (subject '{w.subject}')")
         try:
             payload = _dumps(value)
         except (TypeError, ValueError) as e:
             raise SerializationError(f"the {ctx_what(ctx)} is not JSON-serializable: {e}") from e
-        return self._frame(schema_id, guid, payload, ctx)
+        return self._frame(w.schema_id, w.guid, payload, ctx)
 
 
 class JSONDeserializer(BaseDeserializer[Any]):
-    """JSONDeserializer(schema_str, from_dict=None, schema_registry_client=None, conf=None): the writer's
-    schema (by the frame's id) validates each record unless `validate` is False; `schema_str` alone (no
-    client) validates against that schema."""
+    """JSONDeserializer(schema_str, from_dict=None, schema_registry_client=None, conf=None): each record is
+    validated (unless conf `validate` is False) against, as confluent-kafka's: with use.latest.version the
+    subject's latest version; else `schema_str` when given; else the writer's schema, by the record's id."""
 
     schema_type = "JSON"
 
@@ -111,11 +112,21 @@ class JSONDeserializer(BaseDeserializer[Any]):
     def _parse(self, schema: Schema) -> Any:
         return _validator(schema)
 
+    def _validator_for(self, ref: SchemaRef, ctx: SerializationContext | None) -> Any:
+        """What a record is validated against, in confluent-kafka's order: with use.latest.version the
+        subject's latest version, else the schema given, else the writer's (found by the record's id)."""
+        if self._registry is None:
+            return self._reader
+        if self._use_latest:
+            writer = self._writer_schema(ref, ctx)
+            return self._latest_reader(ctx, writer.schema.get("title"))
+        return self._reader if self._reader is not None else self._writer_schema(ref, ctx)
+
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
         ref, payload = self._unframe(data, ctx)
-        validator = self._reader if self._registry is None else self._writer_schema(ref, ctx)
+        validator = self._validator_for(ref, ctx)
         try:
             value = json.loads(bytes(payload))
         except ValueError as e:

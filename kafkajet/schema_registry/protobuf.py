@@ -109,14 +109,16 @@ class ProtobufSerializer(BaseSerializer[Any]):
                                      f"{self._descriptor.full_name} this serializer was made for")
         if self._schema is None and self._use_schema_id is None and not self._use_latest:
             self._schema = _file_schema(self._descriptor.file, self._references(ctx, self._descriptor.file))
-        schema_id, guid, _, _ = self._writer(message, ctx)
-        return self._frame(schema_id, guid, message.SerializeToString(), ctx, self._indexes)
+        w = self._writer(message, ctx)
+        return self._frame(w.schema_id, w.guid, message.SerializeToString(), ctx, self._indexes)
 
 
 class ProtobufDeserializer(BaseDeserializer[Any]):
     """ProtobufDeserializer(message_type, conf=None, schema_registry_client=None): records parsed into
     `message_type`. With a registry client the frame's message indexes are checked to point at that message
-    in the writer's schema (a record of another type is an error, not a garbled message)."""
+    in the writer's schema (a record of another type is an error, not a garbled message). conf
+    use.latest.version is taken as confluent-kafka takes it: the message class decides the decoding (there the
+    latest version feeds data-contract migration rules, which kafkajet does not run)."""
 
     schema_type = "PROTOBUF"
     protobuf_framing = True

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from kafkajet.errors import ConfigError, SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
-from kafkajet.schema_registry.strategies import resolve_strategy
+from kafkajet.schema_registry.strategies import BUILTIN_STRATEGIES, resolve_strategy
 from kafkajet.schema_registry.wire import (
     KEY_SCHEMA_ID_HEADER,
     VALUE_SCHEMA_ID_HEADER,
@@ -48,6 +49,17 @@ def merged_conf(kind: str, conf: Mapping[str, Any] | None, defaults: Mapping[str
     return {**known, **conf}
 
 
+@dataclass(frozen=True, slots=True)
+class Writer(Generic[P]):
+    """What a serializer writes a subject's records with, resolved once per subject."""
+
+    schema_id: int
+    guid: str | None
+    parsed: P
+    subject: str
+    prefix: bytes | None  # magic 0 and the id, ready to go in front of the payload; None in the header form
+
+
 def ctx_what(ctx: SerializationContext | None) -> str:
     if ctx is None:
         return "record"
@@ -83,9 +95,15 @@ class BaseSerializer(Generic[P]):
             raise ConfigError(f"schema.id.serializer={where!r}: expected 'prefix' (magic byte 0 and the id "
                               f"before the payload, the default) or 'header' (the {VALUE_SCHEMA_ID_HEADER} header)")
         self._in_header = where == "header"
+        self.adds_headers = self._in_header  # the producer then gives a record sent without headers a list
         self._lock = threading.Lock()
-        # subject -> (schema id, guid, parsed writer schema): the one registry round trip per subject.
-        self._known: dict[str, tuple[int, str | None, P]] = {}
+        # subject -> its Writer: the one registry round trip per subject.
+        self._known: dict[str, Writer[P]] = {}
+        # (topic, field) -> its Writer, skipping the subject name strategy per record. Only for the built-in
+        # strategies: their subject is a function of the topic, the field and the schema's (fixed) record name;
+        # a user's callable may look at anything.
+        self._by_ctx: dict[tuple[str, str], Writer[P]] | None = \
+            {} if self._strategy in BUILTIN_STRATEGIES else None
 
     def _record_name(self, obj: Any) -> str | None:
         return None
@@ -100,15 +118,27 @@ class BaseSerializer(Generic[P]):
                                      f"the subject: ser(obj, SerializationContext('t', MessageField.VALUE))")
         return ctx
 
-    def _writer(self, obj: Any, ctx: SerializationContext) -> tuple[int, str | None, P, str]:
-        """(schema id, guid, parsed writer schema, subject) for this record's subject."""
+    def _writer(self, obj: Any, ctx: SerializationContext) -> Writer[P]:
+        """The Writer of this record's subject."""
+        by_ctx = self._by_ctx
+        if by_ctx is not None:
+            hit = by_ctx.get((ctx.topic, ctx.field))
+            if hit is not None:
+                return hit
         subject = self._strategy(ctx, self._record_name(obj))
         if subject is None:
             raise SerializationError(f"{type(self).__name__}: the subject name strategy gave no subject for the "
                                      f"{ctx_what(ctx)} (record strategies need a named record schema)")
-        hit = self._known.get(subject)
-        if hit is not None:
-            return hit[0], hit[1], hit[2], subject
+        writer = self._known.get(subject)
+        if writer is None:
+            writer = self._resolve(subject)
+        if by_ctx is not None:
+            with self._lock:
+                by_ctx[ctx.topic, ctx.field] = writer
+        return writer
+
+    def _resolve(self, subject: str) -> Writer[P]:
+        """The subject's schema id and writer schema, from the registry (or use.schema.id)."""
         guid = None
         if self._use_schema_id is not None:
             schema_id = self._use_schema_id
@@ -125,10 +155,11 @@ class BaseSerializer(Generic[P]):
             else:
                 reg = self._registry.lookup_schema(subject, self._schema, self._normalize)
             schema_id, schema, guid = reg.schema_id, self._schema, reg.guid
-        parsed = self._parse(schema)
+        writer = Writer(schema_id, guid, self._parse(schema), subject,
+                        None if self._in_header else frame(schema_id, b""))
         with self._lock:
-            self._known[subject] = (schema_id, guid, parsed)
-        return schema_id, guid, parsed, subject
+            self._known[subject] = writer
+        return writer
 
     def _frame(self, schema_id: int, guid: str | None, payload: bytes, ctx: SerializationContext,
                message_indexes: list[int] | None = None) -> bytes:
@@ -148,7 +179,8 @@ class BaseSerializer(Generic[P]):
         else:
             raise SerializationError(
                 f"schema.id.serializer='header' needs the record's headers as a list or dict to add {name} to "
-                f"(send(..., headers=[]) ), got {type(headers).__name__}")
+                f"(the producer gives it one; called directly, pass SerializationContext(topic, field, headers=[])), "
+                f"got {type(headers).__name__}")
         return payload
 
 
@@ -165,10 +197,28 @@ class BaseDeserializer(Generic[P]):
         self._use_latest = _bool_conf(self._conf, "use.latest.version", False)
         self._strategy = resolve_strategy(self._conf["subject.name.strategy"])
         self._writers: dict[Any, P] = {}
+        self._latest: dict[str, P] = {}  # subject -> its latest version, parsed (use.latest.version)
         self._lock = threading.Lock()
 
     def _parse(self, schema: Schema) -> P:
         raise NotImplementedError
+
+    def _latest_reader(self, ctx: SerializationContext | None, record_name: str | None = None) -> P | None:
+        """With use.latest.version, the subject's latest version (parsed once) as the reader schema, as
+        confluent-kafka's deserializers take it; else None. The subject comes from the strategy, given the
+        writer schema's record name for the record strategies."""
+        if not self._use_latest or self._registry is None or ctx is None:
+            return None
+        subject = self._strategy(ctx, None) or self._strategy(ctx, record_name)
+        if subject is None:
+            raise SerializationError(f"use.latest.version needs a subject for the {ctx_what(ctx)}: the subject "
+                                     f"name strategy gave none (record strategies need a named writer schema)")
+        hit = self._latest.get(subject)
+        if hit is None:
+            hit = self._parse(self._registry.get_latest_version(subject).schema)
+            with self._lock:
+                self._latest[subject] = hit
+        return hit
 
     def _unframe(self, data: bytes, ctx: SerializationContext | None) -> tuple[SchemaRef, memoryview]:
         is_key = ctx is not None and ctx.field == MessageField.KEY

@@ -40,6 +40,8 @@ _BY_NAME: dict[str, SubjectNameStrategy] = {
     "topicrecordname": topic_record_subject_name_strategy,
 }
 
+BUILTIN_STRATEGIES = frozenset(_BY_NAME.values())
+
 
 def resolve_strategy(spec: Any, key: str = "subject.name.strategy") -> SubjectNameStrategy:
     if spec is None:

@@ -122,6 +122,41 @@ def test_bad_input_is_named(ours: SchemaRegistryClient, topic_name: str) -> None
         ser({"id": 1}, None)
 
 
+def test_a_value_of_the_wrong_type_is_named(ours: SchemaRegistryClient, topic_name: str) -> None:
+    # a flat schema: the written encoder refuses it, fastavro words it
+    ser = AvroSerializer(ours, json.dumps({"type": "record", "name": "R", "namespace": "ex", "fields": [
+        {"name": "id", "type": "long"}, {"name": "n", "type": "int"}]}))
+    ctx = SerializationContext(topic_name, MessageField.VALUE)
+    assert ser({"id": 1, "n": 2}, ctx) is not None
+    with pytest.raises(SerializationError, match=rf"topic '{topic_name}'.*ex\.R\.n is <x> of type <class 'str'>"):
+        ser({"id": 1, "n": "x"}, ctx)
+    with pytest.raises(SerializationError, match=r"ex\.R\.id"):
+        ser({"n": 1}, ctx)  # a missing field without a default
+
+
+def test_to_dict_is_called_once_per_record_with_its_context(ours: SchemaRegistryClient, theirs: ConfluentClient,
+                                                           topic_name: str) -> None:
+    class Point:
+        def __init__(self, x: int, y: int | None) -> None:
+            self.x, self.y = x, y
+
+    schema = json.dumps({"type": "record", "name": "P", "fields": [{"name": "x", "type": "long"},
+                                                                   {"name": "y", "type": ["null", "long"]}]})
+    calls: list[tuple[int, str]] = []
+
+    def to_dict(p: Point, c: Any) -> dict[str, Any]:
+        calls.append((p.x, c.topic))
+        return {"x": p.x, "y": p.y}
+
+    mine = AvroSerializer(ours, schema, to_dict=to_dict)
+    confluents = ConfluentAvroSerializer(theirs, schema, to_dict=lambda p, c: {"x": p.x, "y": p.y})
+    for p in (Point(1, 2), Point(-300, None)):
+        assert mine(p, ctx(topic_name)) == confluents(p, CContext(topic_name, CField.VALUE))
+    with pytest.raises(SerializationError, match=r"P\.y"):
+        mine(Point(3, "no"), ctx(topic_name))  # type: ignore[arg-type]  # refused by both encoders in turn
+    assert calls == [(1, topic_name), (-300, topic_name), (3, topic_name)]
+
+
 def test_auto_register_off_names_the_subject_and_what_to_do(ours: SchemaRegistryClient, topic_name: str) -> None:
     ser = AvroSerializer(ours, USER_STR, conf={"auto.register.schemas": False})
     with pytest.raises(SchemaRegistryError) as e:
@@ -160,6 +195,22 @@ def test_subject_name_strategies(ours: SchemaRegistryClient, topic_name: str, st
     ser = AvroSerializer(ours, USER_STR, conf={"subject.name.strategy": strategy})
     ser({"id": 1, "name": "a", "score": None, "tags": [], "kind": "A", "ts": 0}, ctx(topic_name))
     assert ours.get_latest_version(subject.format(t=topic_name)).schema.schema_str == USER_STR
+
+
+def test_subjects_are_cached_per_topic_and_field_but_a_callable_strategy_is_asked_each_record(
+        ours: SchemaRegistryClient, topic_name: str) -> None:
+    user = {"id": 1, "name": "a", "score": None, "tags": [], "kind": "A", "ts": 0}
+    tenant = ["a"]
+    ser = AvroSerializer(ours, USER_STR, conf={"subject.name.strategy": lambda c, name: f"{c.topic}-{tenant[0]}"})
+    ser(user, ctx(topic_name))
+    tenant[0] = "b"  # same topic and field, another subject: a cache by (topic, field) would miss it
+    ser(user, ctx(topic_name))
+    assert {f"{topic_name}-a", f"{topic_name}-b"} <= set(ours.get_subjects())
+    builtin = AvroSerializer(ours, USER_STR)
+    for topic, field in ((topic_name, MessageField.VALUE), (topic_name, MessageField.KEY),
+                         (f"{topic_name}-2", MessageField.VALUE)):
+        builtin(user, ctx(topic, field))
+    assert {f"{topic_name}-value", f"{topic_name}-key", f"{topic_name}-2-value"} <= set(ours.get_subjects())
 
 
 def test_header_form_is_read_by_confluent(ours: SchemaRegistryClient, theirs: ConfluentClient,

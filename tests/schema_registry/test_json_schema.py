@@ -11,12 +11,14 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer as Conf
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as ConfluentJSONSerializer
 from confluent_kafka.serialization import MessageField as CField
 from confluent_kafka.serialization import SerializationContext as CContext
+from confluent_kafka.serialization import SerializationError as ConfluentSerializationError
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry import (
     JSONDeserializer,
     JSONSerializer,
     MessageField,
+    Schema,
     SchemaRegistryClient,
     SerializationContext,
 )
@@ -62,3 +64,39 @@ def test_bad_input_is_named(ours: SchemaRegistryClient, topic_name: str) -> None
         de(good[:5] + b'{"id":"x","item":"a"}', ctx)
     with pytest.raises(SerializationError, match="unknown magic byte"):
         de(b'{"id":1}', ctx)
+
+
+def test_use_latest_version_and_the_schema_given_as_confluent_reads_them(
+        ours: SchemaRegistryClient, theirs: ConfluentClient, topic_name: str) -> None:
+    v2 = json.loads(ORDER)
+    v2["properties"]["note"] = {"type": "string"}
+    v2["required"] = ["id", "item", "note"]
+    v2_str = json.dumps(v2)
+    ctx, cctx = SerializationContext(topic_name, MessageField.VALUE), CContext(topic_name, CField.VALUE)
+    order = {"id": 1, "item": "pen"}
+    data = JSONSerializer(ORDER, ours)(order, ctx)  # written with v1, which has no "note"
+    # v2 requires "note", which v1's documents may lack: incompatible under BACKWARD, so the subject takes NONE.
+    ours.set_compatibility(f"{topic_name}-value", "NONE")
+    v2_id = ours.register_schema(f"{topic_name}-value", Schema(v2_str, "JSON"))
+    assert v2_id != int.from_bytes(data[1:5], "big")
+    # By default the writer's schema (v1) validates it, for both clients.
+    assert JSONDeserializer(None, schema_registry_client=ours)(data, ctx) == order
+    assert ConfluentJSONDeserializer(None, schema_registry_client=theirs)(data, cctx) == order
+    # use.latest.version: the latest (v2) does, and refuses it; so does a given schema, over the writer's.
+    latest = {"use.latest.version": True}
+    with pytest.raises(SerializationError, match="'note' is a required property"):
+        JSONDeserializer(None, schema_registry_client=ours, conf=latest)(data, ctx)
+    with pytest.raises(ConfluentSerializationError):
+        ConfluentJSONDeserializer(None, schema_registry_client=theirs, conf=latest)(data, cctx)
+    with pytest.raises(SerializationError, match="'note' is a required property"):
+        JSONDeserializer(v2_str, schema_registry_client=ours)(data, ctx)
+    with pytest.raises(ConfluentSerializationError):
+        ConfluentJSONDeserializer(v2_str, schema_registry_client=theirs)(data, cctx)
+    # The serializer with use.latest.version frames v2's id and validates against v2, byte for byte confluent's.
+    conf = {"use.latest.version": True, "auto.register.schemas": False}
+    with pytest.raises(SerializationError, match="'note' is a required property"):
+        JSONSerializer(None, ours, conf=conf)(order, ctx)
+    noted = {**order, "note": "n"}
+    mine = JSONSerializer(None, ours, conf=conf)(noted, ctx)
+    assert mine is not None and int.from_bytes(mine[1:5], "big") == v2_id
+    assert mine == ConfluentJSONSerializer(v2_str, theirs, conf=conf)(noted, cctx)

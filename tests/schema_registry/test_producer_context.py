@@ -18,7 +18,7 @@ from kafkajet.serialization import (
 )
 from kafkajet.testing import MockCluster
 
-pytestmark = [pytest.mark.mock_cluster(brokers=1, topics={"t": 1}), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.mock_cluster(brokers=1, topics={"t": 1, "u": 1}), pytest.mark.timeout(120)]
 
 
 class Recording:
@@ -71,6 +71,18 @@ def test_send_and_send_batch_pass_topic_field_and_headers(cluster: MockCluster) 
     assert [r.key for r in records[:3]] == [b"key:t:k1", b"key:t:k2", b"key:t:k3"]
     # Headers a serializer adds travel with the record (the header form of the schema id needs this).
     assert ("added-by-serializer", b"value") in list(records[0].headers)
+
+
+def test_records_without_headers_get_their_own_topics_context(cluster: MockCluster) -> None:
+    values = Recording()
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, value_serializer=values) as p:
+        for topic in ("t", "u", "t", "u"):  # the context reused per topic, never another topic's
+            p.send(topic, value=topic).result(timeout=30)
+        p.send("u", value="h", headers=[("a", b"1")]).result(timeout=30)
+    assert [(o, t, h) for o, t, _, h in values.seen] == [("t", "t", None), ("u", "u", None), ("t", "t", None),
+                                                          ("u", "u", None),
+                                                          ("h", "u", [("a", b"1"), ("added-by-serializer", b"value")])]
+    assert [r.value for r in cluster.records("u", 0)] == [b"value:u:u", b"value:u:u", b"value:u:h"]
 
 
 def test_a_failing_context_serializer_names_the_topic(cluster: MockCluster) -> None:

@@ -4,6 +4,7 @@ other's, a record of another message type refused. The message classes are built
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from kafkajet.schema_registry import (
     MessageField,
     ProtobufDeserializer,
     ProtobufSerializer,
+    Schema,
     SchemaRegistryClient,
     SerializationContext,
 )
@@ -112,3 +114,24 @@ def test_an_imported_file_is_registered_as_a_reference(ours: SchemaRegistryClien
     assert ConfluentProtobufDeserializer(payment, {"use.deprecated.format": False}, theirs)(
         framed, CContext(topic_name, CField.VALUE)) == msg
     assert ProtobufDeserializer(payment, None, ours)(framed, ctx) == msg
+
+
+def test_use_latest_version_frames_the_subjects_latest_id(ours: SchemaRegistryClient, theirs: ConfluentClient,
+                                                          topic_name: str) -> None:
+    order = M["Order"](id=3, item="cup")
+    ctx, cctx = SerializationContext(topic_name, MessageField.VALUE), CContext(topic_name, CField.VALUE)
+    registered = ProtobufSerializer(M["Order"], ours)(order, ctx)
+    # A later version of the subject (another description of the same messages): "latest" means it.
+    v2 = descriptor_pb2.FileDescriptorProto()
+    M["Order"].DESCRIPTOR.file.CopyToProto(v2)
+    v2.message_type[1].field.add(name="note", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    latest_id = ours.register_schema(f"{topic_name}-value",
+                                     Schema(base64.b64encode(v2.SerializeToString()).decode(), "PROTOBUF"))
+    assert registered is not None and latest_id != int.from_bytes(registered[1:5], "big")
+    conf = {"use.latest.version": True, "auto.register.schemas": False}
+    mine = ProtobufSerializer(M["Order"], ours, conf)(order, ctx)
+    assert mine is not None and int.from_bytes(mine[1:5], "big") == latest_id
+    assert mine == ConfluentProtobufSerializer(M["Order"], theirs, conf)(order, cctx)
+    # The deserializer takes the setting as confluent-kafka's does: the message class decides the decoding.
+    assert ProtobufDeserializer(M["Order"], {"use.latest.version": True}, ours)(mine, ctx) == order
+    assert ConfluentProtobufDeserializer(M["Order"], {"use.latest.version": True}, theirs)(mine, cctx) == order

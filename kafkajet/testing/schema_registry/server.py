@@ -149,8 +149,8 @@ class _Api:
         self.state.subject(subject, deleted)
         from kafkajet.testing.schema_registry.store import validate
 
-        validate(stype, schema)
-        v = self.state.find(subject, stype, schema, _flag(q, "normalize"), deleted)
+        validate(stype, schema, self.state.referenced(refs) if stype == "AVRO" else [])
+        v = self.state.find(subject, stype, schema, _flag(q, "normalize"), deleted, refs)
         if v is None:
             raise RegistryError(404, 40403, "Schema not found")
         return self._version_body(subject, v)
@@ -195,7 +195,7 @@ class _Api:
             against = [self.state.version(subject, version)]
             # Against one version the check is that version's, not the level's transitive history.
             level = self.state.level(subject).removesuffix("_TRANSITIVE")
-        problems = self.state.incompatibilities(subject, stype, schema, against, level)
+        problems = self.state.incompatibilities(subject, stype, schema, against, level, refs)
         out: dict[str, Any] = {"is_compatible": not problems}
         if _flag(q, "verbose"):
             out["messages"] = problems

@@ -66,13 +66,21 @@ def canonical(schema_type: str, schema: str, normalize: bool) -> str:
     return schema.strip()
 
 
-def validate(schema_type: str, schema: str) -> Any:
-    """The parsed schema for compatibility checks (Avro); RegistryError 42201 if it is not valid."""
+def references_key(references: list[dict[str, Any]]) -> str:
+    """What two registrations' references are compared by: the same text with other references is another
+    schema."""
+    return json.dumps([{"name": r.get("name"), "subject": r.get("subject"), "version": int(r.get("version", 0))}
+                       for r in references], separators=(",", ":")) if references else ""
+
+
+def validate(schema_type: str, schema: str, referenced: list[str] | tuple[str, ...] = ()) -> Any:
+    """The parsed schema for compatibility checks (Avro), with the named types of the schemas its references
+    name (`referenced`, their texts); RegistryError 42201 if it is not valid."""
     if schema_type not in SCHEMA_TYPES:
         raise RegistryError(422, 42201, f"Invalid schema type {schema_type!r}: expected one of {SCHEMA_TYPES}")
     if schema_type == "AVRO":
         try:
-            return compatibility.parse(schema)
+            return compatibility.parse(schema, referenced)
         except compatibility.InvalidSchemaError as e:
             raise RegistryError(422, 42201, f"Invalid schema: {e}") from None
     if schema_type == "JSON":
@@ -115,7 +123,8 @@ class RegistryState:
                         stype = value.get("schemaType") or "AVRO"
                         self.schemas[sid] = StoredSchema(sid, stype, value["schema"], value.get("references") or [],
                                                          value.get("guid") or self._guid(stype, value["schema"]))
-                        self._by_text[(stype, canonical(stype, value["schema"], False), "")] = sid
+                        self._by_text[(stype, canonical(stype, value["schema"], False),
+                                       references_key(value.get("references") or []))] = sid
                     subj.versions.append(Version(number, sid, bool(value.get("deleted"))))
                     subj.versions.sort(key=lambda v: v.version)
                 if not subj.versions:
@@ -171,53 +180,80 @@ class RegistryState:
     def level(self, subject: str | None) -> str:
         return self.levels.get(subject, self.global_level) if subject is not None else self.global_level
 
-    def find(self, subject: str, schema_type: str, schema: str, normalize: bool, deleted: bool = False) -> Version | None:
+    def find(self, subject: str, schema_type: str, schema: str, normalize: bool, deleted: bool = False,
+             references: list[dict[str, Any]] | None = None) -> Version | None:
         subj = self.subjects.get(subject)
         if subj is None:
             return None
         text = canonical(schema_type, schema, normalize)
+        refs = references_key(references or [])
         for v in reversed(subj.versions if deleted else subj.live()):
             s = self.schemas[v.schema_id]
-            if s.schema_type == schema_type and canonical(s.schema_type, s.schema, normalize) == text:
+            if (s.schema_type == schema_type and canonical(s.schema_type, s.schema, normalize) == text
+                    and references_key(s.references) == refs):
                 return v
         return None
+
+    def referenced(self, references: list[dict[str, Any]]) -> list[str]:
+        """The texts of the schemas `references` name, and of theirs, dependencies first, each once;
+        RegistryError 42201 naming a reference whose subject or version is not here."""
+        out: list[str] = []
+        seen: set[int] = set()
+
+        def visit(refs: list[dict[str, Any]], chain: tuple[int, ...]) -> None:
+            for r in refs:
+                try:
+                    v = self.version(str(r.get("subject")), str(r.get("version", "latest")))
+                except RegistryError:
+                    raise RegistryError(422, 42201, f"Invalid schema: reference {r.get('name')!r} names subject "
+                                        f"{r.get('subject')!r} version {r.get('version')}, which is not "
+                                        f"registered") from None
+                if v.schema_id in seen or v.schema_id in chain:
+                    continue
+                s = self.schemas[v.schema_id]
+                visit(s.references, (*chain, v.schema_id))
+                seen.add(v.schema_id)
+                out.append(s.schema)
+
+        visit(references, ())
+        return out
 
     # --- writes --------------------------------------------------------------------------------------
 
     def incompatibilities(self, subject: str, schema_type: str, schema: str, against: list[Version] | None = None,
-                          level: str | None = None) -> list[str]:
-        parsed = validate(schema_type, schema)
+                          level: str | None = None, references: list[dict[str, Any]] | None = None) -> list[str]:
+        parsed = validate(schema_type, schema, self.referenced(references or []) if schema_type == "AVRO" else [])
         level = level or self.level(subject)
         subj = self.subjects.get(subject)
         previous = against if against is not None else ([] if subj is None else subj.live())
         if level == "NONE" or not previous:
             return []
-        others = [self.schemas[v.schema_id].schema for v in previous
-                  if self.schemas[v.schema_id].schema_type == schema_type]
+        olds = [s for s in (self.schemas[v.schema_id] for v in previous) if s.schema_type == schema_type]
         if schema_type == "JSON":
-            return compatibility.check(level, json.loads(schema), [json.loads(s) for s in others],
+            return compatibility.check(level, json.loads(schema), [json.loads(s.schema) for s in olds],
                                        json_compatibility.incompatibilities)
         if schema_type == "PROTOBUF":
             return compatibility.check(level, protobuf_compatibility.parse(schema),
-                                       [protobuf_compatibility.parse(s) for s in others],
+                                       [protobuf_compatibility.parse(s.schema) for s in olds],
                                        protobuf_compatibility.incompatibilities)
-        return compatibility.check(level, parsed, [compatibility.parse(s) for s in others])
+        return compatibility.check(level, parsed,
+                                   [compatibility.parse(s.schema, self.referenced(s.references)) for s in olds])
 
     def register(self, subject: str, schema_type: str, schema: str, references: list[dict[str, Any]],
                  normalize: bool) -> tuple[int, int, str]:
         """(id, version, guid): the existing registration if the subject has this schema, else a new version."""
         with self._lock:
-            existing = self.find(subject, schema_type, schema, normalize)
+            existing = self.find(subject, schema_type, schema, normalize, references=references)
             if existing is not None:
                 return existing.schema_id, existing.version, self.schemas[existing.schema_id].guid
-            problems = self.incompatibilities(subject, schema_type, schema)
+            problems = self.incompatibilities(subject, schema_type, schema, references=references)
             if problems:
                 raise RegistryError(
                     409, 409, f"Schema being registered is incompatible with an earlier schema for subject "
                     f"\"{subject}\", details: [{'; '.join(problems)}] (compatibility level "
                     f"{self.level(subject)})")
             text = canonical(schema_type, schema, normalize)
-            sid = self._by_text.get((schema_type, text, ""))
+            sid = self._by_text.get((schema_type, text, references_key(references)))
             if sid is None:
                 sid = max(self.schemas, default=0) + 1
                 stored = schema if not normalize else text
