@@ -117,10 +117,12 @@ class JSONDeserializer(BaseDeserializer[Any]):
         subject's latest version, else the schema given, else the writer's (found by the record's id)."""
         if self._registry is None:
             return self._reader
+        # Looked up even when another schema validates, as confluent-kafka does: an id the registry does not
+        # know is a record this reader cannot vouch for, and fails here rather than passing a given schema.
+        writer = self._writer_schema(ref, ctx)
         if self._use_latest:
-            writer = self._writer_schema(ref, ctx)
             return self._latest_reader(ctx, writer.schema.get("title"))
-        return self._reader if self._reader is not None else self._writer_schema(ref, ctx)
+        return self._reader if self._reader is not None else writer
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:

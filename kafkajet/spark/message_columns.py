@@ -49,7 +49,11 @@ class RecordDecoder:
             from kafkajet.spark.json_schema_types import Mismatch
             from kafkajet.spark.json_schema_types import converter as json_converter
 
-            self._deserialize = JSONDeserializer(column.schema_str, schema_registry_client=client)
+            # A planned (registry) schema is the reader's shape, not its validator: a record is checked against
+            # the schema it was written with, so a newer version (a property added under a closed model)
+            # reads into the planned columns. A schema the user gave (jsonSchema) is theirs to enforce.
+            validate_with = column.schema_str if column.schema_id is None else None
+            self._deserialize = JSONDeserializer(validate_with, schema_registry_client=client)
             self._convert = json_converter(json.loads(column.schema_str))
             self._errors = (SerializationError, Mismatch)
 
