@@ -64,6 +64,12 @@ class RecordAccumulator:
         self._retry_backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.2)
         self._lock = threading.Lock()
         self._queues: dict[TopicPartitionKey, deque[ProducerBatch]] = {}
+        # append()'s last partition and its deque (a deque, once made, stays in _queues): the sticky partitioner
+        # sends run after run of records to one partition, and the (topic, partition) key and its lookup cost as
+        # much as the rest of an append's bookkeeping. -1: no partition yet.
+        self._last_topic = ""
+        self._last_partition = -1
+        self._last_queue: deque[ProducerBatch] = deque()
         self._incomplete: set[ProducerBatch] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes = 0
@@ -86,11 +92,16 @@ class RecordAccumulator:
     ) -> tuple[RecordFuture, bool]:
         """Append a record; returns its future and whether the sender should be woken (a batch filled or began).
         `callback` is attached to the record in the same lock hold, so it always runs at completion."""
-        tp = (topic, partition)
         with self._lock:
-            dq = self._queues.get(tp)
-            if dq is None:
-                dq = self._queues[tp] = deque()
+            if partition == self._last_partition and topic == self._last_topic:
+                dq = self._last_queue
+            else:
+                tp = (topic, partition)
+                found = self._queues.get(tp)
+                if found is None:
+                    found = self._queues[tp] = deque()
+                dq = found
+                self._last_topic, self._last_partition, self._last_queue = topic, partition, dq
             if dq:
                 last = dq[-1]
                 if not last.full:

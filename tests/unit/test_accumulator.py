@@ -154,6 +154,19 @@ def test_the_wake_flag_marks_a_new_batch_and_a_filled_one_only() -> None:
     assert quiet and not any(quiet)
 
 
+def test_each_record_joins_its_own_topic_and_partitions_batch_whatever_came_before() -> None:
+    # append() remembers the last partition's deque: a record for another topic with the same partition
+    # number, or for another partition of the same topic, must not land there.
+    acc = make(Clock())
+    sent = [("t", 0), ("t", 0), ("u", 0), ("t", 0), ("t", 1), ("u", 0), ("u", 1), ("t", 1), ("t", 0)]
+    for i, (topic, partition) in enumerate(sent):
+        fut, _ = acc.append(topic, partition, 0, None, b"%d" % i, None, None)
+        assert (fut._batch.topic, fut._batch.partition) == (topic, partition)
+    for tp in set(sent):
+        (batch,) = acc._queues[tp]
+        assert [r.value for r in batch.records()] == [b"%d" % i for i, sent_to in enumerate(sent) if sent_to == tp]
+
+
 def test_a_record_larger_than_batch_size_opens_a_batch_sized_for_it() -> None:
     acc = make(Clock(), batch_size=1024)
     acc.append("t", 0, 0, b"k", b"v" * 5000, [("h", b"1")], None)
