@@ -42,6 +42,12 @@ _callback_log = logging.getLogger("kafkajet.producer.futures")
 _new_tuple = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
 
 
+def record_future(batch: ProducerBatch, index: int, timestamp: int, key: bytes | None,
+                  value: bytes | None) -> RecordFuture:
+    """The future of the record try_add() put at `index` of `batch`."""
+    return RecordFuture(batch, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+
+
 def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:
     """Run the delivery callbacks of a completed batch's records (CallbackEntries), in send order; one that raises
     is logged and the rest still run."""
@@ -138,8 +144,8 @@ class ProducerBatch:
         self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
         self._lock = threading.Lock()
         self._listeners: list[tuple[RecordFuture, int]] | None = None  # with the record's index here
-        # send(callback=): (record index, callback, the record's future) in send order. Appended only while the
-        # batch is open in its deque, under the accumulator's lock, where it cannot complete: no batch lock.
+        # send(callback=): CallbackEntries, in send order. Appended only while the batch is open in its deque,
+        # under the accumulator's lock, where it cannot complete: no batch lock.
         self.callbacks: CallbackEntries | None = None
         self.is_split = False
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
@@ -147,7 +153,17 @@ class ProducerBatch:
 
     def try_append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
                    callback: DeliveryCallback | None = None) -> RecordFuture | None:
-        """Append one record (the hot path: one call per send()), or return None when it does not fit."""
+        """Append one record and make its future, or return None when it does not fit."""
+        index = self.try_add(timestamp, key, value, headers, callback)
+        return None if index < 0 else record_future(self, index, timestamp, key, value)
+
+    def try_add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers,
+                callback: DeliveryCallback | None = None) -> int:
+        """Append one record (the hot path: one call per send()): its index in the batch, or -1 when it does not
+        fit. The accumulator makes the record's future (record_future()) once it has let go of its lock: the
+        future's class is Python (a concurrent.futures.Future, which mypyc cannot compile), and a switch of the
+        GIL at its __init__ inside the lock left the sender thread blocked on that lock, a convoy of context
+        switches."""
         buf = self.buf
         count = self.count
         if count == 0:
@@ -157,7 +173,7 @@ class ProducerBatch:
         if end > self.limit and count and not self.grow_to(end):
             del buf[mark:]
             self.full = True
-            return None
+            return -1
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
@@ -165,11 +181,10 @@ class ProducerBatch:
             self.max_record = end - mark
         if end >= self.max_limit:
             self.full = True
-        key_size = -1 if key is None else len(key)
-        value_size = -1 if value is None else len(value)
         if callback is not None:
-            self._keep_callback(count, callback, timestamp, key_size, value_size)
-        return RecordFuture(self, count, timestamp, key_size, value_size)
+            self._keep_callback(count, callback, timestamp, -1 if key is None else len(key),
+                                -1 if value is None else len(value))
+        return count
 
     def _keep_callback(self, index: int, fn: DeliveryCallback, timestamp: int, key_size: int,
                        value_size: int) -> None:
@@ -189,10 +204,9 @@ class ProducerBatch:
         return end <= self.max_limit and grow is not None and grow(self, end)
 
     def _encode(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> int | None:
-        """try_append() for records that already have a future elsewhere (a split): the offset delta, or None."""
-        if self.try_append(timestamp, key, value, headers) is None:
-            return None
-        return self.count - 1
+        """try_add() for records that already have a future elsewhere (a split): the offset delta, or None."""
+        index = self.try_add(timestamp, key, value, headers)
+        return None if index < 0 else index
 
     def append_run(self, indices: Sequence[int], pos: int, timestamps: Sequence[int],
                    keys: Sequence[bytes | None], values: Sequence[bytes | None],
