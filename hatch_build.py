@@ -4,7 +4,8 @@ extension modules beside them. The .py files stay the reference and the fallback
 mypyc, not Cython, by benchmarks/compile_bound.py's figures: compiling the same unchanged files, Cython's
 generic attribute and call code gained nothing over CPython 3.11's specialising interpreter (1.07x on send()),
 while mypyc's native classes and typed attributes made send() 2x faster. mypyc refuses producer.py (weak
-references) and futures.py (a concurrent.futures.Future subclass): they stay Python.
+references) and futures.py (a concurrent.futures.Future subclass): they stay Python, and send()'s per-record
+work lives in send_path.py, which compiles.
 
 hatchling runs this as a build hook (pyproject.toml [tool.hatch.build.targets.wheel.hooks.custom]):
 - the modules are built in place, beside their sources (again only when a source changed since the last build),
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 # What profiling benchmarks/send_cost.py showed the caller's and the sender's threads spend their time in,
-# less what mypyc refuses (producer.py, futures.py) and buffer_pool.py (once per batch, not per record; the
+# less what mypyc refuses (producer.py, futures.py: send_path.py holds send()'s per-record work) and buffer_pool.py (once per batch, not per record; the
 # tests subclass BufferPool, which a compiled class refuses to interpreted code).
 MODULES = [
     "kafkajet/clock.py",
@@ -38,6 +39,7 @@ MODULES = [
     "kafkajet/producer/accumulator.py",
     "kafkajet/producer/partitioner.py",
     "kafkajet/producer/sender.py",
+    "kafkajet/producer/send_path.py",
     # The Avro serializer's per-field encoders (stdlib only): most of a registered Avro record's send() cost.
     "kafkajet/avro_binary.py",
 ]

@@ -13,7 +13,7 @@ from kafkajet.clock import Clock, now_ms
 from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from kafkajet.network.backoff import ExponentialBackoff
-from kafkajet.producer.batch import Columns, Headers, ProducerBatch
+from kafkajet.producer.batch import Columns, Headers, ProducerBatch, record_future
 from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment
 from kafkajet.producer.idempotence import IdempotenceManager
@@ -64,6 +64,12 @@ class RecordAccumulator:
         self._retry_backoff = ExponentialBackoff(retry_backoff_ms, 2, retry_backoff_max_ms, 0.2)
         self._lock = threading.Lock()
         self._queues: dict[TopicPartitionKey, deque[ProducerBatch]] = {}
+        # append()'s last partition and its deque (a deque, once made, stays in _queues): the sticky partitioner
+        # sends run after run of records to one partition, and the (topic, partition) key and its lookup cost as
+        # much as the rest of an append's bookkeeping. -1: no partition yet.
+        self._last_topic = ""
+        self._last_partition = -1
+        self._last_queue: deque[ProducerBatch] = deque()
         self._incomplete: set[ProducerBatch] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes = 0
@@ -86,40 +92,55 @@ class RecordAccumulator:
     ) -> tuple[RecordFuture, bool]:
         """Append a record; returns its future and whether the sender should be woken (a batch filled or began).
         `callback` is attached to the record in the same lock hold, so it always runs at completion."""
-        tp = (topic, partition)
+        added: ProducerBatch | None = None
+        index = -1
+        wake = False
         with self._lock:
-            dq = self._queues.get(tp)
-            if dq is None:
-                dq = self._queues[tp] = deque()
+            if partition == self._last_partition and topic == self._last_topic:
+                dq = self._last_queue
+            else:
+                tp = (topic, partition)
+                found = self._queues.get(tp)
+                if found is None:
+                    found = self._queues[tp] = deque()
+                dq = found
+                self._last_topic, self._last_partition, self._last_queue = topic, partition, dq
             if dq:
                 last = dq[-1]
                 if not last.full:
                     before = len(last.buf)
-                    fut = last.try_append(timestamp, key, value, headers, callback)
-                    if fut is not None:
+                    index = last.try_add(timestamp, key, value, headers, callback)
+                    if index >= 0:
+                        added = last
                         # Only news wakes the sender: this batch just became ready (reached batch.size) or
                         # closed. Waking for each append while the sender waits for in-flight room was a
                         # wake-up (and a GIL hand-over) per record.
-                        return fut, last.full or before < self.batch_size <= len(last.buf)
-            self._appends_in_progress += 1
-        try:
-            size = self._capacity_for(key, value, headers)
-            buf = self._allocate(size, deadline_ms)
-            with self._lock:
-                self._refuse_if_closed(buf, size)
-                if dq and not dq[-1].full:
-                    fut = dq[-1].try_append(timestamp, key, value, headers, callback)
-                    if fut is not None:
-                        # Another thread opened a batch while we waited for memory.
-                        self.pool.deallocate(buf, size)
-                        return fut, self._sendable(dq[-1])
-                batch = self._new_batch(topic, partition, dq, buf, size)
-                fut = batch.try_append(timestamp, key, value, headers, callback)
-                assert fut is not None  # the first record of an empty batch always goes in
-                return fut, True
-        finally:
-            with self._lock:
-                self._appends_in_progress -= 1
+                        wake = last.full or before < self.batch_size <= len(last.buf)
+            if added is None:
+                self._appends_in_progress += 1
+        if added is None:
+            try:
+                size = self._capacity_for(key, value, headers)
+                buf = self._allocate(size, deadline_ms)
+                with self._lock:
+                    self._refuse_if_closed(buf, size)
+                    if dq and not dq[-1].full:
+                        index = dq[-1].try_add(timestamp, key, value, headers, callback)
+                        if index >= 0:
+                            # Another thread opened a batch while we waited for memory.
+                            added = dq[-1]
+                            self.pool.deallocate(buf, size)
+                            wake = self._sendable(added)
+                    if added is None:
+                        added = self._new_batch(topic, partition, dq, buf, size)
+                        index = added.try_add(timestamp, key, value, headers, callback)
+                        assert index >= 0  # the first record of an empty batch always goes in
+                        wake = True
+            finally:
+                with self._lock:
+                    self._appends_in_progress -= 1
+        # Outside the lock: see ProducerBatch.try_add().
+        return record_future(added, index, timestamp, key, value), wake
 
     def _sendable(self, batch: ProducerBatch) -> bool:
         """Whether a batch may go without waiting out linger.ms: closed, or at batch.size (Java's meaning of

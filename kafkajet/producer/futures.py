@@ -38,32 +38,6 @@ DeliveryCallback = Callable[[RecordMetadata, "BaseException | None"], object]
 """send(callback=fn): fn(metadata, exception) once per record, on the sender thread. On failure `metadata` has
 the topic and partition and -1 elsewhere, as Java's."""
 
-_new_tuple = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
-
-
-def fire_callbacks(batch: BatchView, callbacks: Sequence[tuple[int, DeliveryCallback, RecordFuture]]) -> None:
-    """Run the delivery callbacks of a completed batch's records, in send order; one that raises is logged and
-    the rest still run."""
-    topic, partition, error = batch.topic, batch.partition, batch.error
-    if error is not None:
-        failed = _new_tuple(RecordMetadata, (topic, partition, -1, -1, -1, -1))
-        for _, fn, _fut in callbacks:
-            try:
-                fn(failed, error)
-            except Exception:
-                log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
-        return
-    base, append_time = batch.base_offset, batch.log_append_time
-    for index, fn, fut in callbacks:
-        md = _new_tuple(RecordMetadata, (topic, partition, base + index if base >= 0 else -1,
-                                         append_time if append_time >= 0 else fut._timestamp, fut._key_size,
-                                         fut._value_size))
-        try:
-            fn(md, None)
-        except Exception:
-            log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
-
-
 class BatchView(Protocol):
     """What a future needs of the batch that holds its record (batch.ProducerBatch provides it). Futures see
     batches only through this, so this module imports nothing of batch.py, which imports it."""

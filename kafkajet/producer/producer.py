@@ -1,11 +1,8 @@
 """The Producer: send / send_batch / flush / close / transactions / partitions_for / metrics, over the internals
 in the modules beside it (accumulator, sender, partitioner, ...).
 
-Mostly wiring, with one deliberate exception: send() inlines the common case of serialization (bytes pass
-through), the size check and the partition choice instead of calling out to batch_input and the partitioner
-per record. A call costs more than that work does in CPython, and send() is the path every record of a
-send()-based program takes; the unusual cases (serializers, headers, large records, metadata waits) still
-branch off to the modules that own them.
+Mostly wiring. send()'s per-record work is send_path.SendPath's, a module hatch_build.py compiles (this one
+needs weak references, which mypyc refuses); each producer binds its send to that object's.
 """
 
 from __future__ import annotations
@@ -23,20 +20,16 @@ from typing import TYPE_CHECKING, Any
 from kafkajet._build import describe as describe_build
 from kafkajet._version import __version__
 from kafkajet.addresses import check_resolvable
-from kafkajet.clock import now_ms, wall_ms
+from kafkajet.clock import now_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
 from kafkajet.errors import BufferExhaustedError, IllegalStateError, KafkaError, ProducerClosedError
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
-    MAX_TIMESTAMP,
     BatchInput,
     PreparedBatch,
     SizeLimits,
-    check_headers,
     check_lengths,
-    check_timestamp,
-    serialize,
     timestamps_argument,
 )
 from kafkajet.producer.buffer_pool import BufferPool
@@ -52,12 +45,11 @@ from kafkajet.producer.loss_report import report_loss
 from kafkajet.producer.metadata import Cluster, Metadata, PartitionInfo
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.partitioner import (
-    RECORD_OVERHEAD,
     PartitionPlanner,
-    invalid_partition,
     resolve_partitioner,
 )
 from kafkajet.producer.send_gate import SendGate
+from kafkajet.producer.send_path import SendPath
 from kafkajet.producer.sender import Sender
 from kafkajet.producer.transactions import State as TxnState
 from kafkajet.producer.transactions import TransactionalResult, TransactionManager
@@ -126,9 +118,6 @@ class Producer:
         self.client_id: str = cfg["client.id"]
         self._owner_pid = os.getpid()
         self._forked_from: int | None = None
-        # The one flag send() checks on its fast path: set by close(), by fork() in the child and by a fatal
-        # error; _raise_refused() then says which.
-        self._refusing = False
         self._close_called = False
         self._close_lock = threading.Lock()
         self._exit_close_timeout_s = 10.0
@@ -138,21 +127,11 @@ class Producer:
         self._partitioner = resolve_partitioner(cfg["partitioner"], cfg["batch.size"],
                                                 cfg["partitioner.ignore.keys"])
         self._planner = PartitionPlanner(self._partitioner, cfg["batch.size"], cfg["partitioner.ignore.keys"])
-        # send() inlines the default partitioner's two paths: the planner's parts, read from here in one step.
-        self._sticky = self._planner.sticky
-        self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
-        self._key_hashes = self._planner.key_hashes
         self._interceptors: list[Any] = list(cfg["interceptors"] or [])
         self._max_block_ms: float = cfg["max.block.ms"]
         self._buffer_memory: int = cfg["buffer.memory"]
         self._limits = SizeLimits(cfg["max.request.size"], cfg["buffer.memory"])
-        self._check_size = self._limits.check  # bound once: send() calls it for every record with headers
-        self._size_check_threshold = self._limits.threshold
         self._batch_input = BatchInput(self._key_serializer, self._value_serializer, self._limits)
-        # send() skips its serializers for bytes when they are the identity: the same test as the batch paths'.
-        self._key_identity = self._batch_input.key_identity
-        self._value_identity = self._batch_input.value_identity
-        self._serializers_add_headers = self._batch_input.serializers_add_headers
 
         self._metrics = ProducerMetrics()
         self._metadata = Metadata(
@@ -167,7 +146,6 @@ class Producer:
             self._txn = TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"],
                                            self._idempotence, cfg["retry.backoff.ms"])
             self._txn.on_state = self._on_transaction_state
-            self._refusing = True  # until begin_transaction(): send() explains why
         self._accumulator = self._make_accumulator(cfg)
         if self._txn is not None:
             self._accumulator.send_allowed = self._txn.is_send_allowed
@@ -175,6 +153,14 @@ class Producer:
         self._client = self._make_client(cfg)
         self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
+        self._path = SendPath(self._metadata, self._accumulator, self._planner, self._batch_input, self._max_block_ms,
+                              self._wakeup, self._txn, self._interceptors, self._on_send, self._raise_refused,
+                              self.explain_exhausted)
+        # Each record's call goes straight to the (compiled) send path, not through send() below: a Python call
+        # layer costs a tenth of what the compiled send() does. _instrument() wraps this one.
+        self.send = self._path.send  # type: ignore[method-assign]
+        if self._txn is not None:
+            self._refusing = True  # until begin_transaction(): send() explains why
         # What AIOProducer checks before send() so that its event loop never blocks in it.
         self.send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
                                   self.explain_exhausted)
@@ -278,68 +264,17 @@ class Producer:
         raises, the record was not accepted and the callback is not called.
         Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
         """
-        # The hot path: the common case reads a few attributes and calls out only to append; everything
-        # unusual (serializers, headers, big records, metadata waits) branches off to batch_input and the rest.
-        if self._refusing:
-            self._raise_refused("send")
-        if self._interceptors:
-            topic, value, key, headers, partition, timestamp_ms = self._on_send(
-                topic, value, key, headers, partition, timestamp_ms)
-        deadline = None
-        cluster = self._metadata.cluster
-        n = cluster.partition_counts.get(topic)
-        if n is None:
-            if type(topic) is not str or not topic:
-                raise TypeError(f"topic must be a non-empty str, got {topic!r}")
-            deadline = now_ms() + self._max_block_ms
-            cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
-            n = cluster.partition_count(topic) or 0
-        if headers is None and self._serializers_add_headers:
-            headers = []  # a serializer writes the schema id there (Java gives every record its Headers)
-        if key is None or (self._key_identity and type(key) is bytes):
-            kb = key
-        else:
-            kb = serialize(self._key_serializer, key, topic, "key", headers)
-        if value is None or (self._value_identity and type(value) is bytes):
-            vb = value
-        else:
-            vb = serialize(self._value_serializer, value, topic, "value", headers)
-        klen = 0 if kb is None else len(kb)
-        vlen = 0 if vb is None else len(vb)
-        if headers:
-            headers = check_headers(headers)
-            self._check_size(kb, vb, headers)
-        else:
-            headers = None
-            if klen + vlen > self._size_check_threshold:
-                self._check_size(kb, vb, headers)
-        if partition is None:
-            if self._sticky is None:
-                partition = self._partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
-            elif kb is None or self._ignore_keys:
-                partition = self._sticky.take(topic, klen + vlen + RECORD_OVERHEAD, cluster.available_partitions, n)
-            else:
-                h = self._key_hashes.get(kb)
-                if h is None:
-                    h = self._planner.hash_key(kb)
-                partition = h % n
-        elif type(partition) is not int or not 0 <= partition < n:
-            raise invalid_partition(topic, partition, n)
-        if timestamp_ms is None:
-            timestamp_ms = wall_ms()
-        elif type(timestamp_ms) is not int or not 0 <= timestamp_ms <= MAX_TIMESTAMP:
-            timestamp_ms = check_timestamp(timestamp_ms)
-        if self._txn is not None:
-            self._txn.maybe_add_partition((topic, partition))
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable as callback(metadata, exception), got {callback!r}")
-        try:
-            fut, wake = self._accumulator.append(topic, partition, timestamp_ms, kb, vb, headers, deadline, callback)
-        except BufferExhaustedError as e:
-            raise self.explain_exhausted(e)  # noqa: B904  (it sets the connection error as the cause)
-        if wake:
-            self._wakeup()
-        return fut
+        return self._path.send(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    @property
+    def _refusing(self) -> bool:
+        """The one flag send() checks on its fast path: set by close(), by fork() in the child, by a fatal error
+        and outside a transaction; _raise_refused() then says which."""
+        return self._path.refusing
+
+    @_refusing.setter
+    def _refusing(self, refusing: bool) -> None:
+        self._path.refusing = refusing
 
     def send_batch(
         self,

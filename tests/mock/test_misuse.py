@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kafkajet import BatchFuture, Producer
-from kafkajet.errors import IllegalStateError
+from kafkajet import BatchFuture, Producer, SerializationError
+from kafkajet.errors import IllegalStateError, InvalidPartitionError
 from kafkajet.testing import MockCluster
 
 pytestmark = [pytest.mark.mock_cluster(brokers=1, topics={"t": 3, "u": 1}), pytest.mark.timeout(60)]
@@ -56,6 +56,26 @@ def test_a_bad_timestamp_is_refused_and_the_other_records_still_go(
         p.close(10)
         assert time.monotonic() - started < 5, "close() waited for a batch a bad record had wedged"
     assert [r.value for r in cluster.records("t", 0)] == [b"before", b"after"]
+
+
+@pytest.mark.parametrize("kwargs,error,says", [
+    ({"topic": 5}, TypeError, "topic must be a non-empty str, got 5"),
+    ({"topic": b"t"}, TypeError, "topic must be a non-empty str, got b't'"),
+    ({"partition": "1"}, InvalidPartitionError, "Invalid partition '1'"),
+    ({"partition": 1.0}, InvalidPartitionError, "Invalid partition 1.0"),
+    ({"callback": "print"}, TypeError, "callback must be callable"),
+    ({"key": 5}, SerializationError, "key.serializer"),
+])
+def test_an_argument_of_the_wrong_type_gets_the_producers_own_error(
+        cluster: MockCluster, kwargs: dict[str, object], error: type[Exception], says: str) -> None:
+    # send()'s per-record work is compiled (send_path.py): its parameters must not be declared with types the
+    # compiled code would check on entry, which would answer with the compiler's TypeError instead.
+    with Producer(bootstrap_servers=cluster.bootstrap_servers) as p:
+        call: dict[str, object] = {"topic": "u", "value": b"v", **kwargs}
+        with pytest.raises(error) as info:
+            p.send(**call)  # type: ignore[arg-type]
+        assert says in str(info.value)
+        assert p.send("u", b"after").result(timeout=15).partition == 0  # and the producer goes on
 
 
 def test_integral_timestamps_of_other_types_are_taken(cluster: MockCluster) -> None:

@@ -101,7 +101,9 @@ from kafkajet.errors import (  # noqa: E402
     NotLeaderOrFollowerError,
     ProducerClosedError,
 )
+from kafkajet.producer import batch as batch_module  # noqa: E402
 from kafkajet.producer.batch import Columns  # noqa: E402
+from kafkajet.producer.futures import RecordFuture  # noqa: E402
 from kafkajet.producer.idempotence import IdempotenceManager  # noqa: E402
 from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, record_size_upper_bound  # noqa: E402
 
@@ -152,6 +154,19 @@ def test_the_wake_flag_marks_a_new_batch_and_a_filled_one_only() -> None:
     assert flags[first_full_at] is True or flags[first_full_at + 1] is True
     quiet = [f for i, f in enumerate(flags) if i not in (0, first_full_at, first_full_at + 1)]
     assert quiet and not any(quiet)
+
+
+def test_each_record_joins_its_own_topic_and_partitions_batch_whatever_came_before() -> None:
+    # append() remembers the last partition's deque: a record for another topic with the same partition
+    # number, or for another partition of the same topic, must not land there.
+    acc = make(Clock())
+    sent = [("t", 0), ("t", 0), ("u", 0), ("t", 0), ("t", 1), ("u", 0), ("u", 1), ("t", 1), ("t", 0)]
+    for i, (topic, partition) in enumerate(sent):
+        fut, _ = acc.append(topic, partition, 0, None, b"%d" % i, None, None)
+        assert (fut._batch.topic, fut._batch.partition) == (topic, partition)
+    for tp in set(sent):
+        (batch,) = acc._queues[tp]
+        assert [r.value for r in batch.records()] == [b"%d" % i for i, sent_to in enumerate(sent) if sent_to == tp]
 
 
 def test_a_record_larger_than_batch_size_opens_a_batch_sized_for_it() -> None:
@@ -853,3 +868,21 @@ def test_without_guarantee_order_a_partition_is_never_muted_by_default() -> None
     for v in (b"a", b"b"):
         acc.append("t", 0, 0, None, v, None, None)
         assert len(acc.drain(cluster, [1], 1 << 20, 0)[1]) == 1
+
+
+def test_a_records_future_is_made_after_the_accumulator_lets_go_of_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The future's class is Python even in the compiled build; the interpreter may hand the GIL to the sender
+    # thread at its __init__, and inside the lock the sender then blocked on the lock (py-spy: 69% of its
+    # samples in a send(callback=) loop). Appends to an open batch and ones that open a batch alike.
+    acc = make(Clock(), batch_size=256)
+    made_under_lock: list[bool] = []
+
+    class Watched(RecordFuture):
+        def __init__(self, *args: Any) -> None:
+            made_under_lock.append(acc._lock.locked())
+            super().__init__(*args)
+
+    monkeypatch.setattr(batch_module, "RecordFuture", Watched)
+    futs = [acc.append("t", i % 2, 0, None, b"x" * 100, None, None, lambda md, e: None)[0] for i in range(8)]
+    assert len({id(f._batch) for f in futs}) >= 4  # some appends opened a batch
+    assert made_under_lock == [False] * 8

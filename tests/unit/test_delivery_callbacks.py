@@ -4,6 +4,7 @@ retries, splits, expiry and close(0). Driven pass by pass with the fake network 
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import pytest
@@ -110,6 +111,25 @@ def test_callbacks_follow_records_into_the_parts_of_a_split_batch() -> None:
     assert calls.tags() == list(range(10))
     assert [md.offset for _, md, _ in calls.calls] == [100, 101, 102, 103, 104, 200, 201, 202, 203, 204]
     assert all(exc is None for _, _, exc in calls.calls)
+    # The rest of each record's metadata moved with its callback.
+    assert [(md.timestamp, md.serialized_key_size, md.serialized_value_size) for _, md, _ in calls.calls] == [
+        (1_000 + i, -1, len(b"r%d" % i)) for i in range(10)]
+
+
+def test_a_callback_does_not_keep_its_records_future_alive() -> None:
+    # Fire and forget with a callback: the batch holds the callback and the metadata it needs, not the future,
+    # so the caller's dropped future is freed at once (and the garbage collector has nothing per record to scan).
+    rig = make_rig()
+    rig.connect()
+    calls = Calls()
+    fut = send(rig, calls, 0, value=b"abc")
+    gone = weakref.ref(fut)
+    del fut
+    assert gone() is None
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=7))
+    rig.run()
+    assert calls.calls == [(0, RecordMetadata(TOPIC, 0, 7, 1_000, -1, 3), None)]
 
 
 def test_abort_all_calls_back_in_send_order_within_each_partition() -> None:
