@@ -62,13 +62,16 @@ def spawn(argv: list[str], label: str, timeout_s: float = 900, *, cwd: str | Non
     return result
 
 
-def paired_loop_args(doc: str) -> argparse.Namespace:
-    """The options of the scripts that time one send() loop in two forms, interleaved, each run in a child:
-    records per run, repetitions, and (given only to the child) the worker's three arguments."""
+def paired_loop_args(doc: str, extra: Callable[[argparse.ArgumentParser], object] | None = None) -> argparse.Namespace:
+    """The options of the scripts that time one send() loop in several forms, interleaved, each run in a
+    child: records per run, repetitions, and (given only to the child) the worker's three arguments; `extra`
+    adds a script's own."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--worker", nargs=3)
+    if extra is not None:
+        extra(ap)
     return ap.parse_args()
 
 

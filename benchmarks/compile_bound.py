@@ -1,16 +1,19 @@
-"""Cython against mypyc on the send() path: the measurement that chose the compiler of issue 30.
+"""What compiling the send() path unchanged buys, by compiler: the measurement that chose mypyc for issue 30.
 
-    .venv/bin/python benchmarks/compile_bound.py [--records 300000] [--reps 3]
+    .venv/bin/python benchmarks/compile_bound.py [--records 300000] [--reps 3] [--compilers cython,mypyc]
 
-Copies the package three times to a temporary directory: as it is (interpreted), with the send path's
+Copies the package to a temporary directory as it is (interpreted) and once per compiler: with the send path's
 modules compiled by Cython in pure-Python mode (hatch_build.py's CYTHON_MODULES, unchanged, producer.py and
 futures.py included), and with the modules mypyc accepts unchanged compiled by mypyc (hatch_build.py's
-MODULES: mypyc refuses producer.py's weak references and futures.py's Future subclass). Runs the same send() loop, plain and with a
-delivery callback, against each copy in its own process, interleaved. Needs Cython, mypyc and a C compiler.
+MODULES: mypyc refuses producer.py's weak references and futures.py's Future subclass). Runs the same send()
+loop, plain and with a delivery callback, against each copy in its own process, interleaved. Needs a C
+compiler and each compiler asked for (`--compilers mypyc` when Cython is not installed).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import statistics
@@ -20,12 +23,34 @@ import tempfile
 from pathlib import Path
 
 from _common import create_topic, paired_loop_args, spawn
-from mypyc_bound import worker
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 BUILT = shutil.ignore_patterns("*.so", "*.c", "_extensions.json", "__pycache__")
+COMPILERS = ("cython", "mypyc")
+
+
+def worker(bootstrap: str, topic: str, n: int, callback: bool) -> None:
+    """send_cost.py's kafkajet loop, against whichever copy of the package PYTHONPATH put first."""
+    from send_cost import run
+
+    import kafkajet
+
+    r = run("kafkajet callback" if callback else "kafkajet", bootstrap, topic, n)
+    print(json.dumps({"file": kafkajet.__file__, "rps": n / r["wall"], "caller_us": r["main"] / n * 1e6,
+                      "acked": r["ok"]}))
+
+
+def compilers_option(ap: argparse.ArgumentParser) -> None:
+    def names(text: str) -> list[str]:
+        chosen = [c for c in COMPILERS if c in text.split(",")]  # in COMPILERS' order, each once
+        if not chosen or set(text.split(",")) - set(COMPILERS):
+            raise argparse.ArgumentTypeError(f"a comma-separated choice of {', '.join(COMPILERS)}: {text!r}")
+        return chosen
+
+    ap.add_argument("--compilers", type=names, default=list(COMPILERS),
+                    help="which compiled copies to time against the interpreted one (default: cython,mypyc)")
 
 
 def build(dest: Path, compiler: str) -> None:
@@ -41,7 +66,7 @@ def build(dest: Path, compiler: str) -> None:
 
 
 def main() -> None:
-    args = paired_loop_args(__doc__)
+    args = paired_loop_args(__doc__, compilers_option)
     if args.worker:
         bootstrap, topic, mode = args.worker
         worker(bootstrap, topic, args.records, mode == "callback")
@@ -49,11 +74,11 @@ def main() -> None:
     from kafkajet.testing import EmbeddedBroker
 
     with tempfile.TemporaryDirectory(prefix="kafkajet-compile-") as tmp:
-        copies = {"interpreted": Path(tmp) / "pure", "cython": Path(tmp) / "cython", "mypyc": Path(tmp) / "mypyc"}
+        copies = {"interpreted": Path(tmp) / "pure", **{c: Path(tmp) / c for c in args.compilers}}
         shutil.copytree(ROOT / "kafkajet", copies["interpreted"] / "kafkajet", ignore=BUILT)
-        print("  compiling with Cython and mypyc ...", file=sys.stderr, flush=True)
-        build(copies["cython"], "cython")
-        build(copies["mypyc"], "mypyc")
+        print(f"  compiling with {' and '.join(args.compilers)} ...", file=sys.stderr, flush=True)
+        for compiler in args.compilers:
+            build(copies[compiler], compiler)
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
         with EmbeddedBroker() as broker:
@@ -70,16 +95,16 @@ def main() -> None:
                         results.setdefault((mode, name), []).append(r)
                         print(f"  rep {rep + 1}/{args.reps} {mode:8s} {name:11s} {r['rps']:>9,.0f} records/s, "
                               f"caller {r['caller_us']:.2f} us per send()", file=sys.stderr, flush=True)
-    print("| send() loop | interpreted records/s | Cython records/s | mypyc records/s | caller us: interpreted, "
-          "Cython, mypyc |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    label = {"interpreted": "interpreted", "cython": "Cython", "mypyc": "mypyc"}
+    print(f"| send() loop | {' | '.join(f'{label[n]} records/s' for n in copies)} "
+          f"| caller us: {', '.join(label[n] for n in copies)} |")
+    print(f"| --- | {' | '.join('---:' for _ in copies)} | --- |")
     for mode in ("plain", "callback"):
         med = {name: statistics.median(r["rps"] for r in results[(mode, name)]) for name in copies}
         cost = {name: statistics.median(r["caller_us"] for r in results[(mode, name)]) for name in copies}
         base = med["interpreted"]
-        print(f"| {mode} | {base:,.0f} | {med['cython']:,.0f} ({med['cython'] / base:.2f}x) "
-              f"| {med['mypyc']:,.0f} ({med['mypyc'] / base:.2f}x) "
-              f"| {cost['interpreted']:.2f}, {cost['cython']:.2f}, {cost['mypyc']:.2f} |")
+        rates = [f"{base:,.0f}", *(f"{med[c]:,.0f} ({med[c] / base:.2f}x)" for c in args.compilers)]
+        print(f"| {mode} | {' | '.join(rates)} | {', '.join(f'{cost[n]:.2f}' for n in copies)} |")
 
 
 if __name__ == "__main__":

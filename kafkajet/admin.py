@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ from kafkajet.errors import (
     NotCoordinatorError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
     make_error,
 )
 from kafkajet.fetch import FetchClient
@@ -88,11 +89,27 @@ class ClusterDescription:
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupListing:
     """A group as ListGroups names it: protocol_type is "consumer" for groups of consumers, and "" on Kafka for
-    a group that only has committed offsets (a "simple" group, as the Spark source commits to)."""
+    a group that only has committed offsets (a "simple" group, as the Spark source commits to). state (e.g.
+    "Stable", "Empty") and type ("classic", "consumer") are None from a broker too old to give them (ListGroups
+    v4 and v5), as Java's ConsumerGroupListing.state() and type() are empty then."""
 
     group_id: str
     protocol_type: str
+    state: str | None = None
+    type: str | None = None
 
+
+
+def list_groups_request_body(version: int, states: Collection[str], types: Collection[str]) -> dict[str, Any]:
+    """ListGroups' body at `version` with the filters asked for; UnsupportedVersionError when the version
+    cannot carry one of them (Java's ListGroupsRequest.Builder.build refuses the same way)."""
+    if states and version < 4:
+        raise UnsupportedVersionError(f"the broker supports ListGroups up to v{version}; filtering groups by "
+                                      f"state ({sorted(states)}) needs v4")
+    if types and version < 5:
+        raise UnsupportedVersionError(f"the broker supports ListGroups up to v{version}; filtering groups by "
+                                      f"type ({sorted(types)}) needs v5")
+    return {"states_filter": list(states), "types_filter": list(types)}
 
 @dataclass(frozen=True, slots=True)
 class PartitionLag:
@@ -325,9 +342,17 @@ class Admin:
         with self._lock:
             self._retry(deadline, timeout_s, what, attempt)
 
-    def list_consumer_groups(self, timeout_s: float = 30) -> list[ConsumerGroupListing]:
+    def list_consumer_groups(self, timeout_s: float = 30, *, states: Collection[str] = (),
+                             types: Collection[str] = ()) -> list[ConsumerGroupListing]:
         """Every group the cluster knows, sorted by id: ListGroups at each broker (each lists the groups it
-        coordinates), as Java's Admin.listConsumerGroups does."""
+        coordinates), as Java's Admin.listConsumerGroups does.
+
+        `states` (e.g. "Stable", "Empty") and `types` ("classic", "consumer"), when given, ask the brokers for
+        only the groups in those states or of those types (ListConsumerGroupsOptions.inGroupStates and
+        withTypes). The brokers filter, not the client: a broker that ignores a filter lists every group. A
+        broker too old for a filter asked for (states: ListGroups v4, types: v5) fails the call with
+        UnsupportedVersionError, as Java's does, rather than listing groups the caller filtered out.
+        """
         deadline = self._deadline(timeout_s)
 
         def attempt() -> list[ConsumerGroupListing]:
@@ -335,12 +360,14 @@ class Admin:
             found: dict[str, ConsumerGroupListing] = {}
             for address in sorted(set(self._brokers.values()) or set(self._bootstrap)):
                 conn = self._connect(address, deadline)
-                body = conn.request(ApiKey.LIST_GROUPS, {}, version=conn.api_version(ApiKey.LIST_GROUPS),
-                                    timeout_s=self._request_timeout_s(deadline))
+                version = conn.api_version(ApiKey.LIST_GROUPS)
+                body = conn.request(ApiKey.LIST_GROUPS, list_groups_request_body(version, states, types),
+                                    version=version, timeout_s=self._request_timeout_s(deadline))
                 self._coordinator_answer(body.get("error_code", NO_ERROR), "", GROUP_COORDINATOR,
                                          f"ListGroups at {format_address(*address)}")
                 for g in body.get("groups") or ():
-                    found[g["group_id"]] = ConsumerGroupListing(g["group_id"], g.get("protocol_type") or "")
+                    found[g["group_id"]] = ConsumerGroupListing(g["group_id"], g.get("protocol_type") or "",
+                                                                g.get("group_state"), g.get("group_type"))
             return [found[k] for k in sorted(found)]
 
         with self._lock:

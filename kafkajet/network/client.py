@@ -353,7 +353,7 @@ class NetworkClient:
         error = node.connect(now, self._setup_timeout.backoff(node.failed_connects))
         if node.sock is None:
             assert error is not None
-            self._fail_setup(node, now, error)
+            self._count_failure(node, ConnectionState.CONNECTING, now, error)  # refused before a socket
             return
         self._step(node, error, now)
 
@@ -432,11 +432,6 @@ class NetworkClient:
 
     # --- closing ----------------------------------------------------------------------------------
 
-    def _fail_setup(self, node: BrokerConnection, now: float, error: KafkaError) -> None:
-        node.addr_index += 1  # the next attempt tries the next resolved address
-        node.failed_connects += 1
-        self._apply_backoff(node, now, error)
-
     def _close(self, node: BrokerConnection, now: float, error: KafkaError, *, failure: bool, record: bool = True,
                request_error: Callable[[InFlightRequest], KafkaError] | None = None) -> None:
         """Close the socket and fail every unfinished request of `node` exactly once with `error` (or what
@@ -447,15 +442,18 @@ class NetworkClient:
         self._pending.extend(node.response(req, None, error if request_error is None else request_error(req), now)
                              for req in node.close())
         if failure:
-            if was is ConnectionState.CONNECTING:
-                node.addr_index += 1
-            if was in SETUP_TIMED_STATES:
-                node.failed_connects += 1  # the next connect gets a longer setup timeout
-            self._apply_backoff(node, now, error if record else None)
+            self._count_failure(node, was, now, error if record else None)
         else:
             log.debug("closed %s: %s", node.describe(), error)
 
-    def _apply_backoff(self, node: BrokerConnection, now: float, error: KafkaError | None) -> None:
+    def _count_failure(self, node: BrokerConnection, was: ConnectionState, now: float,
+                       error: KafkaError | None) -> None:
+        """A failed attempt at `node` whose connection was in state `was`: what the next attempt does
+        differently, then the backoff before it."""
+        if was is ConnectionState.CONNECTING:
+            node.addr_index += 1  # the next attempt tries the next resolved address
+        if was in SETUP_TIMED_STATES:
+            node.failed_connects += 1  # the next connect gets a longer setup timeout
         node.last_attempt_ms = now
         node.reconnect_backoff_ms = self._backoff.backoff(node.failed_attempts)
         if isinstance(error, AuthenticationError):

@@ -32,10 +32,6 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     ApiKey.END_TXN: 4,
     # v4+ batches coordinator keys; kafkajet asks for one key at a time, in v3's shape.
     ApiKey.FIND_COORDINATOR: 3,
-    # v4 adds StatesFilter (and each group's state in the answer), v5 TypesFilter; the admin client lists
-    # every group whatever its state, in v3's shape. (Tansu answers v3-v5 alike: an earlier note here that it
-    # closed on v4 was measured with a pre-release v4 layout.)
-    ApiKey.LIST_GROUPS: 3,
     # The FetchClient's ListOffsets body: v2 takes the isolation level, v4 leader epochs.
     ApiKey.LIST_OFFSETS: 4,
     # v8+ batches groups; the admin client's OffsetFetch body is v7's (require_stable).

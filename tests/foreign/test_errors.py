@@ -62,7 +62,7 @@ def test_retriable_errors_are_retried_and_every_record_is_delivered_once(rdmock:
     # producer (seen: a batch with base sequence 180 stored at offset 0 while sequence 0 was being retried),
     # so there only one in flight (Java's guarantee without the broker's help) is checked for order; the
     # MockCluster and Tansu suites check order with five in flight against brokers that enforce sequences.
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS),
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS, expected=len(records)),
                 order=in_flight == 1)
 
 
@@ -93,7 +93,7 @@ def test_a_non_retriable_error_fails_exactly_the_records_of_its_request(rdmock: 
         assert isinstance(exc, error) and error.name in str(exc), f"record {i} failed with {exc!r}"
     assert rdmock.broker_error_stack_count(1, PRODUCE) == 0
     ok = [i for i, f in enumerate(futures) if f.exception() is None]
-    read = read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS)
+    read = read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS, expected=len(ok))
     check_exact([records[i] for i in ok], [futures[i].result() for i in ok], read)
     # Only broker 1's first request failed: the failures are, in each partition broker 1 leads, the first
     # records sent there (that request's batch), and nothing elsewhere.

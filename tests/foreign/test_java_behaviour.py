@@ -109,7 +109,7 @@ def test_idempotent_producer_keeps_producing_after_a_failed_batch(rdmock: Rdkafk
             seqs = [(b.base_sequence, b.records_count) for b in bs if b.producer_epoch == epoch]
             assert seqs[0][0] == 0 and all(a + n == nxt for (a, n), (nxt, _) in zip(seqs, seqs[1:], strict=False)), \
                 f"partition {partition}, epoch {epoch}: sequences {seqs}"
-    read = [r for r in read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS)
+    read = [r for r in read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS, expected=len(second))
             if r.value is not None and r.value.startswith(b"r2-")]
     check_exact(second, metas2, read)
 
@@ -161,4 +161,5 @@ def test_one_in_flight_keeps_per_key_order_while_leaders_move(rdmock: RdkafkaMoc
                         max_in_flight_requests_per_connection=1, enable_idempotence=False, after_sends=mover.stop)
     assert mover.moves >= 10 and metrics["record-retry-total"] > 0, "no batch met a moved leader"
     assert {m.partition for m in metas} == {partition_for_key(k, TOPIC_PARTITIONS) for k, _ in records}
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS))
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS,
+                                                     expected=len(records)))

@@ -34,7 +34,8 @@ def test_every_codec_to_three_brokers_and_six_partitions(rdmock: RdkafkaMockClus
     records = make_records(3_000, keys=120, value_size=120)
     metas = produce(rdmock, topic, records, compression_type=codec, linger_ms=5)
     assert {m.partition for m in metas} == set(range(TOPIC_PARTITIONS))
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS))
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS,
+                                                     expected=len(records)))
     # The mock stores batches as sent: their attributes show the codec really was applied.
     codecs = {int(b.compression) for bs in stored_batches(rdmock, topic, TOPIC_PARTITIONS).values() for b in bs}
     assert codecs == {CODECS.index(codec)}
@@ -74,7 +75,8 @@ def test_leaders_moving_under_load(rdmock: RdkafkaMockCluster) -> None:
     # Java's producer relies on the broker refusing an out-of-order sequence, and this mock checks sequences
     # only for transactional producers. Order with leaders moving is test_java_behaviour's item 5
     # (one in flight, which Java guarantees without the broker's help).
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS), order=False)
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS, expected=len(records)),
+                order=False)
 
 
 @pytest.mark.timeout(90)
@@ -89,4 +91,5 @@ def test_a_broker_going_down_and_up_mid_stream(rdmock: RdkafkaMockCluster) -> No
     assert outage.done, "the producer finished before the outage was over"
     # The broker led partitions 0 and 3 before, during (their batches waited) and after the outage.
     assert outage.produce_before > 0 and outage.produce_after > outage.produce_before
-    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS))
+    check_exact(records, metas, read_topic_confluent(rdmock.bootstraps, topic, TOPIC_PARTITIONS,
+                                                     expected=len(records)))

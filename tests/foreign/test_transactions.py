@@ -37,7 +37,7 @@ def test_commit_abort_and_offsets_are_accepted_by_librdkafkas_coordinator(rdmock
         p.begin_transaction()
         p.send("txn", b"after-abort", partition=0)
         p.commit_transaction()
-    values = sorted(r.value for r in read_topic_confluent(rdmock.bootstraps, "txn", 6) if r.value is not None)
+    values = sorted(r.value for r in read_topic_confluent(rdmock.bootstraps, "txn", 6, expected=181) if r.value is not None)
     assert values == sorted([b"c%d" % i for i in range(120)] + [b"a%d" % i for i in range(60)] + [b"after-abort"])
     batches = [b for bs in stored_batches(rdmock, "txn", 6).values() for b in bs]
     assert batches and all(b.is_transactional for b in batches)

@@ -7,6 +7,8 @@ import pytest
 
 from kafkajet import Producer
 from kafkajet.admin import Admin, PartitionLag
+from kafkajet.errors import UnsupportedVersionError
+from kafkajet.protocol import ApiKey
 from kafkajet.testing import EmbeddedBroker, MockCluster
 from tests.integration.test_cli import cli
 
@@ -75,3 +77,44 @@ def test_groups_are_listed_from_every_broker_that_coordinates_some(cluster: Mock
         assert len({cluster.coordinator("group", g) for g in groups}) > 1, "the groups must be spread"
         assert [g.group_id for g in admin.list_consumer_groups()] == sorted(groups)
     assert cluster.committed_offsets("g0") == {("t", 0): 1}
+
+
+def test_groups_are_listed_at_v5_with_their_state_and_type(broker: EmbeddedBroker, group_with_lag: str) -> None:
+    # Tansu answers ListGroups v3-v5 with the released layout: the listing carries what v4 and v5 add.
+    with Admin(broker.bootstrap_servers) as admin:
+        (listing,) = [g for g in admin.list_consumer_groups() if g.group_id == group_with_lag]
+        assert listing.type == "classic" and listing.state is not None, listing
+        # Filters a Kafka broker would let this simple group (Empty, classic) through; Tansu takes them.
+        filtered = admin.list_consumer_groups(states=["Empty"], types=["classic"])
+        assert group_with_lag in [g.group_id for g in filtered]
+
+
+@pytest.mark.mock_cluster(brokers=3, topics={"t": 2})
+def test_state_and_type_filters_reach_the_brokers(cluster: MockCluster) -> None:
+    # The MockCluster's groups have no members: each is an Empty classic group, and its brokers filter as
+    # Kafka's do (Tansu takes the filters but ignores them).
+    groups = [f"g{i}" for i in range(6)]
+    with Admin(cluster.bootstrap_servers) as admin:
+        for g in groups:
+            admin.commit_consumer_group_offsets(g, {("t", 0): 1})
+        assert admin.list_consumer_groups(states=["Stable", "PreparingRebalance"]) == []
+        assert admin.list_consumer_groups(types=["consumer"]) == []
+        listed = admin.list_consumer_groups(states=["EMPTY"], types=["Classic"])
+        assert [(g.group_id, g.state, g.type) for g in listed] == [(g, "Empty", "classic") for g in groups]
+    assert {r.version for r in cluster.requests("ListGroups")} == {5}
+
+
+@pytest.mark.mock_cluster(brokers=1, topics={"t": 1})
+def test_a_broker_too_old_for_a_filter_fails_the_listing(cluster: MockCluster,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Listing every group instead would hand back groups the caller filtered out (Java refuses too).
+    from kafkajet.testing.mock import handlers
+
+    monkeypatch.setitem(handlers._VERSIONS, ApiKey.LIST_GROUPS, (0, 3))
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.commit_consumer_group_offsets("old", {("t", 0): 1})
+        with pytest.raises(UnsupportedVersionError, match=r"by state \(\['Empty'\]\) needs v4"):
+            admin.list_consumer_groups(states=["Empty"], timeout_s=10)
+        with pytest.raises(UnsupportedVersionError, match=r"by type \(\['classic'\]\) needs v5"):
+            admin.list_consumer_groups(types=["classic"], timeout_s=10)
+        assert [(g.group_id, g.state, g.type) for g in admin.list_consumer_groups()] == [("old", None, None)]

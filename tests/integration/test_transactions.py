@@ -55,7 +55,7 @@ def test_commit_then_abort_writes_transactional_batches_and_one_marker_per_parti
             for base, count in seqs:
                 assert base == expected, f"{t}-{partition}: sequences {seqs}"
                 expected += count
-        got = read_topic_confluent(broker.bootstrap_servers, t, 3)
+        got = read_topic_confluent(broker.bootstrap_servers, t, 3, expected=42)
         assert sorted(r.value for r in got) == sorted([f"c{i}".encode() for i in range(30)]
                                                       + [f"a{i}".encode() for i in range(12)])
 
@@ -83,7 +83,7 @@ def test_send_is_refused_outside_a_transaction_and_calls_out_of_order_say_what_t
         p.commit_transaction(timeout=30)
         with pytest.raises(IllegalStateError, match="begin_transaction"):
             p.send_batch(topic_name, [b"x"])
-    assert [r.value for r in read_topic_confluent(broker.bootstrap_servers, topic_name, 1)] == [b"inside"]
+    assert [r.value for r in read_topic_confluent(broker.bootstrap_servers, topic_name, 1, expected=1)] == [b"inside"]
 
 
 def test_a_producer_without_transactional_id_has_no_transactions(broker: EmbeddedBroker) -> None:

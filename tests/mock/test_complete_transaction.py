@@ -34,15 +34,15 @@ def hand_over(cluster: MockCluster, txn_id: str, n: int = 30) -> PreparedTransac
         return p.prepare_transaction(30)
 
 
-def values(cluster: MockCluster, isolation: str) -> list[bytes | None]:
-    return sorted(r.value for r in read_topic_confluent(cluster.bootstrap_servers, TOPIC, 3,
+def values(cluster: MockCluster, isolation: str, expected: int) -> list[bytes | None]:
+    return sorted(r.value for r in read_topic_confluent(cluster.bootstrap_servers, TOPIC, 3, expected=expected,
                                                         isolation_level=isolation))
 
 
 def test_a_handed_over_transaction_stays_open_until_committed_by_id(cluster: MockCluster) -> None:
     prepared = hand_over(cluster, "t-commit")
     assert cluster.transaction_state("t-commit") == "Ongoing"  # close() did not abort it
-    assert values(cluster, "read_committed") == []
+    assert values(cluster, "read_committed", 0) == []
     with Admin(cluster.bootstrap_servers) as admin:
         admin.complete_transaction(prepared, commit=True)
         # A driver retrying its commit (the first answer lost) succeeds again; the other outcome is refused.
@@ -50,7 +50,7 @@ def test_a_handed_over_transaction_stays_open_until_committed_by_id(cluster: Moc
         with pytest.raises(InvalidTxnStateError):
             admin.complete_transaction(prepared, commit=False)
     assert cluster.transaction_state("t-commit") == "CompleteCommit"
-    assert values(cluster, "read_committed") == sorted(b"t-commit-%d" % i for i in range(30))
+    assert values(cluster, "read_committed", 30) == sorted(b"t-commit-%d" % i for i in range(30))
 
 
 def test_abort_by_id_hides_the_records_that_were_written(cluster: MockCluster) -> None:
@@ -58,8 +58,8 @@ def test_abort_by_id_hides_the_records_that_were_written(cluster: MockCluster) -
     with Admin(cluster.bootstrap_servers) as admin:
         admin.complete_transaction(prepared, commit=False)
     assert cluster.transaction_state("t-abort") == "CompleteAbort"
-    assert values(cluster, "read_committed") == []
-    assert len(values(cluster, "read_uncommitted")) == 30  # written, then aborted
+    assert values(cluster, "read_committed", 0) == []
+    assert len(values(cluster, "read_uncommitted", 30)) == 30  # written, then aborted
 
 
 def test_coordinator_moves_and_busy_coordinators_are_retried(cluster: MockCluster) -> None:
@@ -73,7 +73,7 @@ def test_coordinator_moves_and_busy_coordinators_are_retried(cluster: MockCluste
     assert cluster.transaction_state("t-move") == "CompleteCommit"
     assert len(cluster.requests("FindCoordinator")) >= 1
     assert len(cluster.requests("EndTxn")) >= 3
-    assert len(values(cluster, "read_committed")) == 30
+    assert len(values(cluster, "read_committed", 30)) == 30
 
 
 def test_a_stale_coordinator_answer_makes_the_admin_look_it_up_again(cluster: MockCluster) -> None:
@@ -95,7 +95,7 @@ def test_a_fenced_transaction_cannot_be_committed_and_stays_invisible(cluster: M
     with Admin(cluster.bootstrap_servers) as admin, pytest.raises(KafkaError) as e:
         admin.complete_transaction(prepared, commit=True, timeout_s=10)
     assert isinstance(e.value, ProducerFencedError) or "EPOCH" in str(e.value)
-    assert values(cluster, "read_committed") == []
+    assert values(cluster, "read_committed", 0) == []
 
 
 def test_an_ordinary_close_still_aborts_the_open_transaction(cluster: MockCluster) -> None:

@@ -35,8 +35,8 @@ def producer(cluster: MockCluster, txn_id: str, **extra: object) -> Producer:
                      "max.block.ms": 30_000, **extra})
 
 
-def committed_values(cluster: MockCluster, topic: str) -> list[bytes | None]:
-    return [r.value for r in read_topic_confluent(cluster.bootstrap_servers, topic, 6,
+def committed_values(cluster: MockCluster, topic: str, expected: int) -> list[bytes | None]:
+    return [r.value for r in read_topic_confluent(cluster.bootstrap_servers, topic, 6, expected=expected,
                                                   isolation_level="read_committed")]
 
 
@@ -65,8 +65,10 @@ def test_commit_and_abort_across_topics_and_partitions(cluster: MockCluster) -> 
                     sent.setdefault((topic, md.partition), []).append(value)
         assert cluster.transaction_history("kj-commit-abort").count("CompleteCommit") == 4
     for topic in TOPICS:
-        got = read_topic_confluent(cluster.bootstrap_servers, topic, 6, isolation_level="read_committed")
-        assert Counter(r.value for r in got) == Counter(v for (t, _), vs in sent.items() if t == topic for v in vs)
+        want = Counter(v for (t, _), vs in sent.items() if t == topic for v in vs)
+        got = read_topic_confluent(cluster.bootstrap_servers, topic, 6, expected=want.total(),
+                                   isolation_level="read_committed")
+        assert Counter(r.value for r in got) == want
         for part in range(6):
             in_log = [r.value for r in sorted(got, key=lambda r: r.offset) if r.partition == part]
             assert in_log == sent.get((topic, part), []), f"{topic}-{part} out of send order"
@@ -94,7 +96,7 @@ def test_a_newer_instance_fences_the_older_one_and_nothing_it_sends_later_is_vis
     with pytest.raises(ProducerFencedError):
         first.begin_transaction()
     first.close(5)
-    assert committed_values(cluster, "orders") == [b"fresh"]
+    assert committed_values(cluster, "orders", 1) == [b"fresh"]
 
 
 def test_a_failed_record_makes_the_transaction_abortable_then_the_next_one_commits(cluster: MockCluster) -> None:
@@ -114,7 +116,7 @@ def test_a_failed_record_makes_the_transaction_abortable_then_the_next_one_commi
         p.begin_transaction()
         p.send("payments", b"ok-2", partition=1)
         p.commit_transaction()
-    assert committed_values(cluster, "payments") == [b"ok-2"]
+    assert committed_values(cluster, "payments", 1) == [b"ok-2"]
 
 
 @pytest.mark.parametrize("api,error", [
@@ -132,7 +134,7 @@ def test_coordinator_errors_are_retried_through_to_the_commit(cluster: MockClust
         p.send_offsets_to_transaction({TopicPartition("payments", 0): 5}, "etl-retry")
         p.commit_transaction()
     assert cluster.pending_faults(api) == 0
-    assert committed_values(cluster, "orders") == [b"once"]
+    assert committed_values(cluster, "orders", 1) == [b"once"]
     assert cluster.committed_offsets("etl-retry") == {("payments", 0): 5}
 
 
@@ -145,7 +147,7 @@ def test_the_coordinator_moving_mid_transaction_is_followed(cluster: MockCluster
         cluster.set_coordinator("txn", "kj-moved", next(b for b in cluster.broker_ids if b != old))
         p.send("orders", b"b", partition=1)  # a new partition: AddPartitionsToTxn meets NOT_COORDINATOR
         p.commit_transaction()
-    assert sorted(v for v in committed_values(cluster, "orders") if v) == [b"a", b"b"]
+    assert sorted(v for v in committed_values(cluster, "orders", 2) if v) == [b"a", b"b"]
 
 
 def test_a_timed_out_commit_is_resumed_by_calling_commit_again(cluster: MockCluster) -> None:
@@ -158,7 +160,7 @@ def test_a_timed_out_commit_is_resumed_by_calling_commit_again(cluster: MockClus
             p.commit_transaction(timeout=0.2)
         p.commit_transaction(timeout=30)
         assert cluster.transaction_state("kj-slow-commit") == "CompleteCommit"
-    assert committed_values(cluster, "orders") == [b"slow"]
+    assert committed_values(cluster, "orders", 1) == [b"slow"]
 
 
 def test_a_transaction_open_past_its_timeout_is_aborted_and_the_producer_fenced(cluster: MockCluster) -> None:
@@ -169,7 +171,7 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_the_producer_fenced(
         wait_for(lambda: cluster.transaction_state("kj-timeout") == "CompleteAbort", 15, "the coordinator's abort")
         with pytest.raises(ProducerFencedError):
             p.commit_transaction()
-    assert committed_values(cluster, "orders") == []
+    assert committed_values(cluster, "orders", 0) == []
 
 
 def test_close_aborts_an_open_transaction(cluster: MockCluster) -> None:
@@ -181,7 +183,7 @@ def test_close_aborts_an_open_transaction(cluster: MockCluster) -> None:
     p.close(timeout=30)
     assert all(f.done() for f in futs)
     assert cluster.transaction_state("kj-close") == "CompleteAbort"
-    assert committed_values(cluster, "payments") == []
+    assert committed_values(cluster, "payments", 0) == []
 
 
 def test_offsets_are_committed_with_the_transaction_only(cluster: MockCluster) -> None:

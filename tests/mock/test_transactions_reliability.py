@@ -63,7 +63,7 @@ def test_alternating_commits_and_aborts_under_faults(cluster: MockCluster) -> No
                 assert all(f.done() for _, f in futures)
     assert min(faults.values()) > 0 and len(faults) == 3, faults
     got = read_topic_confluent(cluster.bootstrap_servers, TOPIC, PARTITIONS, timeout_s=120,
-                               isolation_level="read_committed")
+                               expected=TRANSACTIONS // 2 * PER_TRANSACTION, isolation_level="read_committed")
     values = Counter(r.value for r in got)
     assert sum(values.values()) == TRANSACTIONS // 2 * PER_TRANSACTION
     assert max(values.values()) == 1, "a committed record was read twice"

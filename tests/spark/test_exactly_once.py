@@ -36,9 +36,9 @@ spark.stop()
 """
 
 
-def values(bootstrap: str, topic: str, partitions: int, isolation: str) -> Counter[int]:
+def values(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int) -> Counter[int]:
     return Counter(int(r.value) for r in read_topic_confluent(bootstrap, topic, partitions,  # type: ignore[arg-type]
-                                                              isolation_level=isolation))
+                                                              expected=expected, isolation_level=isolation))
 
 
 def test_a_failed_task_attempt_never_becomes_visible(tmp_path: Path) -> None:
@@ -52,9 +52,9 @@ def test_a_failed_task_attempt_never_becomes_visible(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=300, env={**os.environ})
         assert out.returncode == 0, out.stderr[-3000:]
         assert marker.exists(), "the injected failure never happened"
-        committed = values(cluster.bootstrap_servers, "eos", 2, "read_committed")
+        committed = values(cluster.bootstrap_servers, "eos", 2, "read_committed", 20000)
         assert committed == Counter(range(20000)), "a row missing or repeated at read_committed"
-        everything = values(cluster.bootstrap_servers, "eos", 2, "read_uncommitted")
+        everything = values(cluster.bootstrap_servers, "eos", 2, "read_uncommitted", 20000)
         assert sum(everything.values()) > 20000, "the failed attempt wrote nothing: the test tested nothing"
         assert [cluster.transaction_state(f"retry-job-{t}") for t in (0, 1)] == ["CompleteCommit"] * 2
 
@@ -67,7 +67,7 @@ def test_a_failed_job_leaves_nothing_visible_and_nothing_open(spark: Any) -> Non
             (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
              .option("topic", "eos-abort").option("exactlyOnce", "true").option("transactionalIdPrefix", "job-a")
              .option("kafkajet.test.fail.after.rows", "1500").save())
-        assert values(cluster.bootstrap_servers, "eos-abort", 2, "read_committed") == Counter()
+        assert values(cluster.bootstrap_servers, "eos-abort", 2, "read_committed", 0) == Counter()
         # No transaction of the job is left open to hold back read_committed readers until its timeout.
         assert {cluster.transaction_state(t) for t in ("job-a-0", "job-a-1")} <= {"CompleteAbort", "Empty", None}
 
@@ -79,7 +79,7 @@ def test_an_exactly_once_batch_write_commits_every_row_once(spark: Any) -> None:
                                                             "cast(cast(id % 97 as string) as binary) as key")
         (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
          .option("topic", "eos-ok").option("exactlyOnce", "true").save())
-        assert values(cluster.bootstrap_servers, "eos-ok", 3, "read_committed") == Counter(range(30000))
+        assert values(cluster.bootstrap_servers, "eos-ok", 3, "read_committed", 30000) == Counter(range(30000))
         # kafka-python's read_committed consumer agrees.
         from kafka import KafkaConsumer, TopicPartition
 
@@ -135,11 +135,11 @@ def test_a_micro_batch_replayed_after_a_driver_crash_is_not_written_twice(tmp_pa
 
         first = run()
         assert first.returncode == 3, first.stderr[-3000:]
-        after_crash = values(cluster.bootstrap_servers, "out", 2, "read_committed")
+        after_crash = values(cluster.bootstrap_servers, "out", 2, "read_committed", 1000)
         assert sum(after_crash.values()) == 1000, "the first micro-batch should be committed before the crash"
         second = run()
         assert second.returncode == 0, second.stderr[-3000:]
-        got = values(cluster.bootstrap_servers, "out", 2, "read_committed")
+        got = values(cluster.bootstrap_servers, "out", 2, "read_committed", 3000)
         assert got == Counter(range(3000)), "the replayed micro-batch was written twice, or a row was lost"
 
 
@@ -173,7 +173,7 @@ def test_prepared_transactions_are_completed_by_another_client() -> None:
             admin.complete_transaction(prepared[0], commit=True)  # a repeated commit is a success
             admin.complete_transaction(prepared[1], commit=False)
         got = Counter(r.value.decode() for r in read_topic_confluent(  # type: ignore[union-attr]
-            cluster.bootstrap_servers, "p", 2, isolation_level="read_committed"))
+            cluster.bootstrap_servers, "p", 2, expected=10, isolation_level="read_committed"))
         assert got == Counter(f"keep-{i}" for i in range(10))
         with pytest.raises(IllegalStateError, match="no transactional.id"), \
                 Producer(bootstrap_servers=cluster.bootstrap_servers) as plain:
@@ -207,5 +207,5 @@ def test_a_speculative_attempt_fences_the_first_so_only_one_attempt_can_ever_com
             writer.complete_all(cfg, [first], True, "spec-job")
         assert writer.complete_all(cfg, [second], True, "spec-job") == 500
         got = Counter(r.value.decode() for r in read_topic_confluent(  # type: ignore[union-attr]
-            cluster.bootstrap_servers, "spec", 2, isolation_level="read_committed"))
+            cluster.bootstrap_servers, "spec", 2, expected=500, isolation_level="read_committed"))
         assert got == Counter(f"second-{i}" for i in range(500))

@@ -200,6 +200,44 @@ def test_connection_setup_timeout() -> None:
                 f.close()
 
 
+
+@pytest.mark.parametrize("fails", ["at-once", "on-the-socket"])
+def test_a_failed_connect_makes_the_next_attempt_try_the_next_address(
+        monkeypatch: pytest.MonkeyPatch, fails: str) -> None:
+    """A name that resolves to several addresses (Java's ClusterConnectionStates): after a connect fails,
+    whether connect() refused at once or the socket reported it later, the next attempt takes the next
+    address instead of the same dead one again."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.setblocking(False)
+        # 255.255.255.255 makes connect() fail at once (ENETUNREACH); a closed port answers "refused" later.
+        dead = ("255.255.255.255", 9) if fails == "at-once" else ("127.0.0.1", free_port())
+        resolve = socket.getaddrinfo
+
+        def two_addresses(host: str, port: int, *args: object, **kwargs: object) -> object:
+            if host == "two.addresses.test":
+                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", a) for a in (dead, server.getsockname())]
+            return resolve(host, port, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
+        with NetworkClient(reconnect_backoff_ms=1, reconnect_backoff_max_ms=1) as client:
+            client.add_bootstrap([("two.addresses.test", 9092)])
+            accepted: list[socket.socket] = []
+
+            def reached_the_live_address() -> bool:
+                client.ready(-1, now_ms())
+                client.poll(10, now_ms())
+                try:
+                    accepted.append(server.accept()[0])
+                except BlockingIOError:
+                    return False
+                return True
+
+            wait_for(reached_the_live_address, DEADLINE_S, "a connect to the name's second address")
+            assert client.last_error(-1) is not None, "the first address was never tried"
+            accepted[0].close()
+
 def fill_accept_queue(server: socket.socket) -> list[socket.socket]:
     """Connections that fill a listen(0) queue: the listener then drops further SYNs, so a connect hangs."""
     fillers = [socket.socket() for _ in range(2)]

@@ -143,7 +143,12 @@ def offset_fetch_error(state: ClusterState, req: Request, error: str) -> Body:
 
 def handle_list_groups(state: ClusterState, req: Request) -> Answer:
     # Each broker lists the groups it coordinates, as Kafka's do; with no members, every group is a simple
-    # group: protocol type "" and state Empty.
+    # group: protocol type "" and state Empty. The v4/v5 filters match names whatever their case, as Kafka's
+    # group coordinator does; an empty filter lets every group through.
+    states = {s.lower() for s in req.body.get("states_filter") or ()}
+    types = {t.lower() for t in req.body.get("types_filter") or ()}
+    if (states and "empty" not in states) or (types and "classic" not in types):
+        return Answer({"throttle_time_ms": 0, "error_code": 0, "groups": []})
     groups = [{"group_id": g, "protocol_type": "", "group_state": "Empty", "group_type": "classic"}
               for g in state.group_offsets.groups() if not_coordinator(state, req, GROUP_COORDINATOR, g) is None]
     return Answer({"throttle_time_ms": 0, "error_code": 0, "groups": groups})
