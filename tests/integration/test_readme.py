@@ -18,6 +18,7 @@ import pytest
 
 from kafkajet.testing import EmbeddedBroker
 from kafkajet.testing.kdc import LocalKdc, kdc_available
+from kafkajet.testing.oidc import OidcProvider
 from tests.helpers.tls_proxy import CertificateAuthority
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,12 @@ def kdc_example_com() -> Iterator[LocalKdc]:
         pytest.skip("no krb5kdc / kdb5_util / kadmin.local: `make` installs Debian's krb5-kdc, krb5-admin-server")
     with LocalKdc("EXAMPLE.COM") as kdc:
         yield kdc
+
+
+@pytest.fixture
+def identity_provider() -> Iterator[OidcProvider]:
+    with OidcProvider({"my-app": "secret"}) as idp:
+        yield idp
 
 
 def _title(block: str) -> str:
@@ -72,7 +79,16 @@ def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path,
         (tmp_path / "ca.pem").write_text(CertificateAuthority("readme CA").cert_pem)
         env["KAFKA_PASSWORD"] = "secret"
     if "needs: OIDC_CLIENT_SECRET" in block:
-        env["OIDC_CLIENT_SECRET"] = "secret"  # the cloud examples show the keys: no identity provider is reached
+        # The client logs in in its constructor, as Java's does: the example's token comes from a local identity
+        # provider that knows its client id (the broker is not reached: the example only builds the producer).
+        env["OIDC_CLIENT_SECRET"] = "secret"
+        idp = request.getfixturevalue("identity_provider")
+        env["OIDC_TOKEN_URL"] = idp.token_url
+    if "needs: kafkajet[aws] and AWS credentials" in block:
+        # A token is signed in the constructor from the environment's credentials: fake ones sign as well
+        # (botocore does it locally); no AWS endpoint is reached.
+        env.update(AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+        env.pop("AWS_PROFILE", None)
     if "needs: a Kerberos realm" in block:
         # The example's own realm and keytab, so that its literal names hold; the login is real, the broker not.
         kdc = request.getfixturevalue("kdc_example_com")
