@@ -111,7 +111,8 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
         check_resolvable(cfg["bootstrap.servers"])
-        log.debug("kafkajet %s, %s", __version__, describe_build())
+        if log.isEnabledFor(logging.DEBUG):  # describe_build() imports and inspects every compiled module
+            log.debug("kafkajet %s, %s", __version__, describe_build())
         if cfg["opentelemetry.enable"]:
             from kafkajet.otel import ProducerTelemetry  # ConfigError naming the extra when it is missing
         self.config: ProducerConfig = cfg

@@ -118,3 +118,19 @@ def test_producer_logs_which_build_runs_at_debug(caplog: pytest.LogCaptureFixtur
     with caplog.at_level("DEBUG", logger="kafkajet.producer"):
         Producer(bootstrap_servers="127.0.0.1:1", client_id="build-line").close(0)
     assert f"kafkajet {kafkajet.__version__}, {_build.describe()}" in caplog.messages
+
+
+def test_producer_describes_the_build_only_when_debug_is_on(monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    # describe() imports and inspects every compiled module: a Producer() at INFO must not pay for a line
+    # nobody sees.
+    import kafkajet.producer.producer as producer_module
+
+    calls: list[int] = []
+    monkeypatch.setattr(producer_module, "describe_build", lambda: calls.append(1) or "counted")
+    with caplog.at_level("INFO", logger="kafkajet.producer"):
+        producer_module.Producer(bootstrap_servers="127.0.0.1:1", client_id="build-line-info").close(0)
+    assert calls == []
+    with caplog.at_level("DEBUG", logger="kafkajet.producer"):
+        producer_module.Producer(bootstrap_servers="127.0.0.1:1", client_id="build-line-debug").close(0)
+    assert calls == [1]
