@@ -313,7 +313,8 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.kerberos.principal", "str", None, "GSSAPI: the client's principal, e.g. client@EXAMPLE.COM (or "
       "principal= of a Krb5LoginModule sasl.jaas.config)", _str),
     K("sasl.kerberos.keytab", "str", None, "GSSAPI: the keytab file the client logs in with (or keyTab= of a "
-      "Krb5LoginModule sasl.jaas.config; pip install 'kafkajet[gssapi]')", _str),
+      "Krb5LoginModule sasl.jaas.config; pip install 'kafkajet[gssapi]'); without one, the TGT a kinit put in "
+      "the ticket cache (KRB5CCNAME, or useTicketCache=true ticketCache=... in sasl.jaas.config)", _str),
     K("sasl.kerberos.ticket.renew.window.factor", "float", 0.8, "GSSAPI: log in again from the keytab at this "
       "fraction of the ticket's lifetime", _float_range(0.5, 1.0)),
     K("sasl.kerberos.ticket.renew.jitter", "float", 0.05, "GSSAPI: random fraction of the ticket's lifetime "

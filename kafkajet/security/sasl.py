@@ -245,8 +245,7 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
         from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings, service_name
 
         login = cfg.get(_KERBEROS_LOGIN) or kerberos_login(cfg, options)
-        principal, _ = kerberos_settings(cfg, options)
-        return GssapiClient(login.token, principal, service_name(cfg, options), host)
+        return GssapiClient(login.token, kerberos_settings(cfg, options).principal, service_name(cfg, options), host)
     if mechanism == "AWS_MSK_IAM":
         from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
 
