@@ -363,9 +363,7 @@ def _assertion(cfg: Mapping[str, Any]) -> Callable[[], str] | None:
         return None
     if ready_file is not None:
         # Java: "all other sasl.oauthbearer.assertion.* configurations are ignored" (and librdkafka alike).
-        ignored = sorted(k for k, v in cfg.items()
-                         if k.startswith("sasl.oauthbearer.assertion.") and k != "sasl.oauthbearer.assertion.file"
-                         and v is not None and k in _SIGNING_SETTINGS)
+        ignored = sorted(k for k in _SIGNING_SETTINGS if cfg.get(k) is not None)
         if ignored:
             log.info("sasl.oauthbearer.assertion.file is set: ignoring %s", ", ".join(ignored))
         setting = "sasl.oauthbearer.assertion.file"
