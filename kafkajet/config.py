@@ -274,9 +274,15 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
       "urn:ietf:params:oauth:grant-type:jwt-bearer (a signed assertion instead of a client secret)",
       _choice("client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer")),
     K("sasl.oauthbearer.assertion.file", "str", None, "OIDC JWT bearer: a file holding a ready assertion "
-      "(read at each fetch)", _str),
+      "(read at each fetch; when set, the other sasl.oauthbearer.assertion.* settings are ignored, as in Java)",
+      _str),
+    K("sasl.oauthbearer.assertion.template.file", "str", None, "OIDC JWT bearer: a JSON file "
+      '{"header": {...}, "payload": {...}} merged into the signed assertion over the claim.* settings '
+      "(Java's name; re-read when it changes)", _str),
+    K("sasl.oauthbearer.assertion.jwt.template.file", "str", None, "OIDC JWT bearer: librdkafka's name for "
+      "sasl.oauthbearer.assertion.template.file", _str),
     K("sasl.oauthbearer.assertion.private.key.file", "str", None, "OIDC JWT bearer: PEM private key that signs "
-      "the assertion", _str),
+      "the assertion (re-read when it changes, for key rotation)", _str),
     K("sasl.oauthbearer.assertion.private.key.pem", "str", None, "OIDC JWT bearer: the PEM private key as text; "
       "secret", _str, secret=True),
     K("sasl.oauthbearer.assertion.private.key.passphrase", "str", None, "OIDC JWT bearer: passphrase of an "
@@ -307,7 +313,8 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("sasl.kerberos.principal", "str", None, "GSSAPI: the client's principal, e.g. client@EXAMPLE.COM (or "
       "principal= of a Krb5LoginModule sasl.jaas.config)", _str),
     K("sasl.kerberos.keytab", "str", None, "GSSAPI: the keytab file the client logs in with (or keyTab= of a "
-      "Krb5LoginModule sasl.jaas.config; pip install 'kafkajet[gssapi]')", _str),
+      "Krb5LoginModule sasl.jaas.config; pip install 'kafkajet[gssapi]'); without one, the TGT a kinit put in "
+      "the ticket cache (KRB5CCNAME, or useTicketCache=true ticketCache=... in sasl.jaas.config)", _str),
     K("sasl.kerberos.ticket.renew.window.factor", "float", 0.8, "GSSAPI: log in again from the keytab at this "
       "fraction of the ticket's lifetime", _float_range(0.5, 1.0)),
     K("sasl.kerberos.ticket.renew.jitter", "float", 0.05, "GSSAPI: random fraction of the ticket's lifetime "

@@ -51,7 +51,12 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
     mechanism = None
     token_source = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import owned_refresher, sasl_client_from_config, with_token_source
+        from kafkajet.security.sasl import (
+            OAuthBearerClient,
+            owned_refresher,
+            sasl_client_from_config,
+            with_token_source,
+        )
 
         settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
 
@@ -60,10 +65,14 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
 
         factory = make
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
-        if cfg.get("sasl.oauthbearer.token.provider") is None:  # ours, not the user's: we may close it
+        user_provider = cfg.get("sasl.oauthbearer.token.provider")
+        if user_provider is None:  # ours, not the user's: we may close it
             token_source = owned_refresher(settings)
             if token_source is not None:
                 _login(token_source)
+        elif mechanism == "OAUTHBEARER":
+            # The user's provider is called at construction too, as Java's login callback handler is.
+            OAuthBearerClient(user_provider).login()
     has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
     return ConnectionSecurity(protocol, context, factory, mechanism, has_cert, token_source)
 

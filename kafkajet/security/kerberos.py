@@ -3,6 +3,9 @@
 The client logs in from a keytab (sasl.kerberos.keytab and sasl.kerberos.principal, librdkafka's names, or
 Java's Krb5LoginModule options keyTab= and principal= in sasl.jaas.config) into a credential cache of its
 own: a MEMORY cache per login, so two clients in one process, or a user's own kinit, never share tickets.
+Without a keytab it uses a ticket cache a kinit filled, as Java's useTicketCache=true (ticketCache= naming
+it) and as librdkafka does with no keytab (KRB5CCNAME or the default cache); that cache's renewal is the
+kinit's business (Java's renewTGT=false), and the client only reads it again at each login.
 The login is a token of kafkajet.security.token_refresh: its value is the cache's name, fetched once per
 client, shared by every connection, and renewed in the background at Java's KerberosLogin window
 (sasl.kerberos.ticket.renew.window.factor 0.8 of the ticket's life, plus jitter, at least
@@ -25,6 +28,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.errors import AuthenticationError, ConfigError
@@ -45,26 +49,51 @@ def _gssapi() -> Any:
     return gssapi
 
 
-def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> tuple[str, str]:
-    """(principal, keytab path) from the sasl.kerberos.* keys or Krb5LoginModule options; ConfigError if
-    missing, set differently in both places, or if the JAAS line asks for a ticket cache instead."""
-    if jaas.get("useKeyTab", "true").lower() != "true":
-        raise ConfigError("sasl.jaas.config: Krb5LoginModule with useKeyTab=false (a ticket cache) is not "
-                          "supported; set useKeyTab=true and keyTab=...")
-    out = []
+@dataclass(frozen=True)
+class KerberosSettings:
+    """Where the client's Kerberos credentials come from: a keytab it logs in with, or else a ticket cache
+    someone else's kinit fills (ccache None: KRB5CCNAME or krb5.conf's default cache)."""
+
+    principal: str | None
+    keytab: str | None = None
+    ccache: str | None = None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() == "true"
+
+
+def kerberos_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> KerberosSettings:
+    """The keytab login (sasl.kerberos.principal and .keytab, or Krb5LoginModule's useKeyTab=true keyTab=
+    principal=), else the ticket cache: Krb5LoginModule's useTicketCache=true (ticketCache= naming one), or
+    librdkafka's behaviour when no keytab is set (the default cache, KRB5CCNAME). ConfigError if a value is
+    set differently in both places, or for a JAAS line that asks for what kafkajet cannot do (a password
+    prompt, renewTGT)."""
+    values = {}
     for key, option in (("sasl.kerberos.principal", "principal"), ("sasl.kerberos.keytab", "keyTab")):
         explicit, from_jaas = cfg.get(key), jaas.get(option)
         if explicit is not None and from_jaas is not None and explicit != from_jaas:
             raise ConfigError(f"{key} and the {option} in sasl.jaas.config disagree; give it in one place only")
         value = explicit if explicit is not None else from_jaas
-        if not value:
-            raise ConfigError(f"sasl.mechanism=GSSAPI needs {key} (or {option}=... in sasl.jaas.config): "
-                              "kafkajet logs in from a keytab")
-        out.append(str(value))
-    principal, keytab = out
-    if not os.access(keytab, os.R_OK):
-        raise ConfigError(f"sasl.kerberos.keytab: cannot read the keytab file {keytab}")
-    return with_realm(principal), keytab
+        values[option] = str(value) if value else None
+    principal, keytab = values["principal"], values["keyTab"]
+    use_keytab = _truthy(jaas.get("useKeyTab", "true" if keytab else "false"))
+    use_cache = _truthy(jaas.get("useTicketCache")) or (not jaas and keytab is None)
+    if use_keytab and keytab is not None:
+        if principal is None:
+            raise ConfigError("sasl.mechanism=GSSAPI with a keytab needs sasl.kerberos.principal (or "
+                              "principal=... in sasl.jaas.config): the keytab may hold several")
+        if not os.access(keytab, os.R_OK):
+            raise ConfigError(f"sasl.kerberos.keytab: cannot read the keytab file {keytab}")
+        return KerberosSettings(with_realm(principal), keytab=keytab)
+    if not use_cache:
+        raise ConfigError("sasl.jaas.config: Krb5LoginModule needs useKeyTab=true with keyTab=..., or "
+                          "useTicketCache=true (a kinit's ticket cache); kafkajet cannot prompt for a password")
+    if _truthy(jaas.get("renewTGT")):
+        # Java's renewTGT runs kinit -R from its refresh thread; here the cache is the user's kinit's to renew.
+        raise ConfigError("sasl.jaas.config: renewTGT=true is not supported: renew the ticket cache with your "
+                          "own kinit -R (kafkajet reads it again at each login), or log in from a keytab")
+    return KerberosSettings(with_realm(principal) if principal else None, ccache=jaas.get("ticketCache") or None)
 
 
 def service_name(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> str:
@@ -139,6 +168,44 @@ class KeytabLogin:
         return Token(ccache, now + float(lifetime or 0), now, self.principal)
 
 
+class TicketCacheLogin:
+    """The TGT a kinit put in a ticket cache, read again at each login: renewal is the kinit's (or its
+    cron's) job, as with Java's useTicketCache=true and renewTGT=false. The cache's name is the token, so
+    each connection takes its service ticket from the cache as it is then."""
+
+    def __init__(self, principal: str | None, ccache: str | None, clock: Callable[[], float] = time.time) -> None:
+        self.principal = principal
+        self.ccache = ccache
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"TicketCacheLogin({self.principal!r}, ccache={self.ccache!r})"
+
+    def where(self) -> str:
+        return self.ccache or os.environ.get("KRB5CCNAME") or "the default ticket cache"
+
+    def __call__(self) -> Token:
+        gssapi = _gssapi()
+        # Resolved at each login: KRB5CCNAME may point elsewhere now than when the client was made.
+        ccache = self.ccache or os.environ.get("KRB5CCNAME") or ""
+        who = self.principal or "the cache's principal"
+        try:
+            name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal) if self.principal else None
+            store = {b"ccache": ccache.encode()} if ccache else {}
+            acquired = gssapi.raw.acquire_cred_from(store, name=name, usage="initiate")
+            lifetime = acquired.lifetime
+            principal = str(gssapi.Credentials(acquired.creds).name)
+        except gssapi.exceptions.GSSError as e:
+            # A cache holds what it holds: asking again before someone runs kinit changes nothing.
+            raise TokenFetchError(f"GSSAPI: no usable Kerberos ticket for {who} in {self.where()}: {_gss_text(e)} "
+                                  "(run kinit, or set sasl.kerberos.keytab)", retryable=False) from None
+        if not lifetime:
+            raise TokenFetchError(f"GSSAPI: the ticket of {principal} in {self.where()} has expired (run kinit)",
+                                  retryable=False)
+        now = self._clock()
+        return Token(ccache, now + float(lifetime), now, principal)
+
+
 def _gss_text(e: Exception) -> str:
     """The GSS-API major and minor messages, which name the principal and the Kerberos reason."""
     gen = getattr(e, "gen_message", None)
@@ -150,9 +217,16 @@ def kerberos_login(cfg: Mapping[str, Any], jaas: Mapping[str, str],
                    clock: Callable[[], float] = time.time) -> RefreshingTokenSource:
     """The client's one login: logs in now (a wrong keytab or an unknown principal fails the client's
     construction, as Java's LoginManager does) and renews in the background."""
-    principal, keytab = kerberos_settings(cfg, jaas)
-    login = KeytabLogin(principal, keytab, clock)
-    source = RefreshingTokenSource(login, renew_config(cfg), describe=f"Kerberos KDC for {principal}", clock=clock)
+    settings = kerberos_settings(cfg, jaas)
+    login: Callable[[], Token]
+    if settings.keytab is not None:
+        assert settings.principal is not None
+        login = KeytabLogin(settings.principal, settings.keytab, clock)
+        describe = f"Kerberos KDC for {settings.principal}"
+    else:
+        login = TicketCacheLogin(settings.principal, settings.ccache, clock)
+        describe = f"Kerberos ticket cache {login.where()}"
+    source = RefreshingTokenSource(login, renew_config(cfg), describe=describe, clock=clock)
     source.token()
     return source
 
@@ -162,9 +236,9 @@ class GssapiClient(OneExchange):
 
     mechanism = "GSSAPI"
 
-    def __init__(self, login: Callable[[], str], principal: str, service: str, host: str) -> None:
+    def __init__(self, login: Callable[[], str], principal: str | None, service: str, host: str) -> None:
         self._login = login
-        self._principal = principal
+        self._principal = principal  # None: the ticket cache's own principal
         self._target = f"{service}@{host}"
         self._context: Any = None
         self._state = "initial"  # -> context -> layer -> complete | failed
@@ -178,9 +252,9 @@ class GssapiClient(OneExchange):
         gssapi = _gssapi()
         ccache = self._login()
         try:
-            name = gssapi.Name(self._principal, gssapi.NameType.kerberos_principal)
-            creds = gssapi.Credentials(gssapi.raw.acquire_cred_from({b"ccache": ccache.encode()}, name=name,
-                                                                    usage="initiate").creds)
+            name = gssapi.Name(self._principal, gssapi.NameType.kerberos_principal) if self._principal else None
+            store = {b"ccache": ccache.encode()} if ccache else {}  # "": the default ticket cache
+            creds = gssapi.Credentials(gssapi.raw.acquire_cred_from(store, name=name, usage="initiate").creds)
             target = gssapi.Name(self._target, gssapi.NameType.hostbased_service)
             self._context = gssapi.SecurityContext(
                 name=target, creds=creds, usage="initiate",
@@ -220,5 +294,6 @@ class GssapiClient(OneExchange):
         return bytes(self._context.wrap(bytes([NO_SECURITY_LAYER, 0, 0, 0]), False).message)
 
     def _error(self, what: str, e: Exception) -> AuthenticationError:
-        return AuthenticationError(f"GSSAPI: {what} (client {self._principal}, service {self._target}): "
+        client = self._principal or "from the ticket cache"
+        return AuthenticationError(f"GSSAPI: {what} (client {client}, service {self._target}): "
                                    f"{_gss_text(e)}")

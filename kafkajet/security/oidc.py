@@ -4,8 +4,10 @@ Two grants, as librdkafka and Java (KIP-768, KIP-1139):
 * client_credentials: the client id and secret in an HTTP Basic header (RFC 6749 2.3.1, RFC 7617), scope in
   the form body;
 * urn:ietf:params:oauth:grant-type:jwt-bearer (RFC 7523): a JWT assertion signed with the client's private
-  key (sasl.oauthbearer.assertion.*; needs the `cryptography` package, `pip install kafkajet[oidc]`), or a
-  ready assertion read from sasl.oauthbearer.assertion.file at each fetch.
+  key (sasl.oauthbearer.assertion.*; needs the `cryptography` package, `pip install kafkajet[oidc]`) with
+  the claims of sasl.oauthbearer.assertion.template.file merged in, or a ready assertion read from
+  sasl.oauthbearer.assertion.file at each fetch. The key, template and assertion files are read again at each
+  fetch and used anew when they changed, as Java's (KIP-1139), so a rotation on disk needs no restart.
 
 The answer's access_token is used as is; its expiry is the JWT's `exp` claim (Java and librdkafka read it
 from the token too), or `expires_in` for an opaque token. HTTP goes through urllib; an https endpoint is
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import time
 import urllib.error
@@ -26,12 +29,15 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kafkajet.errors import ConfigError
 from kafkajet.security.token_refresh import RefreshConfig, RefreshingTokenSource, Token, TokenFetchError
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+T = TypeVar("T")
+log = logging.getLogger("kafkajet.security")
 
 
 def b64url(data: bytes) -> str:
@@ -65,32 +71,93 @@ def redact_url(url: str) -> str:
 # --- the assertion (RFC 7523) -----------------------------------------------------------------------------
 
 
-class AssertionSigner:
-    """Makes a fresh signed JWT assertion per fetch (KIP-1139's sasl.oauthbearer.assertion.* claims)."""
+class WatchedFile(Generic[T]):
+    """A small file read again at each use and parsed again only when its bytes changed, as Java's CachedFile
+    reloads on modification: a key, assertion or template rotated on disk is used from the next refresh on,
+    without a restart. Comparing the bytes, not the mtime, also sees a rewrite within one mtime tick."""
 
-    def __init__(self, private_key_pem: bytes, passphrase: str | None, algorithm: str, claims: Mapping[str, Any],
+    def __init__(self, path: str, parse: Callable[[bytes], T], setting: str) -> None:
+        self.path = path
+        self.setting = setting  # names the file in errors; its contents never do
+        self._parse = parse
+        self._data: bytes | None = None
+        self._value: T | None = None
+
+    def __repr__(self) -> str:
+        return f"WatchedFile({self.setting}={self.path!r})"
+
+    def get(self) -> T:
+        """The parsed contents; OSError if unreadable, ConfigError if they do not parse."""
+        with open(self.path, "rb") as f:
+            data = f.read(1 << 20)
+        if data != self._data:
+            self._value, self._data = self._parse(data), data
+        assert self._value is not None
+        return self._value
+
+
+def load_private_key(pem: bytes, passphrase: str | None, algorithm: str, setting: str) -> Any:
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    except ImportError:
+        raise ConfigError("the OIDC JWT bearer grant signs its assertion with the cryptography package: "
+                          "pip install 'kafkajet[oidc]'") from None
+    try:
+        key = serialization.load_pem_private_key(pem, passphrase.encode("utf-8") if passphrase is not None else None)
+    except (ValueError, TypeError) as e:
+        # Not chained and not quoted: the message could echo part of the key.
+        raise ConfigError(f"{setting}: cannot load the PEM private key "
+                          f"({type(e).__name__}; wrong passphrase or not a PEM key?)") from None
+    wanted = rsa.RSAPrivateKey if algorithm == "RS256" else ec.EllipticCurvePrivateKey
+    if not isinstance(key, wanted):
+        raise ConfigError(f"sasl.oauthbearer.assertion.algorithm={algorithm} needs "
+                          f"{'an RSA' if algorithm == 'RS256' else 'an EC P-256'} private key")
+    return key
+
+
+Template = tuple[dict[str, Any], dict[str, Any]]
+
+
+def parse_template(data: bytes, setting: str) -> Template:
+    """Java's FileAssertionJwtTemplate: a JSON object with optional "header" and "payload" objects."""
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        raise ConfigError(f"{setting}: not JSON ({type(e).__name__} at {getattr(e, 'pos', '?')})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f'{setting}: expected a JSON object with "header" and/or "payload"')
+    parts = []
+    for name in ("header", "payload"):
+        part = doc.get(name, {})
+        if not isinstance(part, dict):
+            raise ConfigError(f"{setting}: {name!r} must be a JSON object")
+        parts.append(part)
+    return parts[0], parts[1]
+
+
+def parse_ready_assertion(data: bytes, setting: str) -> str:
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{setting}: the assertion is not ASCII (a serialized JWT is)") from None
+    if text.count(".") != 2:
+        raise ConfigError(f"{setting}: not a serialized JWT (header.payload.signature)")
+    return text
+
+
+class AssertionSigner:
+    """Makes a fresh signed JWT assertion per fetch, layered as Java's (KIP-1139) LayeredAssertionJwtTemplate:
+    the claim.aud/iss/sub settings, then the template file over them, then what must be fresh and cannot be
+    overridden (alg and typ in the header; iat, exp, nbf and jti in the payload)."""
+
+    def __init__(self, key: Callable[[], Any], algorithm: str, claims: Mapping[str, Any],
                  exp_seconds: int, nbf_seconds: int, include_jti: bool,
-                 clock: Callable[[], float] = time.time) -> None:
-        try:
-            from cryptography.hazmat.primitives import serialization
-            from cryptography.hazmat.primitives.asymmetric import ec, rsa
-        except ImportError:
-            raise ConfigError("the OIDC JWT bearer grant signs its assertion with the cryptography package: "
-                              "pip install 'kafkajet[oidc]'") from None
-        try:
-            key = serialization.load_pem_private_key(
-                private_key_pem, passphrase.encode("utf-8") if passphrase is not None else None)
-        except (ValueError, TypeError) as e:
-            # Not chained and not quoted: the message could echo part of the key.
-            raise ConfigError(f"sasl.oauthbearer.assertion.private.key: cannot load the PEM private key "
-                              f"({type(e).__name__}; wrong passphrase or not a PEM key?)") from None
-        wanted = rsa.RSAPrivateKey if algorithm == "RS256" else ec.EllipticCurvePrivateKey
-        if not isinstance(key, wanted):
-            raise ConfigError(f"sasl.oauthbearer.assertion.algorithm={algorithm} needs "
-                              f"{'an RSA' if algorithm == 'RS256' else 'an EC P-256'} private key")
+                 template: Callable[[], Template] | None = None, clock: Callable[[], float] = time.time) -> None:
         self._key = key
         self.algorithm = algorithm
         self._claims = {k: v for k, v in claims.items() if v is not None}
+        self._template = template
         self._exp = exp_seconds
         self._nbf = nbf_seconds
         self._jti = include_jti
@@ -103,13 +170,14 @@ class AssertionSigner:
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
 
+        key = self._key()
+        header_t, payload_t = self._template() if self._template is not None else ({}, {})
         now = int(self._clock())
-        claims = {**self._claims, "iat": now, "exp": now + self._exp, "nbf": now - self._nbf}
+        claims = {**self._claims, **payload_t, "iat": now, "exp": now + self._exp, "nbf": now - self._nbf}
         if self._jti:
             claims["jti"] = str(uuid.uuid4())
-        header = {"alg": self.algorithm, "typ": "JWT"}
+        header = {**header_t, "alg": self.algorithm, "typ": "JWT"}
         signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}".encode()
-        key = self._key
         if isinstance(key, rsa.RSAPrivateKey):
             signature = key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
         else:
@@ -151,7 +219,10 @@ class OidcTokenFetcher:
                 form["assertion"] = self._assertion()
             except OSError as e:
                 raise TokenFetchError(f"OIDC: cannot read the assertion for {self.endpoint}: "
-                                      f"{type(e).__name__}", retryable=False) from None
+                                      f"{type(e).__name__}: {e.strerror} ({e.filename})", retryable=False) from None
+            except ConfigError as e:  # a key, template or assertion file rewritten into something unusable
+                raise TokenFetchError(f"OIDC: cannot make the assertion for {self.endpoint}: {e}",
+                                      retryable=False) from None
         else:
             form["grant_type"] = "client_credentials"
             basic = base64.b64encode(f"{self._client_id}:{self._secret}".encode()).decode("ascii")
@@ -290,30 +361,67 @@ def _assertion(cfg: Mapping[str, Any]) -> Callable[[], str] | None:
     jwt_bearer = cfg.get("sasl.oauthbearer.grant.type") == JWT_BEARER or key_file or key_pem or ready_file
     if not jwt_bearer:
         return None
-    if sum(x is not None for x in (key_file, key_pem, ready_file)) != 1:
-        raise ConfigError("the OIDC JWT bearer grant needs exactly one of sasl.oauthbearer.assertion.file, "
-                          "sasl.oauthbearer.assertion.private.key.file or .private.key.pem")
     if ready_file is not None:
-        path = os.fspath(ready_file)
-        return lambda: open(path, encoding="ascii").read().strip()
+        # Java: "all other sasl.oauthbearer.assertion.* configurations are ignored" (and librdkafka alike).
+        ignored = sorted(k for k in _SIGNING_SETTINGS if cfg.get(k) is not None)
+        if ignored:
+            log.info("sasl.oauthbearer.assertion.file is set: ignoring %s", ", ".join(ignored))
+        setting = "sasl.oauthbearer.assertion.file"
+        ready = WatchedFile(os.fspath(ready_file), lambda data: parse_ready_assertion(data, setting), setting)
+        _check(ready)
+        return ready.get
+    if key_file is not None and key_pem is not None:
+        raise ConfigError("the OIDC JWT bearer grant takes one of sasl.oauthbearer.assertion.private.key.file "
+                          "and .private.key.pem, not both")
+    if key_file is None and key_pem is None:
+        raise ConfigError("the OIDC JWT bearer grant needs sasl.oauthbearer.assertion.private.key.file (or "
+                          ".private.key.pem), or a ready assertion in sasl.oauthbearer.assertion.file")
+    algorithm = str(cfg.get("sasl.oauthbearer.assertion.algorithm") or "RS256").upper()
+    passphrase = cfg.get("sasl.oauthbearer.assertion.private.key.passphrase")
+    key: Callable[[], Any]
     if key_file is not None:
-        try:
-            with open(key_file, "rb") as f:
-                pem = f.read()
-        except OSError as e:
-            raise ConfigError(f"sasl.oauthbearer.assertion.private.key.file: cannot read {key_file}: "
-                              f"{e.strerror}") from None
+        setting = "sasl.oauthbearer.assertion.private.key.file"
+        key_watch = WatchedFile(os.fspath(key_file),
+                                lambda data: load_private_key(data, passphrase, algorithm, setting), setting)
+        _check(key_watch)
+        key = key_watch.get
     else:
-        pem = str(key_pem).encode("ascii")
+        loaded = load_private_key(str(key_pem).encode("ascii"), passphrase, algorithm,
+                                  "sasl.oauthbearer.assertion.private.key.pem")
+        key = lambda: loaded  # noqa: E731
+    template: Callable[[], Template] | None = None
+    template_file = _one_of(cfg, {}, ("sasl.oauthbearer.assertion.template.file",
+                                      "sasl.oauthbearer.assertion.jwt.template.file"), "", "assertion template file")
+    if template_file is not None:
+        setting = "sasl.oauthbearer.assertion.template.file"
+        template_watch = WatchedFile(os.fspath(template_file), lambda data: parse_template(data, setting), setting)
+        _check(template_watch)
+        template = template_watch.get
     signer = AssertionSigner(
-        pem, cfg.get("sasl.oauthbearer.assertion.private.key.passphrase"),
-        str(cfg.get("sasl.oauthbearer.assertion.algorithm") or "RS256").upper(),
+        key, algorithm,
         {"iss": cfg.get("sasl.oauthbearer.assertion.claim.iss"), "sub": cfg.get("sasl.oauthbearer.assertion.claim.sub"),
          "aud": cfg.get("sasl.oauthbearer.assertion.claim.aud")},
         _int(cfg, "sasl.oauthbearer.assertion.claim.exp.seconds", 300),
         _int(cfg, "sasl.oauthbearer.assertion.claim.nbf.seconds", 60),
-        bool(cfg.get("sasl.oauthbearer.assertion.claim.jti.include")))
+        bool(cfg.get("sasl.oauthbearer.assertion.claim.jti.include")), template)
     return signer.assertion
+
+
+# What sasl.oauthbearer.assertion.file makes moot (the settings a user sets; the defaulted ones are always there).
+_SIGNING_SETTINGS = frozenset({
+    "sasl.oauthbearer.assertion.private.key.file", "sasl.oauthbearer.assertion.private.key.pem",
+    "sasl.oauthbearer.assertion.private.key.passphrase", "sasl.oauthbearer.assertion.template.file",
+    "sasl.oauthbearer.assertion.jwt.template.file", "sasl.oauthbearer.assertion.claim.iss",
+    "sasl.oauthbearer.assertion.claim.sub", "sasl.oauthbearer.assertion.claim.aud"})
+
+
+def _check(watched: WatchedFile[Any]) -> None:
+    """Read the file now, so a missing or malformed one fails the client's construction (Java validates
+    the file at configure time), naming the setting and the path."""
+    try:
+        watched.get()
+    except OSError as e:
+        raise ConfigError(f"{watched.setting}: cannot read {watched.path}: {e.strerror}") from None
 
 
 def _int(cfg: Mapping[str, Any], key: str, default: int) -> int:

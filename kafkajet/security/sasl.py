@@ -148,9 +148,28 @@ class OAuthBearerClient(OneExchange):
         except KafkaError as e:  # kafkajet's own sources (OIDC, MSK): their texts name no secret
             raise AuthenticationError(f"OAUTHBEARER: {e}") from None
         except Exception as e:
-            # Not chained: the provider's exception text is outside our control and might quote the token.
+            # Not chained: this error reaches send() futures and the network log, and the provider's
+            # exception text is outside our control and might quote the token.
             raise AuthenticationError(
                 f"OAUTHBEARER: the token provider failed ({type(e).__name__})") from None
+        return self._checked(token)
+
+    def login(self) -> None:
+        """The provider's first call, in the client's constructor, as Java's OAuthBearerLoginModule.login()
+        calls the login callback handler for the token and the extensions there: a provider that cannot
+        give a valid token fails the construction, not the first send. Its own error is chained here, as
+        Java's LoginException carries its cause: it goes to the code that built the client, not to a log."""
+        fetch = self._provider if callable(self._provider) else self._provider.token
+        try:
+            token = fetch()
+        except Exception as e:
+            raise AuthenticationError("OAUTHBEARER: the token provider failed at the client's login "
+                                      f"({type(e).__name__})") from e
+        self._checked(token)
+        self._extensions()
+
+    @staticmethod
+    def _checked(token: Any) -> str:
         value = getattr(token, "value", token)  # a token object with .value, or the string itself
         if not isinstance(value, str) or not _TOKEN.fullmatch(value):
             raise AuthenticationError("OAUTHBEARER: the token provider returned no valid bearer token "
@@ -226,8 +245,7 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
         from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings, service_name
 
         login = cfg.get(_KERBEROS_LOGIN) or kerberos_login(cfg, options)
-        principal, _ = kerberos_settings(cfg, options)
-        return GssapiClient(login.token, principal, service_name(cfg, options), host)
+        return GssapiClient(login.token, kerberos_settings(cfg, options).principal, service_name(cfg, options), host)
     if mechanism == "AWS_MSK_IAM":
         from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
 

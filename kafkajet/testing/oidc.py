@@ -6,9 +6,10 @@
 
 POST {token_url}: grant_type=client_credentials (HTTP Basic client id and secret) or
 urn:ietf:params:oauth:grant-type:jwt-bearer (an assertion signed by a key registered with
-`register_assertion_key`, audience `token_url`). GET {jwks_url}: the signing key. Knobs for tests:
-`token_lifetime_s`, `down` (answer 503), `token_requests` (how many tokens were asked for); with
-`ssl_context` it serves https.
+`register_assertion_key`, audience `token_url`, with iat, exp and nbf that hold now, and whatever
+`required_assertion_header` / `required_assertion_claims` demand; each accepted assertion's header and claims
+are kept in `assertions`). GET {jwks_url}: the signing key. Knobs for tests: `token_lifetime_s`, `down`
+(answer 503), `token_requests` (how many tokens were asked for); with `ssl_context` it serves https.
 
 The validator checks a token the way a broker's JWT validator does: the RS256 signature against the key in
 the JWKS, exp (and nbf), the audience and the scope; it needs the `cryptography` package.
@@ -85,6 +86,11 @@ class OidcProvider:
         self.token_requests = 0  # answered with a token
         self.failed_requests = 0
         self.assertion_keys: dict[str, Any] = {}  # assertion issuer -> public key
+        # What an identity provider may demand of an assertion besides iss/aud/exp (a kid, a tenant claim):
+        # a JWT bearer request whose verified assertion lacks one of these is refused with 401.
+        self.required_assertion_header: dict[str, Any] = {}
+        self.required_assertion_claims: dict[str, Any] = {}
+        self.assertions: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (header, claims) of accepted ones
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -220,12 +226,19 @@ class OidcProvider:
             _verify(key, str(header.get("alg")), signing_input, signature)
             now = time.time()
             if claims.get("aud") != self.token_url or not now < float(claims.get("exp", 0)) or \
-                    float(claims.get("nbf", 0)) > now + 5:
+                    float(claims.get("nbf", 0)) > now + 5 or not float(claims.get("iat", now + 60)) <= now + 5:
+                return None
+            if any(header.get(k) != v for k, v in self.required_assertion_header.items()) or \
+                    any(claims.get(k) != v for k, v in self.required_assertion_claims.items()):
                 return None
         except (InvalidToken, ValueError, TypeError):
             return None
         sub = claims.get("sub")
-        return sub if isinstance(sub, str) else None
+        if not isinstance(sub, str):
+            return None
+        with self._lock:
+            self.assertions.append((header, claims))
+        return sub
 
     # --- the broker's side --------------------------------------------------------------------------
 

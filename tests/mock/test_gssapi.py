@@ -147,6 +147,94 @@ def test_login_renewed_before_the_ticket_expires_under_load_without_losing_a_rec
     assert [r.value for r in cluster.records("t", 0)] == [str(n).encode() for n in range(0, i, 2)]
 
 
+def _kinit(kdc: LocalKdc, keytab: str, name: str, cache: str) -> None:
+    """The user's own kinit (or its cron): a TGT into `cache`, from outside the client."""
+    import subprocess
+
+    subprocess.run(["kinit", "-kt", keytab, "-c", cache, kdc.principal(name)], check=True, timeout=30,
+                   env={**kdc.env, "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("form", ["jaas", "krb5ccname"])
+def test_a_kinit_ticket_cache_serves_every_connection_without_a_keytab(kdc: LocalKdc, cluster: MockCluster,
+                                                                        tmp_path: Any, form: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's useTicketCache=true (ticketCache= naming it), or librdkafka's way with no keytab (KRB5CCNAME):
+    the client uses the TGT a kinit put there and never logs in to the KDC itself."""
+    name = f"olga-{form}"
+    keytab = kdc.add_principal(name)
+    cache = tmp_path / "ccache"
+    _kinit(kdc, keytab, name, f"FILE:{cache}")
+    if form == "jaas":
+        monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path}/not-this-one")
+        settings = {"sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true "
+                                        f'ticketCache="{cache}" principal="{kdc.principal(name)}";'}
+    else:
+        monkeypatch.setenv("KRB5CCNAME", f"FILE:{cache}")
+        settings = {}  # no principal either: the cache's own
+    with Producer(_cfg(cluster, **settings)) as producer:
+        futures = [producer.send("t", str(i).encode(), partition=i % 3) for i in range(9)]
+        assert [f.result(timeout=30).offset for f in futures] == [i // 3 for i in range(9)]
+    auths = cluster.sasl_authentications()
+    assert {a.broker_id for a in auths} == {1, 2, 3}
+    assert all(a.ok and a.principal == name for a in auths), auths
+    assert kdc.issued(kdc.principal(name)) == 1  # the kinit's login only
+    assert kdc.issued(kdc.principal(name), kdc.principal("kafka/127.0.0.1")) >= 1
+    # A principal the cache does not hold is refused at construction, naming both.
+    with pytest.raises(AuthenticationError, match=r"no usable Kerberos ticket for nobody@KAFKAJET.TEST in .*ccache"):
+        Producer(_cfg(cluster, **{"sasl.kerberos.principal": kdc.principal("nobody")},
+                      **({} if form == "krb5ccname" else {"sasl.jaas.config": settings["sasl.jaas.config"].replace(
+                          f'principal="{kdc.principal(name)}"', "")})))
+
+
+def test_a_ticket_cache_renewed_by_the_users_kinit_keeps_the_client_going(kdc: LocalKdc, brokers: str,
+                                                                          tmp_path: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renewal is the kinit's (Java's renewTGT=false): tickets of 6 s, a cron-like kinit every 2 s, sessions
+    of 1.5 s, and Java's default min.time.before.relogin (60 s): every re-authentication after the first 6 s
+    needs the TGT the user's kinit put in the cache since, which a client that copied the cache at its
+    login would not have."""
+    import threading
+
+    life = 6.0
+    keytab = kdc.add_principal("pia", max_life=f"{int(life)} seconds")
+    cache = f"FILE:{tmp_path}/ccache"
+    first_tgt = time.monotonic()
+    _kinit(kdc, keytab, "pia", cache)
+    monkeypatch.setenv("KRB5CCNAME", cache)
+    stop = threading.Event()
+
+    def cron() -> None:
+        while not stop.wait(2.0):
+            _kinit(kdc, keytab, "pia", cache)
+
+    renewer = threading.Thread(target=cron, name="users-kinit", daemon=True)
+    with MockCluster(brokers=2, sasl_mechanisms=["GSSAPI"], sasl_gssapi_keytab=brokers,
+                     sasl_session_lifetime_ms=1500) as cluster:
+        cluster.create_topic("t", partitions=2)
+        renewer.start()
+        try:
+            start = time.monotonic()
+            with Producer(_cfg(cluster)) as producer:
+                futures, i = [], 0
+                deadline = time.monotonic() + 90
+                while time.monotonic() - start < 2.5 * life:
+                    assert time.monotonic() < deadline
+                    futures.append(producer.send("t", str(i).encode(), partition=i % 2))
+                    i += 1
+                    time.sleep(0.02)
+                offsets = [f.result(timeout=30).offset for f in futures]
+        finally:
+            stop.set()
+            renewer.join(30)
+        auths = cluster.sasl_authentications()
+    assert all(a.ok for a in auths), [a.error for a in auths if not a.ok]
+    late = [a for a in auths if a.reauth and a.time - first_tgt > life + 1]
+    assert len(late) >= 2, auths  # re-authentications that the first TGT could not have served
+    assert sorted(offsets) == sorted(list(range((i + 1) // 2)) + list(range(i // 2)))
+    assert kdc.issued(kdc.principal("pia")) >= 4  # all of them the kinit's
+
+
 def test_referee_kafka_python_gssapi_against_the_same_acceptor(kdc: LocalKdc, cluster: MockCluster,
                                                                tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """kafka-python's own GSSAPI (its SASL code, a kinit ticket cache) is accepted by the mock as ours is,

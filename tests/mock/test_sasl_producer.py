@@ -97,7 +97,14 @@ def test_wrong_password_raises_from_send_at_once(cluster: MockCluster) -> None:
 def test_an_authentication_failure_names_the_broker_once(caplog: pytest.LogCaptureFixture) -> None:
     """The connection's errors already name the broker; the log line and the error the caller gets must not
     put "node 1 (host:port): " in front of them a second time."""
+    calls = []
+
     def refuses() -> str:
+        # The constructor's login call (Java's) gets a token; the connection's call is the one refused, as
+        # when an identity provider stops answering after the client started.
+        calls.append(1)
+        if len(calls) == 1:
+            return "first-token"
         raise AuthenticationError("the identity provider says no")
 
     texts = []
@@ -115,6 +122,63 @@ def test_an_authentication_failure_names_the_broker_once(caplog: pytest.LogCaptu
     for text in texts + failures:
         names = re.findall(r"node -?\d+ \([^)]*\)", text)
         assert names and len(names) == len(set(names)), text
+
+
+def test_a_users_token_provider_is_called_at_construction_and_its_failure_fails_the_constructor() -> None:
+    """Java's OAuthBearerLoginModule.login() calls the login callback handler in the client's constructor
+    (LoginManager), for the token and the extensions: so does kafkajet with sasl.oauthbearer.token.provider."""
+    from kafkajet.fetch import FetchClient
+
+    class Provider:
+        def __init__(self, token: Any = "tok", fail: Exception | None = None,
+                     extensions: dict[str, str] | None = None) -> None:
+            self.calls = 0
+            self.threads: list[threading.Thread] = []  # who called: the constructor's thread, or the sender's
+            self._token, self._fail, self._extensions = token, fail, extensions or {}
+
+        def token(self) -> Any:
+            self.calls += 1
+            self.threads.append(threading.current_thread())
+            if self._fail is not None:
+                raise self._fail
+            return self._token
+
+        def extensions(self) -> dict[str, str]:
+            return self._extensions
+
+    seen: list[str] = []
+
+    def validator(token: str, extensions: Any) -> tuple[str, float | None]:
+        seen.append(token)
+        return "alice", None
+
+    with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_oauthbearer_validator=validator) as cluster:
+        cluster.create_topic("t", partitions=1)
+        base = {"bootstrap.servers": cluster.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "OAUTHBEARER"}
+        clients: tuple[Any, ...] = (Producer, Admin, FetchClient)
+        for make in clients:
+            provider = Provider()
+            client = make({**base, "sasl.oauthbearer.token.provider": provider})
+            try:
+                # Called once by the constructor itself (this thread); later calls are connections' own.
+                assert provider.threads[:1] == [threading.current_thread()], make
+                assert provider.threads.count(threading.current_thread()) == 1, make
+            finally:
+                client.close()
+        down = RuntimeError("identity provider unreachable")
+        for make in clients:
+            with pytest.raises(AuthenticationError, match=r"token provider failed at the client's login "
+                                                          r"\(RuntimeError\)") as info:
+                make({**base, "sasl.oauthbearer.token.provider": Provider(fail=down)})
+            assert info.value.__cause__ is down  # the user's own error, chained as Java's LoginException does
+        for bad in (Provider(token="has space"), Provider(extensions={"auth": "x"})):
+            with pytest.raises(AuthenticationError, match="no valid bearer token|invalid extension name"):
+                Producer({**base, "sasl.oauthbearer.token.provider": bad})
+        provider = Provider()
+        with Producer({**base, "sasl.oauthbearer.token.provider": provider}) as producer:
+            producer.send("t", b"x").result(timeout=PROMPT_S)
+        assert provider.calls >= 2 and seen == ["tok"] * len(seen) and seen  # connections still ask it
 
 
 def test_admin_wrong_password_fails_fast(cluster: MockCluster) -> None:
@@ -338,8 +402,9 @@ def test_sasl_config_cross_checks() -> None:
         Producer({**base, "sasl.mechanism": "PLAIN", "sasl.username": "u"})
     with pytest.raises(ConfigError, match="needs sasl.oauthbearer.token.provider"):
         Producer({**base, "sasl.mechanism": "OAUTHBEARER"})
-    with pytest.raises(ConfigError, match="GSSAPI needs sasl.kerberos.principal"):
-        Producer({**base, "sasl.mechanism": "GSSAPI"})
+    with pytest.raises(ConfigError, match="cannot prompt"):
+        Producer({**base, "sasl.mechanism": "GSSAPI",
+                  "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=false;"})
     with pytest.raises(ConfigError, match="cannot read the keytab file /nonexistent/client.keytab"):
         Producer({**base, "sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
                   "sasl.kerberos.keytab": "/nonexistent/client.keytab"})

@@ -111,10 +111,11 @@ def test_a_secret_set_twice_is_not_quoted() -> None:
     _assert_clean(_texts(info.value))
 
 
-def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixture) -> None:
+def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixture, tmp_path: Any) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
+    from kafkajet.security.oidc import AssertionSigner
     from kafkajet.testing.oidc import OidcProvider
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -125,6 +126,11 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
     texts: list[str] = []
     with OidcProvider(clients={"app": PASSWORD}) as idp:
         idp.register_assertion_key("svc", key.public_key())
+        # A ready assertion (sasl.oauthbearer.assertion.file) is a credential too: its text must not leak.
+        ready = AssertionSigner(lambda: key, "RS256", {"iss": "svc", "sub": "svc", "aud": idp.token_url},
+                                300, 60, True).assertion()
+        (tmp_path / "assertion.jwt").write_text(ready)
+        (tmp_path / "key.pem").write_text(pem)
         inner = idp.validator()
 
         def validator(token: str, extensions: Any) -> Any:
@@ -147,7 +153,9 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
                                  {"sasl.oauthbearer.assertion.private.key.pem": pem,
                                   "sasl.oauthbearer.assertion.claim.iss": "svc",
                                   "sasl.oauthbearer.assertion.claim.sub": "svc",
-                                  "sasl.oauthbearer.assertion.claim.aud": idp.token_url}):
+                                  "sasl.oauthbearer.assertion.claim.aud": idp.token_url},
+                                 {"sasl.oauthbearer.assertion.file": str(tmp_path / "assertion.jwt"),
+                                  "sasl.oauthbearer.assertion.private.key.file": str(tmp_path / "key.pem")}):
                     with Producer({**base, **good_cfg}) as good:
                         good.send("t", b"ok").result(timeout=30)
                         texts += [repr(good), repr(good.config), repr(good.metrics()),
@@ -158,9 +166,9 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
                         texts.append(repr(sasl("localhost")))
     texts.append(caplog.text)
     texts += [repr(r.args) for r in caplog.records]
-    assert len(seen_tokens) >= 2
+    assert len(seen_tokens) >= 3 and len(idp.assertions) >= 2
     for text in texts:
-        for secret in (*SECRETS, pem_body, *seen_tokens):
+        for secret in (*SECRETS, pem_body, *seen_tokens, ready, ready.split(".")[2]):
             assert secret not in text, f"a secret leaked into: {text[:300]}"
 
 

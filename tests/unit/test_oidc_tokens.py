@@ -175,6 +175,126 @@ def test_jwt_bearer_grant_with_a_private_key_assertion(idp: OidcProvider, algori
     assert "pass-phrase" not in str(info.value)
 
 
+def _rsa_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _write_key(path: Any, key: Any) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+
+
+def _jwt_bearer_cfg(idp: OidcProvider, key_file: Any, **extra: Any) -> dict[str, Any]:
+    return {"sasl.oauthbearer.token.endpoint.url": idp.token_url, "sasl.login.retry.backoff.max.ms": 0,
+            "sasl.oauthbearer.assertion.private.key.file": str(key_file),
+            "sasl.oauthbearer.assertion.claim.iss": "svc-issuer", "sasl.oauthbearer.assertion.claim.sub": "from-config",
+            "sasl.oauthbearer.assertion.claim.aud": idp.token_url, **extra}
+
+
+def test_the_template_file_is_layered_as_javas_and_read_again_when_it_changes(idp: OidcProvider,
+                                                                             tmp_path: Any) -> None:
+    """KIP-1139 layers: claim.* settings, then the template over them, then alg/typ and iat/exp/nbf over both."""
+    import json
+    import time
+
+    key = _rsa_key()
+    idp.register_assertion_key("svc-issuer", key.public_key())
+    _write_key(tmp_path / "key.pem", key)
+    # This identity provider demands a kid header and a tenant claim, which only the template can give.
+    idp.required_assertion_header = {"kid": "k-7"}
+    idp.required_assertion_claims = {"tenant": "acme"}
+    with pytest.raises(TokenFetchError, match="HTTP 401"):
+        oidc_token_source(_jwt_bearer_cfg(idp, tmp_path / "key.pem")).token()
+    template = tmp_path / "template.json"
+    stale = {"alg": "none", "typ": "x"}, {"exp": 1, "iat": 1, "nbf": 1}  # must never win over fresh values
+    template.write_text(json.dumps({"header": {"kid": "k-7", **stale[0]},
+                                    "payload": {"tenant": "acme", "sub": "from-template", "roles": ["w"], **stale[1]}}))
+    # librdkafka's name for the same file.
+    sources = []
+    for name in ("sasl.oauthbearer.assertion.template.file", "sasl.oauthbearer.assertion.jwt.template.file"):
+        before = time.time()
+        source = oidc_token_source(_jwt_bearer_cfg(idp, tmp_path / "key.pem", **{name: str(template)}))
+        assert (jwt_claims(source.token()) or {})["sub"] == "from-template"
+        header, claims = idp.assertions[-1]
+        assert header == {"kid": "k-7", "alg": "RS256", "typ": "JWT"}
+        assert claims["tenant"] == "acme" and claims["roles"] == ["w"] and claims["iss"] == "svc-issuer"
+        assert int(before) <= claims["iat"] and claims["exp"] == claims["iat"] + 300
+        assert claims["nbf"] == claims["iat"] - 60
+        sources.append(source)
+    # Rewritten on disk: the next refresh of the same client signs with the new claims.
+    idp.required_assertion_claims = {"tenant": "beta"}
+    template.write_text(json.dumps({"header": {"kid": "k-7"}, "payload": {"tenant": "beta"}}))
+    source._refresh()
+    assert source.fetches == 2 and idp.assertions[-1][1]["tenant"] == "beta"
+    assert idp.assertions[-1][1]["sub"] == "from-config"  # the template no longer overrides it
+    for source in sources:
+        source.close()
+    with pytest.raises(ConfigError, match="template.file: 'payload' must be a JSON object"):
+        template.write_text('{"payload": [1]}')
+        oidc_token_source(_jwt_bearer_cfg(idp, tmp_path / "key.pem", **{
+            "sasl.oauthbearer.assertion.template.file": str(template)}))
+    with pytest.raises(ConfigError, match="set differently"):
+        oidc_token_source(_jwt_bearer_cfg(idp, tmp_path / "key.pem", **{
+            "sasl.oauthbearer.assertion.template.file": str(template),
+            "sasl.oauthbearer.assertion.jwt.template.file": str(tmp_path / "other.json")}))
+
+
+def test_a_rotated_private_key_file_signs_the_next_refresh(idp: OidcProvider, tmp_path: Any) -> None:
+    old, new = _rsa_key(), _rsa_key()
+    idp.register_assertion_key("svc-issuer", old.public_key())
+    _write_key(tmp_path / "key.pem", old)
+    source = oidc_token_source(_jwt_bearer_cfg(idp, tmp_path / "key.pem"))
+    source.token()
+    # The identity provider now trusts only the new key, and the file holds it.
+    idp.register_assertion_key("svc-issuer", new.public_key())
+    _write_key(tmp_path / "key.pem", new)
+    source._refresh()
+    assert source.fetches == 2 and idp.token_requests == 2
+    # A file rewritten into garbage: this refresh fails, naming the setting, and the token stays.
+    (tmp_path / "key.pem").write_text("not a key")
+    source._refresh()
+    assert source.fetches == 2
+    with pytest.raises(TokenFetchError, match="private.key.file: cannot load the PEM private key"):
+        source._fetch()
+    source.close()
+
+
+def test_a_ready_assertion_file_is_read_at_each_refresh_and_wins_over_the_signing_settings(
+        idp: OidcProvider, tmp_path: Any) -> None:
+    from kafkajet.security.oidc import AssertionSigner
+
+    key = _rsa_key()
+    idp.register_assertion_key("svc-issuer", key.public_key())
+
+    def assertion(sub: str) -> str:
+        return AssertionSigner(lambda: key, "RS256", {"iss": "svc-issuer", "sub": sub, "aud": idp.token_url},
+                               300, 60, False).assertion()
+
+    ready = tmp_path / "assertion.jwt"
+    ready.write_text(assertion("one") + "\n")
+    # Java ignores every other assertion setting when the file is given: a key file that is not there too.
+    cfg = {"sasl.oauthbearer.token.endpoint.url": idp.token_url, "sasl.login.retry.backoff.max.ms": 0,
+           "sasl.oauthbearer.assertion.file": str(ready),
+           "sasl.oauthbearer.assertion.private.key.file": str(tmp_path / "absent.pem")}
+    source = oidc_token_source(cfg)
+    assert (jwt_claims(source.token()) or {})["sub"] == "one"
+    ready.write_text(assertion("two"))
+    source._refresh()
+    assert (jwt_claims(source.token()) or {})["sub"] == "two" and source.fetches == 2
+    source.close()
+    secret = assertion("three")
+    ready.write_text(secret.replace(".", "-"))
+    with pytest.raises(ConfigError, match="assertion.file: not a serialized JWT") as info:
+        oidc_token_source(cfg)
+    assert secret.replace(".", "-") not in str(info.value)
+    with pytest.raises(ConfigError, match=r"assertion.file: cannot read .*missing"):
+        oidc_token_source({**cfg, "sasl.oauthbearer.assertion.file": str(tmp_path / "missing")})
+
+
 def test_config_requires_an_endpoint_for_oidc() -> None:
     base = {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc"}
     with pytest.raises(ConfigError, match="token.endpoint.url"):

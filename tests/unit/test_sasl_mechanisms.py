@@ -281,7 +281,6 @@ def test_config_from_explicit_keys_or_jaas(creds: Credentials, mechanism: str) -
 
 
 @pytest.mark.parametrize("cfg, words", [
-    ({}, ["GSSAPI", "sasl.kerberos.principal"]),  # Java's default mechanism, which needs a keytab login
     ({"sasl.mechanism": "DIGEST-MD5", "sasl.password": SECRET}, ["DIGEST-MD5", "PLAIN"]),
     ({"sasl.mechanism": "PLAIN", "sasl.password": SECRET}, ["sasl.username"]),
     ({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice"}, ["sasl.password"]),
@@ -292,11 +291,15 @@ def test_config_from_explicit_keys_or_jaas(creds: Credentials, mechanism: str) -
     ({"sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": SECRET + "\0"}, ["NUL"]),
     ({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": SECRET + "\udc80"}, ["password"]),
     ({"sasl.mechanism": "OAUTHBEARER"}, ["sasl.oauthbearer.token.provider"]),
-    ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM"}, ["sasl.kerberos.keytab", "keyTab="]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="k";'},
+     ["needs sasl.kerberos.principal"]),
     ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM",
       "sasl.kerberos.keytab": "/nonexistent/alice.keytab"}, ["cannot read the keytab file /nonexistent/alice.keytab"]),
-    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useKeyTab=false useTicketCache=true;"},
-     ["useKeyTab=false", "not supported"]),
+    # Neither a keytab nor a ticket cache: Java's module would prompt for a password.
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useKeyTab=false;"},
+     ["useTicketCache=true", "cannot prompt"]),
+    ({"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useTicketCache=true renewTGT=true;"},
+     ["renewTGT=true is not supported", "kinit -R"]),
     ({"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "bob@EXAMPLE.COM",
       "sasl.jaas.config": f'{KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="k" principal="alice@EXAMPLE.COM";'},
      ["sasl.kerberos.principal", "disagree"]),
@@ -311,6 +314,22 @@ def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any]
         assert word in str(e.value)
     assert SECRET not in str(e.value) and TOKEN not in str(e.value)
     assert e.value.__cause__ is None or SECRET not in str(e.value.__cause__)
+
+
+@pytest.mark.parametrize("cfg", [
+    {},  # Java's default mechanism, GSSAPI, and no keytab: the ticket cache, as librdkafka without one
+    {"sasl.mechanism": "GSSAPI", "sasl.kerberos.principal": "alice@EXAMPLE.COM"},
+    {"sasl.mechanism": "GSSAPI", "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required useTicketCache=true;"},
+])
+def test_without_a_keytab_an_empty_ticket_cache_is_named_with_what_to_do(
+        cfg: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gssapi")
+    from kafkajet.security.token_refresh import TokenFetchError
+
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path}/no-such-cache")
+    with pytest.raises(TokenFetchError, match="no usable Kerberos ticket .*/no-such-cache: .*run kinit") as e:
+        sasl_client_from_config(cfg, "broker-1")
+    assert not e.value.retryable
 
 
 def test_supported_mechanisms_constant() -> None:
