@@ -24,6 +24,13 @@ Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
                AIOProducer against aiokafka's AIOKafkaProducer (and kafkajet's thread producer through
                asyncio.wrap_future(), the way before AIOProducer)
   latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record
+  otel-100B    what OpenTelemetry costs a send() (issue 31), in CPU microseconds per record over the send loop
+               (all threads, and the caller's alone), by send_cost.py's loops: kafkajet plain; with
+               opentelemetry.enable and no SDK ("otel no-sdk": the cost when tracing is off in the service);
+               with the SDK's tracer provider, spans batched to an exporter that drops them ("otel traces");
+               and with its metrics too ("otel"); and the contrib kafka-python instrumentation ("kafka-python
+               otel", a span ending at the enqueue) beside plain kafka-python. A second table prints each one's
+               microseconds per record added over its plain client, the wrapper's being the bar to stay under
 
 Each throughput workload also has a "broker ceiling" row: ceiling.py's client that costs nothing per record
 (batches encoded before the clock starts) writing the same records at kafkajet's batch.size for that workload.
@@ -61,6 +68,7 @@ from typing import Any
 
 from _common import create_topic, preload, report, spawn
 from produce import RUNNERS as SEND_RUNNERS
+from send_cost import run as timed_send_loop
 
 ROOT = Path(__file__).resolve().parent
 BATCH_CHUNK = 10_000  # records per send_batch() call: the size of a typical DataFrame/Arrow batch
@@ -89,12 +97,15 @@ WORKLOADS: dict[str, dict[str, Any]] = {
                      "clients": ["kafkajet AIOProducer", "kafkajet wrap_future", "aiokafka"]},
     "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
                     "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+    "otel-100B": {"kind": "otel", "records": 300_000, "size": 100,
+                  "clients": ["kafkajet", "kafkajet otel no-sdk", "kafkajet otel traces", "kafkajet otel",
+                              "kafka-python", "kafka-python otel"]},
 }
 for _w in WORKLOADS.values():
     _w.setdefault("records", int(_w.get("rate", 0) * _w.get("seconds", 0)))
     _w.update(acks=-1, compression="none", key=False)  # what produce.py's runners read
 BASELINE = {"send": "kafkajet", "batch": "kafkajet send_batch", "latency": "kafkajet", "callback": "kafkajet",
-            "asyncio": "kafkajet AIOProducer"}
+            "asyncio": "kafkajet AIOProducer", "otel": "kafkajet"}
 PURE = " [pure]"  # the label suffix of a kafkajet client run with KAFKAJET_NO_EXTENSIONS=1
 ASYNC_CHUNK = 1_000  # sends awaited together with gather(), the shape of an event-loop program's bursts
 
@@ -458,6 +469,15 @@ def _send_runner(fn: Callable[[str, str, dict[str, Any]], int]) -> Callable[...,
     return lambda bootstrap, topic, w: (fn(bootstrap, topic, w), {})
 
 
+def _otel_runner(client: str) -> Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]:
+    """send_cost.py's timed loop for `client` (it configures the SDK the label names), per record."""
+    def run(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        r = timed_send_loop(client, bootstrap, topic, w["records"])
+        per = 1e6 / w["records"]
+        return int(r["ok"]), {"wall_run": r["wall"], "us_rec": r["cpu"] * per, "caller_us_rec": r["main"] * per}
+    return run
+
+
 RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
     "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling},
     "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
@@ -473,6 +493,7 @@ RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dic
                 "aiokafka": _send_runner(asyncio_aiokafka)},
     "latency": {"kafkajet": latency_kafkajet, "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
                 "confluent-kafka": latency_confluent},
+    "otel": {c: _otel_runner(c) for c in WORKLOADS["otel-100B"]["clients"]},
 }
 
 
@@ -502,6 +523,8 @@ class Run:
     p50_ms: float | None = None
     p99_ms: float | None = None
     acked: int = 0
+    us_rec: float | None = None  # CPU microseconds per record over the send loop (the otel workload)
+    caller_us_rec: float | None = None  # of which on the caller's thread
 
 
 @dataclass
@@ -545,7 +568,8 @@ def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, re
         sys.exit(f"{label}: ran {r['build']!r}, not the build its label names")
     rps = r["acked"] / r["wall"] if r["wall"] > 0 else 0.0
     return Run(ok=r["acked"] == w["records"], rps=rps, mbps=rps * w["size"] / 1e6, cpu=r["cpu"], rss=r["rss_mb"],
-               p50_ms=r.get("p50_ms"), p99_ms=r.get("p99_ms"), acked=r["acked"])
+               p50_ms=r.get("p50_ms"), p99_ms=r.get("p99_ms"), acked=r["acked"], us_rec=r.get("us_rec"),
+               caller_us_rec=r.get("caller_us_rec"))
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -580,6 +604,29 @@ def table(summaries: dict[str, dict[str, Summary]]) -> str:
                         f"| {_fmt(s.median('cpu'), '.1f')} | {_fmt(s.median('rss'), '.0f')} "
                         f"| {_fmt(s.median('p50_ms'), '.1f')} | {_fmt(s.median('p99_ms'), '.1f')} | {ratio} |")
     return "\n".join(rows)
+
+
+def _plain(client: str) -> str:
+    """The client an instrumented one is measured against: its name without the otel part, same build."""
+    pure = client.endswith(PURE)
+    base = client.removesuffix(PURE).split(" otel")[0]
+    return base + (PURE if pure else "")
+
+
+def cost_table(summaries: dict[str, dict[str, Summary]]) -> str:
+    """The otel workload's CPU per record, and what each instrumented client adds over its plain one."""
+    rows = ["| workload | client | µs/record | of which the caller's thread | added over plain |",
+            "| --- | --- | ---: | ---: | ---: |"]
+    for name, by_client in summaries.items():
+        if WORKLOADS[name]["kind"] != "otel":
+            continue
+        for client, s in by_client.items():
+            us, plain = s.median("us_rec"), by_client.get(_plain(client))
+            base = plain.median("us_rec") if plain is not None and plain is not s and plain.ok else None
+            added = "-" if us is None or base is None else f"{us - base:+.1f}"
+            rows.append(f"| {name} | {client} | {_fmt(us, '.1f')} | {_fmt(s.median('caller_us_rec'), '.1f')} "
+                        f"| {added} |")
+    return "\n".join(rows) if len(rows) > 2 else ""
 
 
 def chart(summaries: dict[str, dict[str, Summary]], path: Path, title: str) -> None:
@@ -706,6 +753,9 @@ def main() -> None:
     started = time.time()
     summaries = measure(workloads, builds, reps, args.bootstrap_servers)
     text = table(summaries)
+    costs = cost_table(summaries)
+    if costs:
+        text += "\n\n" + costs
     print(text)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -718,7 +768,8 @@ def main() -> None:
     data = {"meta": meta, "workloads": {
         n: {"spec": {k: v for k, v in workloads[n].items() if k != "clients"},
             "clients": {c: {"runs": [asdict(r) for r in s.runs], "ok": s.ok,
-                            "median": {a: s.median(a) for a in ("rps", "mbps", "cpu", "rss", "p50_ms", "p99_ms")}}
+                            "median": {a: s.median(a) for a in ("rps", "mbps", "cpu", "rss", "p50_ms", "p99_ms",
+                                                                  "us_rec", "caller_us_rec")}}
                         for c, s in by_client.items()}}
         for n, by_client in summaries.items()}, "table": text}
     (out_dir / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")

@@ -17,6 +17,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
+from kafkajet.schema_registry.json_accept import acceptor
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
 from kafkajet.schema_registry.wire import SchemaRef
 from kafkajet.serialization import SerializationContext
@@ -28,7 +29,25 @@ def _schema(schema_str: str | Schema | None) -> Schema | None:
     return Schema(schema_str, "JSON")
 
 
-def _validator(schema: Schema) -> Any:
+class JsonValidator:
+    """A schema's jsonschema validator, fronted by its compiled acceptance check (json_accept.py): a record
+    the check is sure of passes at once; any other is validated by jsonschema, which words the error."""
+
+    def __init__(self, validator: Any) -> None:
+        self.validator = validator
+        self.schema = validator.schema
+        self._accepts = acceptor(validator)
+
+    def check(self, value: Any, what: str, ref: str) -> None:
+        if self._accepts is not None and self._accepts(value):
+            return
+        error = best_match(self.validator.iter_errors(value))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
+            raise SerializationError(f"the {what} does not match JSON Schema {ref} at {where}: {error.message}")
+
+
+def _validator(schema: Schema) -> JsonValidator:
     if schema.schema_type != "JSON":
         raise SerializationError(f"a JSON Schema serde was given a {schema.schema_type} schema")
     if schema.references:
@@ -39,14 +58,7 @@ def _validator(schema: Schema) -> Any:
         cls.check_schema(doc)
     except (ValueError, jsonschema.SchemaError) as e:
         raise SerializationError(f"invalid JSON Schema: {e}") from e
-    return cls(doc)
-
-
-def _check(validator: Any, value: Any, what: str, ref: str) -> None:
-    error = best_match(validator.iter_errors(value))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
-        raise SerializationError(f"the {what} does not match JSON Schema {ref} at {where}: {error.message}")
+    return JsonValidator(cls(doc))
 
 
 def _dumps(value: Any) -> bytes:
@@ -82,7 +94,7 @@ class JSONSerializer(BaseSerializer[Any]):
         w = self._writer(obj, ctx)
         value = obj if self._to_dict is None else self._to_dict(obj, ctx)
         if self._validate:
-            _check(w.parsed, value, ctx_what(ctx), f"id {w.schema_id} (subject '{w.subject}')")
+            w.parsed.check(value, ctx_what(ctx), f"id {w.schema_id} (subject '{w.subject}')")
         try:
             payload = _dumps(value)
         except (TypeError, ValueError) as e:
@@ -134,7 +146,7 @@ class JSONDeserializer(BaseDeserializer[Any]):
         except ValueError as e:
             raise SerializationError(f"the {ctx_what(ctx)} ({ref.describe()}) is not valid JSON: {e}") from e
         if self._validate and validator is not None:
-            _check(validator, value, ctx_what(ctx), ref.describe())
+            validator.check(value, ctx_what(ctx), ref.describe())
         if self._from_dict is not None:
             return self._from_dict(value, ctx)  # type: ignore[arg-type]
         return value

@@ -56,6 +56,10 @@ def _any_format(options: Mapping[str, str]) -> bool:
 class KafkaDataSource(DataSource):
     """Spark's Kafka source and sink, in Python. Short name "kafkajet" ("kafka" belongs to Spark)."""
 
+    # The registered columns schema() planned; None until it has (or when Spark was given a schema instead,
+    # and the readers plan them themselves).
+    _planned: dict[str, RegistryColumn] | None = None
+
     @classmethod
     def name(cls) -> str:
         return "kafkajet"
@@ -66,8 +70,12 @@ class KafkaDataSource(DataSource):
         from kafkajet.spark.source_options import source_schema, subscribed_topics
 
         include = str(self.options.get("includeHeaders", self.options.get("includeheaders", "false")))
-        formats = source_columns(self.options, subscribed_topics(self.options)) if _any_format(self.options) else {}
-        return source_schema(include.strip().lower() == "true", formats)
+        if _any_format(self.options):
+            # Spark pickles this instance after schema() and calls reader() on the copy: the columns planned
+            # here travel with it, so a version registered in between cannot change what the readers decode
+            # into (the schema Spark was given).
+            self._planned = source_columns(self.options, subscribed_topics(self.options))
+        return source_schema(include.strip().lower() == "true", self._planned or {})
 
     def _writer_args(self, schema: StructType) -> tuple[dict[str, str], str | None, dict[str, RegistryColumn]]:
         cfg = producer_config(self.options)
@@ -122,7 +130,7 @@ class KafkaDataSource(DataSource):
         return KafkaStreamArrowWriter(cfg, topic, formats)
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return KafkaBatchReader(parse_source_options(self.options, streaming=False))
+        return KafkaBatchReader(parse_source_options(self.options, streaming=False, formats=self._planned))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
-        return KafkaStreamReader(parse_source_options(self.options, streaming=True))
+        return KafkaStreamReader(parse_source_options(self.options, streaming=True, formats=self._planned))

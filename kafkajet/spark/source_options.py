@@ -130,7 +130,10 @@ def source_schema(include_headers: bool, formats: Mapping[str, RegistryColumn]) 
     return StructType(fields)
 
 
-def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+def parse_source_options(options: Mapping[str, str], *, streaming: bool,
+                         formats: Mapping[str, RegistryColumn] | None = None) -> SourceOptions:
+    """The source's options, checked. `formats`: the registered columns already planned (by the data
+    source's schema()); planned here when not given."""
     opts = {k.lower(): v for k, v in options.items()}
     kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
     SOURCE_OPTIONS.check(opts)
@@ -185,7 +188,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fetch_config=fetch_config,
         group_id=group_for(kafka.get("group.id"), opts.get("groupidprefix"),
                            f"{kafka['bootstrap.servers']} {subscription.describe()}") if streaming else None,
-        formats=source_columns(options, subscription.topics if subscription.pattern is None else ()),
+        formats=(formats if formats is not None
+                 else source_columns(options, subscription.topics if subscription.pattern is None else ())),
     )
 
 

@@ -91,6 +91,41 @@ def test_v1_then_v2_records_read_back_in_one_query_with_logical_types(spark: Any
     assert sorted(r.id for r in pinned.select("value.id").collect()) == list(range(8))
 
 
+def test_a_version_registered_between_planning_and_reading_does_not_change_what_the_readers_decode_into(
+        broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
+    # Spark calls schema() on the data source, pickles it, and calls reader() on the copy; a v2 registered in
+    # between must not reach the readers: the rows come in the shape Spark was told (v1's), v2's records
+    # resolved into it. Driven without a session so the registration lands exactly between the two calls.
+    import pickle
+
+    import pyarrow as pa
+
+    from kafkajet.spark.source import KafkaDataSource
+
+    topic = make_topic(broker, "avro-planned-once", partitions=2)
+    client = SchemaRegistryClient({"url": registry.url})
+    produce(broker, topic, AvroSerializer(client, json.dumps(V1)), [order(i) for i in range(4)])
+    v1_id = client.get_latest_version(f"{topic}-value").schema_id
+    source = KafkaDataSource({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+                              "valueFormat": "avro", "schema.registry.url": registry.url})
+    schema = source.schema()
+    planned_fields = schema["value"].dataType.fieldNames()
+    assert "channel" not in planned_fields
+
+    produce(broker, topic, AvroSerializer(client, json.dumps(V2)), [order(i, v2=True) for i in range(4, 7)],
+            partition=1)
+    fresh = SchemaRegistryClient({"url": registry.url})  # (a client caches the latest version it saw)
+    assert fresh.get_latest_version(f"{topic}-value").schema_id != v1_id  # v2 is the latest now
+
+    copy = pickle.loads(pickle.dumps(source))
+    reader = copy.reader(schema)
+    batches = [b for part in reader.partitions() for b in pickle.loads(pickle.dumps(reader)).read(part)]
+    values = pa.Table.from_batches(batches).column("value").combine_chunks()
+    assert [f.name for f in values.type] == planned_fields
+    assert sorted(v["id"] for v in values.to_pylist()) == list(range(7))
+    assert copy.streamReader(schema).opts.formats["value"].schema_id == v1_id
+
+
 def test_bad_records_fail_the_query_naming_the_record_or_are_null_when_permissive(
         spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
     topic = make_topic(broker, "avro-bad", partitions=1)
