@@ -120,13 +120,14 @@ class AIOProducer:
         if p is None or gate is None:  # stop() clears the gate: one check on the hot path
             p = self._open_producer("send")  # raises: not started, or stopped
             gate = p.send_gate
-        if gate.partition_count(topic) is None:
-            await self._wait_for_topic(p, topic)
         need = self._batch_size
         if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
-        if gate.free_memory_estimate() < need:
-            await self._wait_for_memory(gate, need)
+        if not gate.ready(topic, need):
+            if gate.partition_count(topic) is None:
+                await self._wait_for_topic(p, topic)
+            if gate.free_memory_estimate() < need:
+                await self._wait_for_memory(gate, need)
         self._unyielded += 1
         if self._unyielded >= _YIELD_EVERY:
             # A loop of sends that never wait (memory to spare) would otherwise hold the event loop for as
