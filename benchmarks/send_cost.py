@@ -5,6 +5,9 @@ threads, for kafkajet's send() (plain, with a callback, from AIOProducer) and co
     .venv/bin/python benchmarks/send_cost.py --clients "kafkajet,kafkajet otel,kafkajet otel no-sdk"
     .venv/bin/python benchmarks/send_cost.py --records 100000 --clients "kafka-python,kafka-python otel"
 
+"aiokafka" is AIOKafkaProducer in compare.py's asyncio gather shape, beside "kafkajet AIOProducer";
+`--value-size 1024` measures the send-1KiB workload's records.
+
 "kafkajet otel" is send() with opentelemetry.enable and the OpenTelemetry SDK configured (a span per record
 through a BatchSpanProcessor to an exporter that drops them, so the export's own cost is left out, and the
 metrics aggregated in memory); "otel unsampled" the same with a sampler that drops every span; "otel traces" has no MeterProvider (spans only, as the wrapper); "otel no-sdk" has the setting on but no SDK and no trace context (each send takes the plain path). "kafka-python
@@ -63,8 +66,8 @@ def _otel_sdk(sample: bool = True, metered: bool = True) -> None:
         metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
-def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
-    value = b"x" * 100
+def run(client: str, bootstrap: str, topic: str, n: int, size: int = 100) -> dict[str, float]:
+    value = b"x" * size
     ok = 0
     if client in ("kafkajet otel", "kafka-python otel", "kafkajet otel unsampled", "kafkajet otel traces"):
         _otel_sdk(sample=client != "kafkajet otel unsampled", metered=client != "kafkajet otel traces")
@@ -107,6 +110,24 @@ def run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
                 while p.metrics()["record-send-total"] < n + 1 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 ok = int(p.metrics()["record-send-total"]) - 1
+    elif client == "aiokafka":
+        # The gather shape of compare.py's asyncio workload, against which AIOProducer's target is set.
+        from aiokafka import AIOKafkaProducer
+
+        async def go_aiokafka() -> tuple[float, float, float]:
+            ap = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+            await ap.start()
+            try:
+                await (await ap.send(topic, b"warm-up"))
+                t0, c0, m0 = time.perf_counter(), _cpu(), time.thread_time()
+                for start in range(0, n, 1000):
+                    futs = [await ap.send(topic, value) for _ in range(min(1000, n - start))]
+                    await asyncio.gather(*futs)
+                return time.perf_counter() - t0, _cpu() - c0, time.thread_time() - m0
+            finally:
+                await ap.stop()
+        wall, cpu, main = asyncio.run(go_aiokafka())
+        ok = n
     elif client.startswith("kafka-python"):
         from kafka import KafkaProducer
 
@@ -151,7 +172,7 @@ class Cost:
     sum_us: float
 
 
-def measure(clients: list[str], builds: list[str], records: int) -> dict[str, Cost | None]:
+def measure(clients: list[str], builds: list[str], records: int, size: int = 100) -> dict[str, Cost | None]:
     """Each client's per-record CPU, kafkajet's on each of `builds` (labelled "<client> [pure]" for the pure
     build), one child process each against one embedded broker; None for a run that lost records or crashed."""
     from kafkajet.testing import EmbeddedBroker
@@ -167,7 +188,8 @@ def measure(clients: list[str], builds: list[str], records: int) -> dict[str, Co
             env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
             if client.endswith(" [pure]"):
                 env["KAFKAJET_NO_EXTENSIONS"] = "1"
-            r = spawn([__file__, "--records", str(records), "--worker", client.removesuffix(" [pure]"),
+            r = spawn([__file__, "--records", str(records), "--value-size", str(size),
+                       "--worker", client.removesuffix(" [pure]"),
                        broker.bootstrap_servers, topic], client, env=env)
             if r is not None and client.startswith("kafkajet") and r["build"].startswith("pure") != (
                     "[pure]" in client):
@@ -185,19 +207,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--worker", nargs=3)
+    ap.add_argument("--value-size", type=int, default=100, help="bytes per value (1024: the send-1KiB workload)")
     ap.add_argument("--clients", default="kafkajet,kafkajet callback,kafkajet AIOProducer,confluent-kafka")
     ap.add_argument("--builds", default="compiled,pure", help="kafkajet's builds: compiled, pure or both")
     args = ap.parse_args()
     if args.worker:
         client, bootstrap, topic = args.worker
-        r = run(client, bootstrap, topic, args.records)
+        r = run(client, bootstrap, topic, args.records, args.value_size)
         from kafkajet._build import describe
 
         print(json.dumps({"acked": r["ok"], "build": describe(), **r}), flush=True)
         return
     print(f"{'client':22s} {'records/s':>10s} {'caller us/rec':>14s} {'client threads us/rec':>22s} "
           f"{'sum us/rec':>11s}")
-    for client, c in measure(args.clients.split(","), args.builds.split(","), args.records).items():
+    for client, c in measure(args.clients.split(","), args.builds.split(","), args.records,
+                             args.value_size).items():
         if c is None:
             print(f"{client:22s} FAILED")
             continue

@@ -28,6 +28,13 @@ class SendGate:
         # not a wrapper: one call less per record on the asyncio send path.
         self.free_memory_estimate: Callable[[], int] = pool._available
 
+    def ready(self, topic: str, need: int) -> bool:
+        """Whether send() goes through now without waiting: the topic's metadata is at hand and the pool has
+        `need` bytes (the estimate). The per-record check, one call: otherwise the caller finds out which
+        (partition_count(), free_memory_estimate()) and waits for that."""
+        return (self._metadata.cluster.partition_counts.get(topic) is not None
+                and self.free_memory_estimate() >= need)
+
     def partition_count(self, topic: str) -> int | None:
         """The topic's partition count in the metadata at hand; None: send() would wait for metadata."""
         return self._metadata.cluster.partition_counts.get(topic)
