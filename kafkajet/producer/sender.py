@@ -493,8 +493,9 @@ class Sender:
             self.idempotence.acknowledged(b)
         # Read before the batch completes: completing gives its buffer back to the pool.
         sizes = self._record_sizes(b) if self.interceptors else None
-        self.accumulator.complete(b, base_offset, log_append_time, None)
+        # Counted first: completing wakes flush(), and a metrics() read right after it must include the batch.
         self.metrics.records_sent(b.count, b.topic)
+        self.accumulator.complete(b, base_offset, log_append_time, None)
         if sizes is not None:
             self._tell_interceptors(b, [
                 RecordMetadata(b.topic, b.partition, base_offset + i if base_offset >= 0 else -1,

@@ -516,6 +516,20 @@ def test_offsets_and_log_append_time_come_from_the_answer() -> None:
     assert rig.sender.metrics.totals["record-send-total"] == 3
 
 
+def test_a_record_is_counted_as_sent_before_its_future_completes() -> None:
+    # flush() returns when the futures complete: a record-send-total read right after it must include them
+    # (it once lagged by the last batch, counted after completion).
+    rig = make_rig()
+    rig.connect()
+    futs = [rig.append(b"%d" % i) for i in range(3)]
+    seen: list[int] = []
+    futs[-1].add_done_callback(lambda _: seen.append(rig.sender.metrics.totals["record-send-total"]))
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=0))
+    rig.run()
+    assert seen == [3]
+
+
 def test_an_answer_that_leaves_out_a_partition_fails_its_records_naming_it() -> None:
     rig = make_rig()
     rig.connect()
