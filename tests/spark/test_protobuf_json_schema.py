@@ -456,3 +456,55 @@ def test_format_options_are_checked_at_planning(spark: Any, broker: EmbeddedBrok
     with pytest.raises(Exception, match="protobufMessage='Nope'"):
         read(spark, broker, registry, topic, "protobuf", valueSubject="x",
              protobufSchema=base64.b64encode(_order_file().SerializeToString()).decode(), protobufMessage="Nope")
+
+
+# --- Streaming: the same formats through readStream and writeStream --------------------------------------------
+
+
+def _money_class() -> Any:
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(_money_file())
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("kjmoney.Money"))
+
+
+def test_a_stream_reads_protobuf_keys_and_values_decoded_and_writes_json_schema_through_the_sink(
+        spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry, tmp_path: Any) -> None:
+    from kafkajet.schema_registry import ProtobufSerializer
+
+    source = make_topic(broker, "proto-stream-in", partitions=2)
+    out = make_topic(broker, "json-stream-out", partitions=2)
+    client = SchemaRegistryClient({"url": registry.url})
+    Money = _money_class()
+    keys = ProtobufSerializer(Money, client)  # registers under <topic>-key: the key is a message of its own
+    values = ProtobufSerializer(Order, client)
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as p:
+        futures = [p.send(source, values(_order(i), _ctx(source)),
+                          key=keys(Money(cents=1000 + i), SerializationContext(source, MessageField.KEY)),
+                          partition=i % 2) for i in range(10)]
+        p.flush(timeout=60)
+        for f in futures:
+            f.result(timeout=0)
+
+    stream = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+              .option("subscribe", source).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "4")
+              .option("valueFormat", "protobuf").option("keyFormat", "protobuf")
+              .option("schema.registry.url", registry.url).load())
+    assert stream.schema["key"].dataType.simpleString() == "struct<cents:bigint>"
+    query = (stream.selectExpr("named_struct('cents', key.cents) as key",
+                               "named_struct('id', value.id, 'name', value.name, 'city', value.address.city, "
+                               "'status', value.status, 'at', value.at, 'tags', value.tags) as value")
+             .writeStream.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+             .option("topic", out).option("valueFormat", "json-schema").option("keyFormat", "json-schema")
+             .option("schema.registry.url", registry.url).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(240), "an availableNow query must stop by itself"
+    assert query.exception() is None, query.exception()
+    assert query.lastProgress is not None and len(query.recentProgress) >= 3  # 10 records, at most 4 a batch
+
+    assert client.get_latest_version(f"{out}-value").schema.schema_type == "JSON"
+    back = read(spark, broker, registry, out, "json-schema", keyFormat="json-schema").select(
+        "key.cents", "value.*").orderBy("id").collect()
+    assert [(r.cents, r.id, r.name, r.city, r.status, list(r.tags)) for r in back] == [
+        (1000 + i, i, f"n{i}" if i % 2 else "", f"c{i}" if i % 2 else None, ("NEW", "PAID", "SHIPPED")[i % 3],
+         [f"t{i}", "x"]) for i in range(10)]
+    assert [r.at.timestamp() for r in back] == [(AT + dt.timedelta(seconds=i)).timestamp() for i in range(10)]
