@@ -7,7 +7,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +26,7 @@ from kafkajet.testing import EmbeddedBroker, SchemaRegistry
 from tests.spark.conftest import make_topic
 
 F = descriptor_pb2.FieldDescriptorProto
+ROOT = Path(__file__).resolve().parents[2]
 AT = dt.datetime(2026, 11, 26, 1, 2, 3, 456000, tzinfo=dt.UTC)
 
 
@@ -508,3 +513,50 @@ def test_a_stream_reads_protobuf_keys_and_values_decoded_and_writes_json_schema_
         (1000 + i, i, f"n{i}" if i % 2 else "", f"c{i}" if i % 2 else None, ("NEW", "PAID", "SHIPPED")[i % 3],
          [f"t{i}", "x"]) for i in range(10)]
     assert [r.at.timestamp() for r in back] == [(AT + dt.timedelta(seconds=i)).timestamp() for i in range(10)]
+
+
+# --- Spark Connect: the Python data source runs in the Connect server's workers, the client has no py4j ---------
+
+CONNECT_SCRIPT = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+import kafkajet.spark
+
+bootstrap, url, proto_topic, json_topic = sys.argv[1:5]
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+kafkajet.spark.register(spark)
+for topic, fmt in ((proto_topic, "protobuf"), (json_topic, "json-schema")):
+    (spark.range(6, numPartitions=2).selectExpr(
+        "named_struct('k', id) as key",
+        "named_struct('id', id, 'tag', if(id % 2 = 0, null, 'odd'), 'at', timestamp_millis(1700000000000 + id)) as value")
+     .write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+     .option("valueFormat", fmt).option("keyFormat", fmt).option("schema.registry.url", url).save())
+    df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("valueFormat", fmt).option("keyFormat", fmt).option("schema.registry.url", url).load())
+    print(fmt, df.schema["value"].dataType.simpleString(),
+          sorted((r.k, r.id, r.tag, r.ms) for r in df.selectExpr("key.k", "value.id", "value.tag", "unix_millis(value.at) as ms").collect()))
+spark.stop()
+"""
+
+
+def test_the_source_and_sink_with_protobuf_and_json_schema_work_on_spark_connect(
+        tmp_path: Path, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
+    import grpc  # noqa: F401 - Spark Connect's client (pyspark[connect], a test dependency): absent, this fails
+
+    proto_topic = make_topic(broker, "proto-connect", partitions=2)
+    json_topic = make_topic(broker, "json-connect", partitions=2)
+    script = tmp_path / "connect_formats.py"
+    script.write_text(CONNECT_SCRIPT)
+    r = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, registry.url, proto_topic, json_topic],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT,
+                       env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    rows = [(i, i, None if i % 2 == 0 else "odd", 1700000000000 + i) for i in range(6)]
+    assert r.stdout.strip().splitlines()[-2:] == [
+        f"protobuf struct<id:bigint,tag:string,at:timestamp> {rows}",
+        f"json-schema struct<id:bigint,tag:string,at:timestamp> {rows}"]
+    client = SchemaRegistryClient({"url": registry.url})
+    assert [client.get_latest_version(f"{t}-{f}").schema.schema_type for t in (proto_topic, json_topic)
+            for f in ("key", "value")] == ["PROTOBUF", "PROTOBUF", "JSON", "JSON"]
