@@ -523,7 +523,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 import kafkajet.spark
 
-bootstrap, url, proto_topic, json_topic = sys.argv[1:5]
+bootstrap, url, proto_topic, json_topic, streamed, checkpoint = sys.argv[1:7]
 spark = SparkSession.builder.remote("local[2]").getOrCreate()
 assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
 kafkajet.spark.register(spark)
@@ -537,6 +537,16 @@ for topic, fmt in ((proto_topic, "protobuf"), (json_topic, "json-schema")):
           .option("valueFormat", fmt).option("keyFormat", fmt).option("schema.registry.url", url).load())
     print(fmt, df.schema["value"].dataType.simpleString(),
           sorted((r.k, r.id, r.tag, r.ms) for r in df.selectExpr("key.k", "value.id", "value.tag", "unix_millis(value.at) as ms").collect()))
+# A stream too: the protobuf topic through readStream into the json-schema sink, Trigger.AvailableNow.
+q = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", proto_topic)
+     .option("startingOffsets", "earliest").option("valueFormat", "protobuf").option("schema.registry.url", url)
+     .load().selectExpr("value").writeStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", streamed).option("valueFormat", "json-schema").option("schema.registry.url", url)
+     .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+assert q.awaitTermination(240) and q.exception() is None, q.exception()
+df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", streamed)
+      .option("valueFormat", "json-schema").option("schema.registry.url", url).load())
+print("streamed", sorted((r.id, r.tag) for r in df.select("value.*").collect()))
 spark.stop()
 """
 
@@ -547,16 +557,19 @@ def test_the_source_and_sink_with_protobuf_and_json_schema_work_on_spark_connect
 
     proto_topic = make_topic(broker, "proto-connect", partitions=2)
     json_topic = make_topic(broker, "json-connect", partitions=2)
+    streamed = make_topic(broker, "json-connect-streamed", partitions=1)
     script = tmp_path / "connect_formats.py"
     script.write_text(CONNECT_SCRIPT)
-    r = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, registry.url, proto_topic, json_topic],
+    r = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, registry.url, proto_topic, json_topic,
+                        streamed, str(tmp_path / "ck")],
                        capture_output=True, text=True, timeout=600, cwd=ROOT,
                        env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     rows = [(i, i, None if i % 2 == 0 else "odd", 1700000000000 + i) for i in range(6)]
-    assert r.stdout.strip().splitlines()[-2:] == [
+    assert r.stdout.strip().splitlines()[-3:] == [
         f"protobuf struct<id:bigint,tag:string,at:timestamp> {rows}",
-        f"json-schema struct<id:bigint,tag:string,at:timestamp> {rows}"]
+        f"json-schema struct<id:bigint,tag:string,at:timestamp> {rows}",
+        f"streamed {[(i, tag) for _, i, tag, _ in rows]}"]
     client = SchemaRegistryClient({"url": registry.url})
     assert [client.get_latest_version(f"{t}-{f}").schema.schema_type for t in (proto_topic, json_topic)
             for f in ("key", "value")] == ["PROTOBUF", "PROTOBUF", "JSON", "JSON"]
