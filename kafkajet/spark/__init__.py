@@ -30,7 +30,7 @@ def register(spark: Any, *, check_workers: bool = True) -> None:
         from kafkajet.errors import ConfigError
 
         try:
-            found = spark.sparkContext.parallelize([0], 1).map(_worker_has_kafkajet).collect()
+            found = _ask_the_workers(spark)
         except Exception as e:  # the worker could not even start (no pyspark in that interpreter)
             raise ConfigError(f"Spark's Python workers failed to start ({type(e).__name__}). {WORKER_ADVICE}") from e
         if not all(found):
@@ -42,6 +42,18 @@ def register(spark: Any, *, check_workers: bool = True) -> None:
         # data sources), and a name found that way cannot be registered again.
         if _condition(e) != "DATA_SOURCE_ALREADY_EXISTS":
             raise
+
+
+def _ask_the_workers(spark: Any) -> list[bool]:
+    """Whether Spark's Python workers import kafkajet, asked through one tiny job."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        # A Spark Connect client has no SparkContext (it needs py4j): the same question as a one-row Python
+        # UDF, which the server's workers run, as they will run the data source.
+        from pyspark.sql.functions import lit, udf
+
+        asked = udf(_worker_has_kafkajet, "boolean")
+        return [bool(row[0]) for row in spark.range(1).select(asked(lit(0))).collect()]
+    return list(spark.sparkContext.parallelize([0], 1).map(_worker_has_kafkajet).collect())
 
 
 def _condition(e: Exception) -> str | None:
