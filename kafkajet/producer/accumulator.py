@@ -89,9 +89,11 @@ class RecordAccumulator:
     def append(
         self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None,
         headers: Headers, deadline_ms: float | None, callback: DeliveryCallback | None = None,
-    ) -> tuple[RecordFuture, bool]:
-        """Append a record; returns its future and whether the sender should be woken (a batch filled or began).
-        `callback` is attached to the record in the same lock hold, so it always runs at completion."""
+        want_future: bool = True,
+    ) -> tuple[RecordFuture | None, bool]:
+        """Append a record; returns its future (None unless `want_future`) and whether the sender should be woken
+        (a batch filled or began). `callback` is attached to the record in the same lock hold, so it always runs
+        at completion."""
         added: ProducerBatch | None = None
         index = -1
         wake = False
@@ -140,7 +142,7 @@ class RecordAccumulator:
                 with self._lock:
                     self._appends_in_progress -= 1
         # Outside the lock: see ProducerBatch.try_add().
-        return record_future(added, index, timestamp, key, value), wake
+        return (record_future(added, index, timestamp, key, value) if want_future else None), wake
 
     def _sendable(self, batch: ProducerBatch) -> bool:
         """Whether a batch may go without waiting out linger.ms: closed, or at batch.size (Java's meaning of

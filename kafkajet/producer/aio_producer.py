@@ -7,7 +7,9 @@ one queue and reach the loop in groups, one call_soon_threadsafe per group rathe
 Each record's asyncio future is its own delivery callback (a Future subclass made per AIOProducer, callable as
 callback(metadata, exception)), and the queue is flat, three entries a record: a partial and a tuple per record
 that lived until the loop drained them were, with the future, what made the garbage collector over a quarter
-of the event loop's time in the gather benchmark (py-spy, issue 30).
+of the event loop's time in the gather benchmark (py-spy, issue 30). For the same reason no thread RecordFuture
+is built beside it (Producer.send_without_future) while send() is the plain one; a wrapped send() (the
+opentelemetry one) is called as before, so that it sees every record.
 """
 
 from __future__ import annotations
@@ -137,7 +139,10 @@ class AIOProducer:
         fut = self._future_type(loop=self._loop)
         # Only this loop allocates from the pool, and the sender thread only frees: the memory checked above
         # is still there, so send() does not block. The future is the record's delivery callback.
-        p.send(topic, value, key, headers, partition, timestamp_ms, callback=fut)
+        if p.send is p.plain_send:
+            p.send_without_future(topic, value, key, headers, partition, timestamp_ms, fut)
+        else:  # wrapped (opentelemetry): the wrapper must see the record
+            p.send(topic, value, key, headers, partition, timestamp_ms, callback=fut)
         return fut
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,

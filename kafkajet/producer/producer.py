@@ -160,6 +160,11 @@ class Producer:
         # Each record's call goes straight to the (compiled) send path, not through send() below: a Python call
         # layer costs a tenth of what the compiled send() does. _instrument() wraps this one.
         self.send = self._path.send  # type: ignore[method-assign]
+        # AIOProducer's way in while send is still this one (`send is plain_send`): its records' futures are
+        # asyncio ones, so the RecordFuture send() makes would be thrown away. A wrapped send (opentelemetry's,
+        # or a caller's) fails the check, and then every record goes through the wrapper as before.
+        self.plain_send = self.send
+        self.send_without_future = self._path.send_without_future
         if self._txn is not None:
             self._refusing = True  # until begin_transaction(): send() explains why
         # What AIOProducer checks before send() so that its event loop never blocks in it.

@@ -5,6 +5,7 @@ receive span on kafkajet's span, read from the header."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,8 +19,9 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.kafka import KafkaInstrumentor
 from opentelemetry.trace import SpanKind, StatusCode
 
-from kafkajet import Producer
+from kafkajet import Producer, RecordMetadata
 from kafkajet.admin import Admin
+from kafkajet.aio import AIOProducer
 from kafkajet.producer.producer import Producer as PlainProducer
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.otel import metric_points, sdk, spans_named, traceparent
@@ -149,6 +151,26 @@ def test_an_instrumented_kafka_python_consumer_parents_its_receive_span_on_kafka
     assert receive.parent is not None
     assert receive.parent.span_id == produced.get_span_context().span_id
     assert receive.context.trace_id == produced.context.trace_id
+
+
+def test_aioproducer_records_get_their_spans_through_the_wrapped_send(broker: EmbeddedBroker,
+                                                                       topic_name: str) -> None:
+    """AIOProducer skips the thread future only while send() is the plain one: with the setting on, each of its
+    records is traced like a Producer's, its span ended at the broker's answer with the record's offset."""
+    exporter, _ = sdk()
+
+    async def main() -> list[RecordMetadata]:
+        async with AIOProducer(bootstrap_servers=broker.bootstrap_servers, opentelemetry_enable=True) as p:
+            futs = [await p.send(topic_name, b"v%d" % i) for i in range(5)]
+            return list(await asyncio.gather(*futs))
+
+    mds = asyncio.run(main())
+    spans = {(int(str(attrs["messaging.destination.partition.id"])), attrs["messaging.kafka.offset"]): s
+             for s in spans_named(exporter, f"send {topic_name}") for attrs in [dict(s.attributes or {})]}
+    assert sorted(spans) == sorted((md.partition, md.offset) for md in mds)
+    read = {(r.partition, r.offset): dict(r.headers) for r in read_topic(broker.bootstrap_servers, topic_name, 5)}
+    for md in mds:
+        assert read[(md.partition, md.offset)]["traceparent"] == traceparent(spans[(md.partition, md.offset)])
 
 
 def test_with_the_setting_off_the_send_methods_are_the_plain_ones(broker: EmbeddedBroker, topic_name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -177,3 +178,39 @@ def test_using_it_before_start_says_how() -> None:
             await p.send("t", b"v")
 
     asyncio.run(main())
+
+
+def test_its_records_build_no_thread_future_unless_send_is_wrapped(cluster: MockCluster,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record's asyncio future is its outcome: a RecordFuture beside it would be built and thrown away. A
+    wrapped send() (as opentelemetry wraps it) still gets every record, futures and all."""
+    from kafkajet.producer.futures import RecordFuture
+
+    built = 0
+    init = RecordFuture.__init__
+
+    def counting(self: RecordFuture, *args: Any) -> None:
+        nonlocal built
+        built += 1
+        init(self, *args)
+
+    monkeypatch.setattr(RecordFuture, "__init__", counting)
+    wrapped_saw: list[str] = []
+
+    async def main() -> list[RecordMetadata]:
+        async with AIOProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=0) as p:
+            plain = [await (await p.send("t", b"v%d" % i, partition=i % 3)) for i in range(30)]
+            assert built == 0
+            send = p.producer.send
+
+            def wrapper(topic: str, *args: Any, **kwargs: Any) -> Any:
+                wrapped_saw.append(topic)
+                return send(topic, *args, **kwargs)
+
+            p.producer.send = wrapper  # type: ignore[method-assign]
+            return plain + [await (await p.send("t", b"w%d" % i)) for i in range(5)]
+
+    mds = asyncio.run(main())
+    assert [md.topic for md in mds] == ["t"] * 35 and all(md.offset >= 0 for md in mds)
+    assert len({(md.partition, md.offset) for md in mds}) == 35
+    assert wrapped_saw == ["t"] * 5 and built == 5
