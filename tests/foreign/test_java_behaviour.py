@@ -25,6 +25,7 @@ from kafkajet.errors import (
     KafkaTimeoutError,
     RequestTimedOutError,
 )
+from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.partitioner import partition_for_key
 from tests.foreign.support import (
     INIT_PRODUCER_ID,
@@ -121,12 +122,21 @@ def test_idempotent_producer_keeps_producing_after_a_failed_batch(rdmock: Rdkafk
 def test_a_fatal_error_fails_queued_records_and_later_sends_raise_at_once(rdmock: RdkafkaMockCluster) -> None:
     topic = "fatal"
     rdmock.create_topic(topic, TOPIC_PARTITIONS, 3)
-    # Whichever broker the producer asks, its InitProducerId is refused, half a second later so that the
-    # records below are queued by then.
+    # Whichever broker the producer asks, its InitProducerId is refused 3 s later, so that records are queued
+    # by then. The first send() waits for the topic's metadata, which on a busy machine has taken longer than
+    # half a second (a CI run failed so); and should the refusal still come mid-loop, the records queued before
+    # it must fail and the send() that meets it must raise, which is what this test asserts anyway.
     for b in rdmock.broker_ids:
-        rdmock.broker_push_request_error_rtts(b, INIT_PRODUCER_ID, [(ClusterAuthorizationFailedError.code, 500)])
+        rdmock.broker_push_request_error_rtts(b, INIT_PRODUCER_ID, [(ClusterAuthorizationFailedError.code, 3000)])
     with bounded_producer(rdmock, linger_ms=5) as p:
-        queued = [p.send(topic, value=v, key=k) for k, v in make_records(100, keys=10)]
+        queued: list[concurrent.futures.Future[RecordMetadata]] = []
+        for k, v in make_records(100, keys=10):
+            try:
+                queued.append(p.send(topic, value=v, key=k))
+            except KafkaError as e:
+                assert _names(e, ClusterAuthorizationFailedError), f"send() raised {e!r}, not naming the cause"
+                break
+        assert queued, "the refusal came before the first record was queued: nothing tested the queued records"
         done, pending = concurrent.futures.wait(queued, timeout=15)
         assert not pending, f"{len(pending)} queued records still pending 15 s after the fatal error"
         not_naming = [repr(f.exception()) for f in done if not _names(f.exception(), ClusterAuthorizationFailedError)]
