@@ -59,7 +59,7 @@ class Cluster:
     controller_id: int = -1
     internal_topics: frozenset[str] = frozenset()
     topic_ids: Mapping[str, Any] = field(default_factory=dict)
-    partition_counts: Mapping[str, int] = field(init=False, default_factory=dict)
+    partition_counts: dict[str, int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         # Derived once per snapshot so the per-record path is a dict lookup.
@@ -83,7 +83,7 @@ class Cluster:
         return self._leaders.get((topic, partition))  # type: ignore[attr-defined, no-any-return]
 
     def partition_count(self, topic: str) -> int | None:
-        return self.partition_counts.get(topic)  # type: ignore[no-any-return]
+        return self.partition_counts.get(topic)
 
     def available_partitions(self, topic: str) -> tuple[int, ...]:
         return self._available.get(topic, ())  # type: ignore[attr-defined, no-any-return]

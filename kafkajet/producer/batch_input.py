@@ -8,7 +8,7 @@ import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kafkajet.clock import wall_ms
 from kafkajet.errors import RecordTooLargeError, SerializationError
@@ -77,7 +77,7 @@ def check_headers(headers: Any) -> list[tuple[str, bytes | None]]:
     return out
 
 
-MAX_TIMESTAMP = 2**63 - 1  # a record timestamp is an int64 on the wire
+MAX_TIMESTAMP: Final = 2**63 - 1  # a record timestamp is an int64 on the wire
 
 
 def invalid_timestamp(timestamp: int, record: int | None = None) -> ValueError:

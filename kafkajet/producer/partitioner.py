@@ -8,16 +8,16 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Protocol, cast
+from typing import Final, Protocol, cast
 
 from kafkajet.errors import ConfigError, InvalidPartitionError, KafkaError
 
-_WORDS = [struct.Struct(f"<{n}I") for n in range(64)]
+_WORDS: Final = [struct.Struct(f"<{n}I") for n in range(64)]
 
 # What a record counts toward its sticky partition's batch.size beyond its key and value: an estimate of its
 # framing (varints, attributes, headers count). send() and the batch paths must use the same figure, or a batch
 # call and a send() loop would switch partitions at different points.
-RECORD_OVERHEAD = 16
+RECORD_OVERHEAD: Final = 16
 
 # Keys repeat (user ids, device ids): a bounded memo of their murmur2 skips most hashing.
 _KEY_HASH_MEMO_SIZE = 65536

@@ -60,6 +60,12 @@ class SendPath:
         self.on_send = on_send
         self.refused = refused
         self.explain_exhausted = explain_exhausted
+        # Bound once: passing cluster.available_partitions made a bound method per keyless record, and the
+        # sticky partitioner calls it only when it changes partition (once per batch.size bytes).
+        self.available_partitions: Callable[[str], Any] = self._available_partitions
+
+    def _available_partitions(self, topic: str) -> Any:
+        return self.metadata.cluster.available_partitions(topic)
 
     def send(self, topic: Any, value: Any = None, key: Any = None, headers: Any = None, partition: Any = None,
              timestamp_ms: Any = None, callback: Any = None) -> RecordFuture:
@@ -118,7 +124,7 @@ class SendPath:
             if sticky is None:
                 p = self.partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
             elif kb is None or self.ignore_keys:
-                p = sticky.take(topic, klen + vlen + RECORD_OVERHEAD, cluster.available_partitions, n)
+                p = sticky.take(topic, klen + vlen + RECORD_OVERHEAD, self.available_partitions, n)
             else:
                 h = self.key_hashes.get(kb)
                 if h is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from kafkajet.errors import CorruptRecordError
 from kafkajet.protocol.varint import TABLE_SIZE, VARINT, encode_varint, encode_varint_slow, read_varint
@@ -27,18 +28,22 @@ class Record:
 # _OFF_NULL_KEY[d] = varint(offset delta d) + varint(-1), the null key;
 # _LEN[n] = len(varint(n)); _VALUE_PART[n] = bytes taken by a value of length n, its length varint, the
 # attributes byte and the (empty) header count.
-_ATTR_TS: list[bytes] = [b"\x00" + v for v in VARINT]
-_OFF_NULL_KEY: list[bytes] = [v + b"\x01" for v in VARINT]
-_LEN: list[int] = [len(v) for v in VARINT]
+# Final: mypyc keeps these in C statics; a plain module global is a dict lookup per use.
+_VARINT: Final[list[bytes]] = VARINT
+_TABLE_SIZE: Final = TABLE_SIZE
+_ATTR_TS: Final[list[bytes]] = [b"\x00" + v for v in VARINT]
+_OFF_NULL_KEY: Final[list[bytes]] = [v + b"\x01" for v in VARINT]
+_LEN: Final[list[int]] = [len(v) for v in VARINT]
 # Keeps the value length far enough below TABLE_SIZE that a null-key record's length is a table hit too.
-_FAST_LEN = TABLE_SIZE // 2
-_VALUE_PART: list[int] = [len(VARINT[n]) + n + 2 for n in range(_FAST_LEN)]
-_NULL_KEY_VALUE_PART: list[int] = [size + 1 for size in _VALUE_PART]
-_TABLE_BITS = TABLE_SIZE.bit_length() - 1
-_NULL = b"\x01"  # varint(-1): null key, value or header value
-_NO_HEADERS = b"\x00"
-_INT32_MIN, _INT32_LIMIT = -(1 << 31), 1 << 31
-_join = b"".join
+_FAST_LEN: Final = TABLE_SIZE // 2
+_VALUE_PART: Final[list[int]] = [len(VARINT[n]) + n + 2 for n in range(_FAST_LEN)]
+_NULL_KEY_VALUE_PART: Final[list[int]] = [size + 1 for size in _VALUE_PART]
+_TABLE_BITS: Final = TABLE_SIZE.bit_length() - 1
+_NULL: Final = b"\x01"  # varint(-1): null key, value or header value
+_NO_HEADERS: Final = b"\x00"
+_INT32_MIN: Final = -(1 << 31)
+_INT32_LIMIT: Final = 1 << 31
+_join: Final = b"".join
 
 
 def append_record(
@@ -64,17 +69,17 @@ def append_record(
                 hb, extra = _NO_HEADERS, 0
             if key is None:
                 size = _LEN[timestamp_delta] + _LEN[offset_delta] + _NULL_KEY_VALUE_PART[n] + extra
-                if size < TABLE_SIZE:
-                    buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], _OFF_NULL_KEY[offset_delta], VARINT[n],
+                if size < _TABLE_SIZE:
+                    buf += _join((_VARINT[size], _ATTR_TS[timestamp_delta], _OFF_NULL_KEY[offset_delta], _VARINT[n],
                                   value, hb))
                     return _LEN[size] + size
             else:
                 k = len(key)
                 if k < _FAST_LEN:
                     size = _LEN[timestamp_delta] + _LEN[offset_delta] + _LEN[k] + k + _VALUE_PART[n] + extra
-                    if size < TABLE_SIZE:
-                        buf += _join((VARINT[size], _ATTR_TS[timestamp_delta], VARINT[offset_delta], VARINT[k], key,
-                                      VARINT[n], value, hb))
+                    if size < _TABLE_SIZE:
+                        buf += _join((_VARINT[size], _ATTR_TS[timestamp_delta], _VARINT[offset_delta], _VARINT[k], key,
+                                      _VARINT[n], value, hb))
                         return _LEN[size] + size
     return _append_general(buf, offset_delta, timestamp_delta, key, value, headers)
 
@@ -119,20 +124,20 @@ def append_run(
                 key = keys[i]
                 if key is None:
                     size = _LEN[d] + _LEN[offset] + _NULL_KEY_VALUE_PART[vn] + extra
-                    if size < TABLE_SIZE:
+                    if size < _TABLE_SIZE:
                         total = _LEN[size] + size
                         if used + total > limit and offset:
                             break
-                        parts += (VARINT[size], _ATTR_TS[d], _OFF_NULL_KEY[offset], VARINT[vn], value, hb)
+                        parts += (_VARINT[size], _ATTR_TS[d], _OFF_NULL_KEY[offset], _VARINT[vn], value, hb)
                 else:
                     k = len(key)
                     if k < _FAST_LEN:
                         size = _LEN[d] + _LEN[offset] + _LEN[k] + k + _VALUE_PART[vn] + extra
-                        if size < TABLE_SIZE:
+                        if size < _TABLE_SIZE:
                             total = _LEN[size] + size
                             if used + total > limit and offset:
                                 break
-                            parts += (VARINT[size], _ATTR_TS[d], VARINT[offset], VARINT[k], key, VARINT[vn], value,
+                            parts += (_VARINT[size], _ATTR_TS[d], _VARINT[offset], _VARINT[k], key, _VARINT[vn], value,
                                       hb)
         if total < 0:  # off the fast path: the general encoder, straight into buf
             if parts:
@@ -179,7 +184,7 @@ def _append_general(
     parts.append(encode_headers(headers) if headers else _NO_HEADERS)
     body = _join(parts)
     size = len(body)
-    lb = VARINT[size] if size < TABLE_SIZE else encode_varint_slow(size)
+    lb = _VARINT[size] if size < _TABLE_SIZE else encode_varint_slow(size)
     buf += lb
     buf += body
     return len(lb) + size
@@ -193,7 +198,7 @@ _HEADER_KEYS_MAX = 4096
 def encode_headers(headers: Headers) -> bytes:
     """The header section of a record: the count, then each key and value with their length varints."""
     count = len(headers)
-    parts = [VARINT[count] if count < TABLE_SIZE else encode_varint(count)]
+    parts = [_VARINT[count] if count < _TABLE_SIZE else encode_varint(count)]
     append = parts.append
     for hkey, hvalue in headers:
         hk = _HEADER_KEYS.get(hkey) if type(hkey) is str else None
@@ -207,7 +212,7 @@ def encode_headers(headers: Headers) -> bytes:
             append(_NULL)
         else:
             m = len(hvalue)
-            append(VARINT[m] if m < TABLE_SIZE else encode_varint(m))
+            append(_VARINT[m] if m < _TABLE_SIZE else encode_varint(m))
             append(hvalue)
     return _join(parts)
 
