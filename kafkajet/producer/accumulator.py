@@ -159,7 +159,8 @@ class RecordAccumulator:
     def _grow(self, batch: ProducerBatch, end: int) -> bool:
         """Reserve memory for `batch` (the open tail of its deque, under the lock) to reach `end` bytes: in steps
         of batch.size, without waiting, only if nobody waits for memory. False: the batch closes instead."""
-        target = min(batch.max_limit, max(end, batch.capacity + self.batch_size))
+        steps = max(1, -(-(end - batch.capacity) // self.batch_size))
+        target = min(batch.max_limit, batch.capacity + steps * self.batch_size)
         if target <= batch.capacity or not self.pool.try_reserve(target - batch.capacity):
             return False
         batch.capacity = batch.limit = target

@@ -641,7 +641,8 @@ def test_a_batch_grows_exactly_up_to_its_max_limit() -> None:
     for _ in range(3):
         assert b.try_append(0, None, b"v" * 50, None) is not None  # the third ends exactly at the limit
     assert len(b.buf) == b.max_limit and b.full  # reached exactly: closed
-    assert asked == [BATCH_HEADER_SIZE + 3 * size]
+    # Room for the next records may be asked for ahead of need (ProducerBatch._reserve_room), never past the max.
+    assert max(asked) == BATCH_HEADER_SIZE + 3 * size
     assert b.try_append(0, None, b"v", None) is None
 
 
