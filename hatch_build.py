@@ -1,5 +1,6 @@
 """The optional compiled build: mypyc compiles the send path's own .py files (no second source) into
-extension modules beside them. The .py files stay the reference and the fallback.
+extension modules beside them, and Cython two kernels (KERNELS: C where measurement showed the compiled Python
+cannot get there, each a drop-in for one Python function). The .py files stay the reference and the fallback.
 
 mypyc, not Cython, by benchmarks/compile_bound.py's figures: compiling the same unchanged files, Cython's
 generic attribute and call code gained nothing over CPython 3.11's specialising interpreter (1.07x on send()),
@@ -43,6 +44,13 @@ MODULES = [
     # The Avro serializer's per-field encoders (stdlib only): most of a registered Avro record's send() cost.
     "kafkajet/avro_binary.py",
 ]
+# Kernels: C (through Cython) where measurement showed the compiled Python cannot get there, each a drop-in for
+# one function of the Python reference, which tests compare it with (issue 30). Part of the compiled build: built
+# with the modules above, or not at all.
+KERNELS = [
+    "kafkajet/records/record_kernel.pyx",  # record.append_record: 110 -> under 40 ns a record
+    "kafkajet/producer/metadata_kernel.pyx",  # a RecordMetadata for each delivery callback: 112 -> 60 ns
+]
 # Cython accepts every module unchanged: benchmarks/compile_bound.py compiles these with it for the comparison.
 CYTHON_MODULES = [*MODULES, "kafkajet/producer/producer.py", "kafkajet/producer/futures.py",
                   "kafkajet/producer/buffer_pool.py"]
@@ -84,11 +92,17 @@ def _extensions(compiler: str, modules: list[str]) -> tuple[list[Any], str]:
         exts = [Extension(m[:-3].replace("/", "."), [m]) for m in modules]
         return cythonize(exts, compiler_directives=CYTHON_DIRECTIVES, quiet=True, force=True,
                          nthreads=os.cpu_count() or 1), f"Cython {version}"
+    from Cython import __version__ as cython_version
+    from Cython.Build import cythonize
     from mypy.version import __version__ as version
     from mypyc.build import mypycify
+    from setuptools import Extension
 
     # One group: calls and attribute reads between the modules go native, not through Python.
-    return mypycify(modules, opt_level="3", debug_level="0", group_name=MYPYC_GROUP), f"mypyc {version}"
+    exts = mypycify(modules, opt_level="3", debug_level="0", group_name=MYPYC_GROUP)
+    kernels = cythonize([Extension(k[:-4].replace("/", "."), [k]) for k in KERNELS],
+                        compiler_directives=CYTHON_DIRECTIVES, quiet=True, force=True)
+    return [*exts, *kernels], f"mypyc {version}, Cython {cython_version}"
 
 
 def build(root: Path, compiler: str = "mypyc") -> dict[str, Path]:
@@ -102,11 +116,14 @@ def build(root: Path, compiler: str = "mypyc") -> dict[str, Path]:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     hashes = {m[:-3].replace("/", "."): source_hash(root / m) for m in modules}
     built = {m[:-3] + suffix: root / (m[:-3] + suffix) for m in modules}
+    kernels: dict[str, str] = {}
     if compiler == "mypyc":
         built[MYPYC_GROUP + "__mypyc" + suffix] = root / (MYPYC_GROUP + "__mypyc" + suffix)
+        kernels = {k[:-4].replace("/", "."): source_hash(root / k) for k in KERNELS}
+        built.update({k[:-4] + suffix: root / (k[:-4] + suffix) for k in KERNELS})
     done = _read_manifest(root / MANIFEST)
     up_to_date = (done.get("kind") == compiler and done.get("modules") == hashes
-                  and all(p.exists() for p in built.values()))
+                  and done.get("kernels", {}) == kernels and all(p.exists() for p in built.values()))
     if not up_to_date:
         clean(root)
         cwd = os.getcwd()
@@ -126,10 +143,11 @@ def build(root: Path, compiler: str = "mypyc") -> dict[str, Path]:
         missing = [str(p) for p in built.values() if not p.exists()]
         if missing:
             raise RuntimeError(f"extension modules not built: {missing}")
-        (root / MANIFEST).write_text(json.dumps({"compiler": label, "kind": compiler, "modules": hashes}, indent=1) + "\n")
-        _say(f"compiled {len(modules)} modules in place ({label})")
+        (root / MANIFEST).write_text(json.dumps({"compiler": label, "kind": compiler, "modules": hashes,
+                                                 "kernels": kernels}, indent=1) + "\n")
+        _say(f"compiled {len(modules)} modules and {len(kernels)} kernels in place ({label})")
     else:
-        _say(f"the {len(modules)} compiled modules are up to date ({done['compiler']})")
+        _say(f"the {len(modules)} compiled modules and {len(kernels)} kernels are up to date ({done['compiler']})")
     built[MANIFEST] = root / MANIFEST
     return built
 
@@ -137,8 +155,8 @@ def build(root: Path, compiler: str = "mypyc") -> dict[str, Path]:
 def clean(root: Path) -> None:
     """Remove in-place extension modules and the manifest: the checkout imports its .py files again."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    for m in CYTHON_MODULES:
-        for p in (root / (m[:-3] + suffix), root / (m[:-3] + ".c")):
+    for stem in [m[:-3] for m in CYTHON_MODULES] + [k[:-4] for k in KERNELS]:
+        for p in (root / (stem + suffix), root / (stem + ".c")):
             p.unlink(missing_ok=True)
     (root / (MYPYC_GROUP + "__mypyc" + suffix)).unlink(missing_ok=True)
     (root / MANIFEST).unlink(missing_ok=True)

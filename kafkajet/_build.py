@@ -7,6 +7,9 @@ compiled module's source has changed since the build (`kafkajet/_extensions.json
 compiled): an edited checkout never runs stale compiled code. All or none: mypyc compiles the modules as one
 group whose native classes and calls span them, so one module's Python beside the others' compiled code would
 mix two versions of the same classes.
+
+The build's kernels (C through Cython, each a drop-in for one function of the Python reference) follow the same
+decision: kernel() gives the compiled one, or None where the Python runs and the caller keeps its own function.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -29,16 +33,17 @@ def extensions_disabled() -> bool:
     return os.environ.get("KAFKAJET_NO_EXTENSIONS", "") not in ("", "0")
 
 
-def _manifest() -> tuple[str, dict[str, str]]:
+def _manifest() -> tuple[str, dict[str, str], dict[str, str]]:
     try:
         data = json.loads((_PACKAGE / "_extensions.json").read_text())
-        return str(data["compiler"]), dict(data["modules"])
+        return str(data["compiler"]), dict(data["modules"]), dict(data.get("kernels", {}))
     except (OSError, ValueError, KeyError, TypeError):
-        return "", {}
+        return "", {}, {}
 
 
 def _source(fullname: str) -> Path:
-    return _PACKAGE.parent.joinpath(*fullname.split(".")).with_suffix(".py")
+    path = _PACKAGE.parent.joinpath(*fullname.split("."))
+    return path.with_suffix(".pyx") if fullname in _KERNEL_HASHES else path.with_suffix(".py")
 
 
 def _changed(hashes: dict[str, str]) -> list[str]:
@@ -54,10 +59,10 @@ def _changed(hashes: dict[str, str]) -> list[str]:
     return changed
 
 
-COMPILER, _COMPILED_HASHES = _manifest()
+COMPILER, _COMPILED_HASHES, _KERNEL_HASHES = _manifest()
 DISABLED = extensions_disabled()
 # Read once, at import: the decision holds for the process (the modules are imported once).
-STALE = [] if DISABLED or not _COMPILED_HASHES else _changed(_COMPILED_HASHES)
+STALE = [] if DISABLED or not _COMPILED_HASHES else _changed({**_COMPILED_HASHES, **_KERNEL_HASHES})
 USE_PYTHON = DISABLED or bool(STALE)
 if STALE:
     # A warning, not a log line: at import no application has configured logging yet.
@@ -72,6 +77,9 @@ class _SourceFinder:
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname in _KERNEL_HASHES:
+            # A kernel has no Python of its own: its caller's function is the fallback (kernel()).
+            raise ModuleNotFoundError(f"{fullname}: the compiled build is off here", name=fullname)
         if fullname not in _COMPILED_HASHES:
             return None
         return importlib.util.spec_from_file_location(fullname, _source(fullname))
@@ -79,6 +87,17 @@ class _SourceFinder:
 
 if _COMPILED_HASHES and USE_PYTHON:
     sys.meta_path.insert(0, _SourceFinder())
+
+
+def kernel(module: str, name: str) -> Any | None:
+    """The build's compiled `module.name` (a kernel), or None where the Python reference runs: no build, the
+    build off or stale, or a build without that kernel."""
+    if USE_PYTHON or module not in _KERNEL_HASHES:
+        return None
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
 
 
 def is_compiled(module: ModuleType) -> bool:
@@ -97,7 +116,9 @@ def describe() -> str:
     compiled = [name for name, module in loaded.items() if is_compiled(module)]
     if STALE:
         return f"pure Python: {', '.join(STALE)} changed since the build"
-    if len(compiled) == len(loaded):
-        return f"compiled: {COMPILER}, {len(compiled)} modules"
     pure = sorted(set(loaded) - set(compiled))
-    return f"partly compiled: {COMPILER}, {len(compiled)} of {len(loaded)} modules; Python: {', '.join(pure)}"
+    missing = [name for name in _KERNEL_HASHES if kernel(name, "__name__") is None]
+    if not pure and not missing:
+        return f"compiled: {COMPILER}, {len(compiled)} modules, {len(_KERNEL_HASHES)} kernels"
+    return (f"partly compiled: {COMPILER}, {len(compiled)} of {len(loaded)} modules; Python: "
+            f"{', '.join(pure + missing)}")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kafkajet._build import kernel
 from kafkajet.errors import KafkaError
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, RecordMetadata
 from kafkajet.producer.metrics import BatchStats
@@ -42,6 +43,11 @@ _callback_log = logging.getLogger("kafkajet.producer.futures")
 # Final: compiled, a C static rather than a module-dict look-up per record.
 _RecordFuture: Final = RecordFuture
 _new_tuple: Final = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
+# The compiled build's kernels (hatch_build.KERNELS), None where the Python below runs: C for the two steps the
+# compiled Python is slowest at per record, encoding it (record.append_record is the reference) and making
+# its callback's RecordMetadata (_new_tuple above is the reference).
+_append_record: Final[Callable[..., int]] = kernel("kafkajet.records.record_kernel", "append_record") or append_record
+_new_metadata: Final[Callable[..., RecordMetadata] | None] = kernel("kafkajet.producer.metadata_kernel", "new_metadata")
 
 
 def record_future(batch: ProducerBatch, index: int, timestamp: int, key: bytes | None,
@@ -67,9 +73,12 @@ def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:
     for i in range(0, len(callbacks), _ENTRY):
         index: int = callbacks[i]
         fn = callbacks[i + 1]
-        md = _new_tuple(RecordMetadata, (topic, partition, base + index if base >= 0 else -1,
-                                         append_time if append_time >= 0 else callbacks[i + 2], callbacks[i + 3],
-                                         callbacks[i + 4]))
+        offset = base + index if base >= 0 else -1
+        timestamp = append_time if append_time >= 0 else callbacks[i + 2]
+        if _new_metadata is not None:
+            md = _new_metadata(RecordMetadata, topic, partition, offset, timestamp, callbacks[i + 3], callbacks[i + 4])
+        else:
+            md = _new_tuple(RecordMetadata, (topic, partition, offset, timestamp, callbacks[i + 3], callbacks[i + 4]))
         try:
             fn(md, None)
         except Exception:
@@ -173,7 +182,7 @@ class ProducerBatch:
         if count == 0:
             self.base_timestamp = timestamp
         mark = len(buf)
-        end = mark + append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
+        end = mark + _append_record(buf, count, timestamp - self.base_timestamp, key, value, headers)
         if end > self.reserved:
             if end > self.limit and count and not self.grow_to(end):
                 del buf[mark:]

@@ -4,7 +4,9 @@ test_build.py to compare the two builds' bytes.
 
 The corpus reaches every branch of the encoders: append_record's table paths (null key, key, headers) and its
 general path (values from 8 KiB, deltas past the tables, negative deltas, null values), append_run stopping at
-its limit, each compression codec, a producer batch sealed in place, control batches and decoding back.
+its limit, each compression codec, a producer batch sealed in place, control batches and decoding back; and
+the compiled build's kernels (hatch_build.KERNELS) against the same inputs: record encoding (with the shape the
+kernel hands back to the Python: headers) and the delivery callbacks' RecordMetadata.
 """
 
 from __future__ import annotations
@@ -62,9 +64,35 @@ def corpus() -> list[str]:
     decoded = [(r.offset, r.timestamp, r.key, r.value, r.headers)
                for b in records_batch.decode_batches(out[8 + 4]) for r in b.records]  # the zstd batch
     out.append(repr(decoded).encode())
+    buf = bytearray()
+    for i, (ts_, key, value, headers) in enumerate(rows):
+        producer_batch._append_record(buf, i * 997, ts_ - rows[0][0], key, value, headers)
+    out.append(bytes(buf))
+    out.append(repr(_callback_metadata(rows)).encode())
     return [b.hex() for b in out]
+
+
+def _callback_metadata(rows: list[Row]) -> list[tuple[object, ...]]:
+    """What send(callback=) callbacks receive for a batch that succeeded and one that failed."""
+    from kafkajet.errors import NotLeaderOrFollowerError
+
+    seen: list[tuple[object, ...]] = []
+    for outcome in ("ok", "log-append-time", "failed"):
+        pb = producer_batch.ProducerBatch("t", 3, bytearray(), 1 << 20, 0.0)
+        for ts_, key, value, headers in rows[:20]:
+            pb.try_append(ts_, key, value, headers, lambda md, exc: seen.append((type(md).__name__, *md, repr(exc))))
+        assert pb.callbacks is not None
+        if outcome == "failed":
+            pb.error = NotLeaderOrFollowerError("moved")
+        else:
+            pb.base_offset = 1 << 40
+            pb.log_append_time = 1_700_000_009_999 if outcome == "log-append-time" else -1
+        producer_batch.fire_callbacks(pb, pb.callbacks)
+    return seen
 
 
 if __name__ == "__main__":
     modules = (record, records_batch, producer_batch)
-    json.dump({"build": describe(), "compiled": [is_compiled(m) for m in modules], "corpus": corpus()}, sys.stdout)
+    kernels = (producer_batch._append_record is not record.append_record, producer_batch._new_metadata is not None)
+    json.dump({"build": describe(), "compiled": [is_compiled(m) for m in modules], "kernels": kernels,
+               "corpus": corpus()}, sys.stdout)

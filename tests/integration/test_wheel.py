@@ -2,7 +2,7 @@
 C compiler the build still succeeds, with the pure-Python package, and says so once.
 
 The wheel takes the checkout's in-place build when it is up to date (make test's `build` step sees to that):
-then the test takes seconds. It needs hatchling, mypyc (mypy) and setuptools in this environment (the dev extra) and
+then the test takes seconds. It needs hatchling, mypyc (mypy), Cython and setuptools in this environment (the dev extra) and
 skips without them, except in make test's compiled run (KAFKAJET_EXPECT_COMPILED=1).
 """
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_wheel_built_here_installs_and_runs_compiled_in_a_new_venv(tmp_path: Path) -> None:
     if os.environ.get("KAFKAJET_EXPECT_COMPILED", "") in ("", "0"):
-        for module in ("hatchling", "mypyc", "setuptools"):
+        for module in ("hatchling", "mypyc", "Cython", "setuptools"):
             pytest.importorskip(module, reason="building the wheel needs the dev extra's build tools")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KAFKAJET_NO_EXTENSIONS")}
     build_env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
@@ -56,7 +56,7 @@ def test_a_wheel_built_here_installs_and_runs_compiled_in_a_new_venv(tmp_path: P
 
 def test_without_a_c_compiler_the_wheel_is_the_pure_package_and_says_so(tmp_path: Path) -> None:
     if os.environ.get("KAFKAJET_EXPECT_COMPILED", "") in ("", "0"):
-        for module in ("hatchling", "mypyc", "setuptools"):
+        for module in ("hatchling", "mypyc", "Cython", "setuptools"):
             pytest.importorskip(module, reason="building the wheel needs the dev extra's build tools")
     # A copy of the source without its in-place build (the fallback removes a failed build's leftovers).
     src = tmp_path / "src"

@@ -58,6 +58,8 @@ def test_compiled_and_python_encoders_write_the_same_bytes() -> None:
         runs[name] = json.loads(r.stdout)
     assert runs["compiled"]["compiled"] == [True, True, True], runs["compiled"]["build"]
     assert runs["python"]["compiled"] == [False, False, False], runs["python"]["build"]
+    assert runs["compiled"]["kernels"] == [True, True], runs["compiled"]["build"]
+    assert runs["python"]["kernels"] == [False, False], runs["python"]["build"]
     compiled, python = runs["compiled"]["corpus"], runs["python"]["corpus"]
     assert len(compiled) == len(python) >= 20
     for i, (c, p) in enumerate(zip(compiled, python, strict=True)):

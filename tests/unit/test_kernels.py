@@ -1,0 +1,70 @@
+"""The compiled build's kernels (hatch_build.KERNELS) against the Python they stand in for: the same bytes, the
+same results, the same errors, over random shapes and the edges of every varint and range.
+
+Like tests/unit/test_build.py's comparisons these need the compiled build: they skip without one, and fail
+under `KAFKAJET_EXPECT_COMPILED=1` (make test's compiled run) if it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kafkajet import _build
+from kafkajet.producer import batch as producer_batch
+from kafkajet.producer.futures import RecordMetadata
+from kafkajet.records import record
+
+
+def _kernel(module: str, name: str) -> Callable[..., Any]:
+    found = _build.kernel(module, name)
+    if found is not None:
+        return found
+    if os.environ.get("KAFKAJET_EXPECT_COMPILED", "") not in ("", "0") and not _build.DISABLED:
+        pytest.fail(f"the compiled build was expected but this checkout runs {_build.describe()}")
+    pytest.skip(f"no compiled kernel to compare ({_build.describe()})")
+
+
+def _outcome(fn: Callable[..., int], buf: bytearray, *args: Any) -> tuple[Any, bytes]:
+    try:
+        return fn(buf, *args), bytes(buf)
+    except Exception as e:  # the same error, by type and message
+        return (type(e), str(e)), bytes(buf)
+
+
+def test_the_record_kernel_appends_what_the_python_encoder_appends() -> None:
+    kernel = _kernel("kafkajet.records.record_kernel", "append_record")
+    assert producer_batch._append_record is kernel  # and it is what ProducerBatch.try_add calls
+    rng = random.Random(30)
+    edges = [0, 1, 63, 64, 8191, 8192, 16383, 16384, (1 << 31) - 1, 1 << 31, -1, -64, -65, -(1 << 31),
+             -(1 << 31) - 1, (1 << 63) - 1, 1 << 63, -(1 << 63), -(1 << 63) - 1]
+    checked = 0
+    for i in range(6000):
+        key = rng.choice([None, b"", b"k", rng.randbytes(rng.choice((1, 63, 64, 200, 8191, 8192, 20000)))])
+        value = rng.choice([None, b"", b"v" * 100, rng.randbytes(rng.choice((1, 127, 128, 8191, 8192, 70000)))])
+        offset_delta = rng.choice(edges + [rng.randrange(0, 20000)])
+        timestamp_delta = rng.choice(edges + [rng.randrange(-(1 << 40), 1 << 40)])
+        headers = rng.choice([None, [], [("trace", b"x")], [("ü", None), ("k", b"")]])
+        prefix = bytearray(rng.randbytes(i % 5))
+        got = _outcome(kernel, bytearray(prefix), offset_delta, timestamp_delta, key, value, headers)
+        want = _outcome(record.append_record, bytearray(prefix), offset_delta, timestamp_delta, key, value, headers)
+        assert got == want, (offset_delta, timestamp_delta, key if key is None else len(key),
+                             value if value is None else len(value), headers)
+        checked += isinstance(want[0], int)
+    assert checked > 3000  # most shapes encode (the rest must fail alike)
+
+
+def test_the_metadata_kernel_makes_the_record_metadata_the_python_makes() -> None:
+    kernel = _kernel("kafkajet.producer.metadata_kernel", "new_metadata")
+    assert producer_batch._new_metadata is kernel  # and it is what fire_callbacks calls
+    fields = ("topic", 3, 1 << 40, 1_700_000_000_000, -1, 100)
+    made = kernel(RecordMetadata, *fields)
+    want = tuple.__new__(RecordMetadata, fields)
+    assert type(made) is RecordMetadata and made == want and made._asdict() == want._asdict()
+    assert (made.offset, made.serialized_key_size, hash(made)) == (1 << 40, -1, hash(want))
+    with pytest.raises(TypeError, match="tuple subclass"):
+        kernel(int, *fields)
