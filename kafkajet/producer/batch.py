@@ -70,13 +70,14 @@ def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:
                 _callback_log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
         return
     base, append_time = batch.base_offset, batch.log_append_time
+    new_metadata = _new_metadata  # a local: the pure build's loop tests it per record
     for i in range(0, len(callbacks), _ENTRY):
         index: int = callbacks[i]
         fn = callbacks[i + 1]
         offset = base + index if base >= 0 else -1
         timestamp = append_time if append_time >= 0 else callbacks[i + 2]
-        if _new_metadata is not None:
-            md = _new_metadata(RecordMetadata, topic, partition, offset, timestamp, callbacks[i + 3], callbacks[i + 4])
+        if new_metadata is not None:
+            md = new_metadata(RecordMetadata, topic, partition, offset, timestamp, callbacks[i + 3], callbacks[i + 4])
         else:
             md = _new_tuple(RecordMetadata, (topic, partition, offset, timestamp, callbacks[i + 3], callbacks[i + 4]))
         try:
