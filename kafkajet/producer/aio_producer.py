@@ -5,7 +5,8 @@ memory and metadata waits are awaited, not slept in. Completions come back from 
 one queue and reach the loop in groups, one call_soon_threadsafe per group rather than per record.
 
 Each record's asyncio future is its own delivery callback (a Future subclass made per AIOProducer, callable as
-callback(metadata, exception)), and the queue is flat, three entries a record: a partial and a tuple per record
+callback(metadata, exception)) that keeps its done-callbacks until delivery, so that a group's run in one handle
+rather than one call_soon each; and the queue is flat, three entries a record: a partial and a tuple per record
 that lived until the loop drained them were, with the future, what made the garbage collector over a quarter
 of the event loop's time in the gather benchmark (py-spy, issue 30). For the same reason no thread RecordFuture
 is built beside it (Producer.send_without_future) while send() is the plain one; a wrapped send() (the
@@ -310,10 +311,11 @@ class _RecordDelivery(asyncio.Future[RecordMetadata]):
 
 def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
     """The future class of `owner`'s records: delivering queues the outcome for owner's loop, and the
-    done-callbacks of a pending future wait in owner._waiting rather than in the C future. asyncio schedules
-    each callback of a C future with its own call_soon (a Handle and four Python calls): a record each, that was
-    a quarter of the loop's time in the gather shape, so owner._deliver() runs a group's in one handle instead.
-    Once a future is done, a callback added goes to the C future (which schedules it at once) as usual."""
+    done-callbacks of a pending future wait in owner._waiting rather than in the C future. A C future schedules
+    each callback with a call_soon of its own (a Handle and four Python calls), a record each: in the gather
+    shape that was the largest of AIOProducer's own costs on the loop (py-spy, issue 30), so owner._deliver()
+    runs a group's callbacks in one handle instead. Once a future is done, a callback added goes to the C future
+    (which schedules it at once) as usual."""
     queue = owner._completed.extend
     schedule = owner._schedule_delivery
     waiting = owner._waiting
