@@ -5,7 +5,8 @@ memory and metadata waits are awaited, not slept in. Completions come back from 
 one queue and reach the loop in groups, one call_soon_threadsafe per group rather than per record.
 
 Each record's asyncio future is its own delivery callback (a Future subclass made per AIOProducer, callable as
-callback(metadata, exception)), and the queue is flat, three entries a record: a partial and a tuple per record
+callback(metadata, exception)) that keeps its done-callbacks until delivery, so that a group's run in one handle
+rather than one call_soon each; and the queue is flat, three entries a record: a partial and a tuple per record
 that lived until the loop drained them were, with the future, what made the garbage collector over a quarter
 of the event loop's time in the gather benchmark (py-spy, issue 30). For the same reason no thread RecordFuture
 is built beside it (Producer.send_without_future) while send() is the plain one; a wrapped send() (the
@@ -17,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import Context, copy_context
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -51,6 +53,9 @@ class AIOProducer:
         # future, metadata, exception, ... (flat, three entries a record) from the sender thread, resolved on the
         # loop by _deliver().
         self._completed: collections.deque[Any] = collections.deque()
+        # Each pending record future's done-callbacks: (callback, context), or a list of them when there are
+        # several; _deliver() takes them out and runs a whole group in one handle.
+        self._waiting: dict[_RecordDelivery, Any] = {}
         self._future_type: type[_RecordDelivery] = _delivery_future_type(self)
         self._scheduled = False
         self._memory_freed: asyncio.Event | None = None
@@ -236,12 +241,13 @@ class AIOProducer:
                 log.warning("AIOProducer: the event loop closed before stop(); outcomes are dropped")
 
     def _deliver(self) -> None:
-        """On the loop: resolve every queued future."""
+        """On the loop: resolve every queued future, then run their done-callbacks in one handle."""
         # Cleared before draining: an outcome queued after this line either is drained below or schedules
         # another call, never neither.
         self._scheduled = False
-        completed = self._completed
-        pop = completed.popleft
+        completed, waiting = self._completed, self._waiting
+        pop, take = completed.popleft, waiting.pop
+        ready: list[Any] = []  # future, callbacks, ... (flat)
         while completed:  # whole entries only: the sender thread queues each with one extend()
             fut, md, exc = pop(), pop(), pop()
             if fut.cancelled():
@@ -253,6 +259,44 @@ class AIOProducer:
                 fut.set_result(md)
             else:
                 fut.set_exception(exc)
+            callbacks = take(fut, None)
+            if callbacks is not None:
+                ready += (fut, callbacks)
+        if ready:
+            assert self._loop is not None
+            self._loop.call_soon(self._run_callbacks, ready)
+
+    def _run_callbacks(self, ready: list[Any]) -> None:
+        """On the loop, a turn after _deliver(): each resolved future's done-callbacks, in order, each in its
+        own context, a failure reported as asyncio reports a callback's (what Handles of their own would do)."""
+        for i in range(0, len(ready), 2):
+            fut, callbacks = ready[i], ready[i + 1]
+            if type(callbacks) is tuple:  # the one callback (gather's, or the awaiting task's): the usual case
+                fn, context = callbacks
+                try:
+                    context.run(fn, fut)
+                except BaseException as exc:
+                    self._callback_failed(exc, fn, fut, [], ready[i + 2:])
+            else:
+                for j, (fn, context) in enumerate(callbacks):
+                    try:
+                        context.run(fn, fut)
+                    except BaseException as exc:
+                        self._callback_failed(exc, fn, fut, callbacks[j + 1:], ready[i + 2:])
+
+    def _callback_failed(self, exc: BaseException, fn: Any, fut: _RecordDelivery, same_future: list[Any],
+                         later: list[Any]) -> None:
+        loop = self._loop
+        assert loop is not None
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            # These end the loop's turn (Handle._run lets them through): what is left runs in a later turn.
+            for later_fn, later_context in same_future:
+                loop.call_soon(later_fn, fut, context=later_context)
+            if later:
+                loop.call_soon(self._run_callbacks, later)
+            raise exc
+        loop.call_exception_handler({"message": f"Exception in callback {fn!r}({fut!r})", "exception": exc,
+                                     "future": fut})
 
 
 class _RecordDelivery(asyncio.Future[RecordMetadata]):
@@ -266,9 +310,16 @@ class _RecordDelivery(asyncio.Future[RecordMetadata]):
 
 
 def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
-    """The future class of `owner`'s records: delivering queues the outcome for owner's loop."""
+    """The future class of `owner`'s records: delivering queues the outcome for owner's loop, and the
+    done-callbacks of a pending future wait in owner._waiting rather than in the C future. A C future schedules
+    each callback with a call_soon of its own (a Handle and four Python calls), a record each: in the gather
+    shape that was the largest of AIOProducer's own costs on the loop (py-spy, issue 30), so owner._deliver()
+    runs a group's callbacks in one handle instead. Once a future is done, a callback added goes to the C future
+    (which schedules it at once) as usual."""
     queue = owner._completed.extend
     schedule = owner._schedule_delivery
+    waiting = owner._waiting
+    future = asyncio.Future
 
     class RecordDelivery(_RecordDelivery):
         __slots__ = ()
@@ -279,6 +330,41 @@ def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
             queue((self, md, exc))
             if not owner._scheduled:
                 schedule()
+
+        def add_done_callback(self, fn: Callable[[Any], object], /, *,
+                              context: Context | None = None) -> None:
+            if context is None:
+                context = copy_context()
+            if self.done():
+                future.add_done_callback(self, fn, context=context)
+                return
+            pair = (fn, context)
+            held = waiting.setdefault(self, pair)
+            if held is not pair:
+                if type(held) is tuple:
+                    waiting[self] = [held, pair]
+                else:
+                    held.append(pair)
+
+        def remove_done_callback(self, fn: Callable[[Any], object], /) -> int:
+            held = waiting.pop(self, None)
+            if held is None:
+                return future.remove_done_callback(self, fn)
+            pairs = [held] if type(held) is tuple else held
+            kept = [pair for pair in pairs if pair[0] != fn]  # != as asyncio compares
+            if kept:
+                waiting[self] = kept[0] if len(kept) == 1 else kept
+            return len(pairs) - len(kept)
+
+        def cancel(self, msg: Any | None = None) -> bool:
+            if not future.cancel(self, msg):
+                return False
+            held = waiting.pop(self, None)
+            if held is not None:
+                loop = self.get_loop()
+                for fn, context in ([held] if type(held) is tuple else held):
+                    loop.call_soon(fn, self, context=context)
+            return True
 
     return RecordDelivery
 
