@@ -204,11 +204,12 @@ def test_sasl_against_a_listener_without_sasl_says_so() -> None:
 
 
 def test_reauthentication_keeps_the_connection_and_loses_nothing() -> None:
-    # 6 s sessions: re-authentication is due at 85-95 % of the lifetime and waits for the requests in flight,
-    # so the lifetime must leave those a round trip even on a loaded CI machine (1 s left 50-150 ms; 3 s left
-    # 150-450 ms, which a clean-clone CI beside three other jobs once overran: the broker closed the session).
+    # 10 s sessions: re-authentication is due at 85-95 % of the lifetime and waits for the requests in flight,
+    # so the lifetime must leave those a round trip even on a loaded CI machine, where this in-process broker
+    # shares the GIL with the producer (1 s left 50-150 ms; 3 s left 150-450 ms and 6 s left 300-900 ms, which
+    # clean-clone CI runs beside other jobs overran: the broker closed the session).
     with MockCluster(brokers=1, sasl_mechanisms=["SCRAM-SHA-512"], sasl_users={"alice": PASSWORD},
-                     sasl_session_lifetime_ms=6000) as cluster:
+                     sasl_session_lifetime_ms=10_000) as cluster:
         cluster.create_topic("t", partitions=1)
         with Producer(_sasl(cluster, "SCRAM-SHA-512"), linger_ms=0) as producer:
             futures: list[Any] = []
