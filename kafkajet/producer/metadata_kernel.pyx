@@ -28,17 +28,15 @@ def new_metadata(type cls, object topic, object partition, object offset, object
             or (<PyTypeObject*>cls).tp_basicsize != PyTuple_Type.tp_basicsize):
         raise TypeError(f"new_metadata() needs a tuple subclass without instance fields, not {cls!r}")
     cdef object md = PyType_GenericAlloc(<PyTypeObject*>cls, 6)
-    # PyTuple_SET_ITEM takes over a reference: give it one of each field's.
-    Py_INCREF(topic)
-    PyTuple_SET_ITEM(md, 0, topic)
-    Py_INCREF(partition)
-    PyTuple_SET_ITEM(md, 1, partition)
-    Py_INCREF(offset)
-    PyTuple_SET_ITEM(md, 2, offset)
-    Py_INCREF(timestamp)
-    PyTuple_SET_ITEM(md, 3, timestamp)
-    Py_INCREF(serialized_key_size)
-    PyTuple_SET_ITEM(md, 4, serialized_key_size)
-    Py_INCREF(serialized_value_size)
-    PyTuple_SET_ITEM(md, 5, serialized_value_size)
+    _put(md, 0, topic)
+    _put(md, 1, partition)
+    _put(md, 2, offset)
+    _put(md, 3, timestamp)
+    _put(md, 4, serialized_key_size)
+    _put(md, 5, serialized_value_size)
     return md
+
+
+cdef inline void _put(object md, Py_ssize_t i, object field):
+    Py_INCREF(field)  # PyTuple_SET_ITEM takes over a reference: give it one of the field's
+    PyTuple_SET_ITEM(md, i, field)
