@@ -8,13 +8,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient
 
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.waiting import wait_for
-from tests.spark.conftest import make_topic
+from tests.spark.conftest import live_member, make_topic
 from tests.spark.test_source import Collector, produce, start_stream, wait_rows
 
 TRIGGER_S = 1.0
@@ -113,11 +112,8 @@ def test_a_group_with_live_members_refuses_the_commits_and_the_query_goes_on(
 ) -> None:
     make_topic(broker, topic_name, 2)
     group = topic_name + "-group"
-    member = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap_servers, group_id=group,
-                           enable_auto_commit=False, auto_offset_reset="earliest")
+    member = live_member(broker, topic_name, group)
     try:
-        wait_for(lambda: member.poll(timeout_ms=100) is not None and bool(member.assignment()), 60,
-                 "the kafka-python consumer joined its group")
         produce(broker, topic_name, [b"%d" % i for i in range(50)], 2)
         sink = Collector()
         query = start_stream(spark, broker, sink, str(tmp_path / "ck"), available_now=True,

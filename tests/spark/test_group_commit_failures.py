@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaConsumer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafkajet import Producer
@@ -21,7 +20,7 @@ from kafkajet.spark.reader import KafkaStreamReader
 from kafkajet.spark.source_options import parse_source_options
 from kafkajet.testing import EmbeddedBroker, MockCluster
 from tests.helpers.waiting import wait_for
-from tests.spark.conftest import make_topic
+from tests.spark.conftest import live_member, make_topic
 
 GROUP = "lag-group"
 
@@ -128,12 +127,9 @@ def test_a_group_with_live_members_is_warned_about_once_and_the_reader_goes_on(
 ) -> None:
     make_topic(broker, topic_name, 2)
     group = topic_name + "-live"
-    member = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap_servers, group_id=group,
-                           enable_auto_commit=False)
+    member = live_member(broker, topic_name, group)
     reader = stream_reader(broker.bootstrap_servers, topic_name, **{"kafka.group.id": group})
     try:
-        wait_for(lambda: member.poll(timeout_ms=100) is not None and bool(member.assignment()), 60,
-                 "the kafka-python consumer joined its group")
         start = reader.initialOffset()
         assert reader.committer is not None
         for i in range(3):
