@@ -190,9 +190,7 @@ class TicketCacheLogin:
         ccache = self.ccache or os.environ.get("KRB5CCNAME") or ""
         who = self.principal or "the cache's principal"
         try:
-            name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal) if self.principal else None
-            store = {b"ccache": ccache.encode()} if ccache else {}
-            acquired = gssapi.raw.acquire_cred_from(store, name=name, usage="initiate")
+            acquired = _from_cache(gssapi, self.principal, ccache)
             lifetime = acquired.lifetime
             principal = str(gssapi.Credentials(acquired.creds).name)
         except gssapi.exceptions.GSSError as e:
@@ -204,6 +202,14 @@ class TicketCacheLogin:
                                   retryable=False)
         now = self._clock()
         return Token(ccache, now + float(lifetime), now, principal)
+
+
+def _from_cache(gssapi: Any, principal: str | None, ccache: str) -> Any:
+    """The initiator credentials of `principal` (None: the cache's own) in the ticket cache named `ccache` ("":
+    KRB5CCNAME or the default cache), as gssapi's acquire_cred_from returns them; GSSError if there are none."""
+    name = gssapi.Name(principal, gssapi.NameType.kerberos_principal) if principal else None
+    store = {b"ccache": ccache.encode()} if ccache else {}
+    return gssapi.raw.acquire_cred_from(store, name=name, usage="initiate")
 
 
 def _gss_text(e: Exception) -> str:
@@ -252,9 +258,7 @@ class GssapiClient(OneExchange):
         gssapi = _gssapi()
         ccache = self._login()
         try:
-            name = gssapi.Name(self._principal, gssapi.NameType.kerberos_principal) if self._principal else None
-            store = {b"ccache": ccache.encode()} if ccache else {}  # "": the default ticket cache
-            creds = gssapi.Credentials(gssapi.raw.acquire_cred_from(store, name=name, usage="initiate").creds)
+            creds = gssapi.Credentials(_from_cache(gssapi, self._principal, ccache).creds)
             target = gssapi.Name(self._target, gssapi.NameType.hostbased_service)
             self._context = gssapi.SecurityContext(
                 name=target, creds=creds, usage="initiate",

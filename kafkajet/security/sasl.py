@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
@@ -126,6 +126,7 @@ class OAuthBearerClient(OneExchange):
         if not callable(provider) and not callable(getattr(provider, "token", None)):
             raise ConfigError("sasl.oauthbearer.token.provider must be a callable or have a token() method")
         self._provider = provider
+        self._fetch: Callable[[], Any] = provider if callable(provider) else provider.token
         self._state = "initial"
         self.server_error: str | None = None
 
@@ -142,9 +143,8 @@ class OAuthBearerClient(OneExchange):
         return f"n,,\x01auth=Bearer {token}{ext}\x01\x01".encode("ascii")
 
     def _token(self) -> str:
-        fetch = self._provider if callable(self._provider) else self._provider.token
         try:
-            token = fetch()
+            token = self._fetch()
         except KafkaError as e:  # kafkajet's own sources (OIDC, MSK): their texts name no secret
             raise AuthenticationError(f"OAUTHBEARER: {e}") from None
         except Exception as e:
@@ -159,9 +159,8 @@ class OAuthBearerClient(OneExchange):
         calls the login callback handler for the token and the extensions there: a provider that cannot
         give a valid token fails the construction, not the first send. Its own error is chained here, as
         Java's LoginException carries its cause: it goes to the code that built the client, not to a log."""
-        fetch = self._provider if callable(self._provider) else self._provider.token
         try:
-            token = fetch()
+            token = self._fetch()
         except Exception as e:
             raise AuthenticationError("OAUTHBEARER: the token provider failed at the client's login "
                                       f"({type(e).__name__})") from e
