@@ -106,15 +106,21 @@ class _Compiler:
         return _all(checks)
 
     def _ref(self, ref: Any, refs: tuple[str, ...]) -> Predicate:
-        if not isinstance(ref, str) or not ref.startswith("#") or ref in refs:
-            raise _Unsupported  # remote, or recursive
+        if ref in refs:
+            raise _Unsupported  # recursive
+        return self.compile(self._resolve(ref), (*refs, ref))
+
+    def _resolve(self, ref: Any) -> Any:
+        """The part of the root schema a local $ref ("#/definitions/x", a JSON pointer) points at."""
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise _Unsupported  # remote
         target = self.root
         for part in ref[1:].split("/")[1:]:
             part = part.replace("~1", "/").replace("~0", "~")
             if not isinstance(target, Mapping) or part not in target:
                 raise _Unsupported
             target = target[part]
-        return self.compile(target, (*refs, ref))
+        return target
 
     def _keyword(self, key: str, schema: Mapping[str, Any], refs: tuple[str, ...]) -> Predicate:
         arg = schema[key]
@@ -190,11 +196,7 @@ class _Compiler:
     def _types(self, schema: Any, refs: tuple[str, ...]) -> frozenset[str] | None:
         """The JSON types a branch admits at most (its `type`), or None when it may admit any."""
         while isinstance(schema, Mapping) and "$ref" in schema:
-            ref = schema["$ref"]
-            target = self.root
-            for part in ref[1:].split("/")[1:]:
-                target = target[part.replace("~1", "/").replace("~0", "~")]
-            schema = target
+            schema = self._resolve(schema["$ref"])
         if schema is False:
             return frozenset()
         if not isinstance(schema, Mapping) or "type" not in schema:
