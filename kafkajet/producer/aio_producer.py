@@ -271,12 +271,14 @@ class AIOProducer:
         own context, a failure reported as asyncio reports a callback's (what Handles of their own would do)."""
         for i in range(0, len(ready), 2):
             fut, callbacks = ready[i], ready[i + 1]
-            if type(callbacks) is tuple:  # the one callback (gather's, or the awaiting task's): the usual case
+            # The one pair inline, not through _pairs() and a loop, which measured slower (send_cost.py: 2.92-3.10
+            # against 2.77-2.82 us a record).
+            if type(callbacks) is tuple:
                 fn, context = callbacks
                 try:
                     context.run(fn, fut)
                 except BaseException as exc:
-                    self._callback_failed(exc, fn, fut, [], ready[i + 2:])
+                    self._callback_failed(exc, fn, fut, (), ready[i + 2:])
             else:
                 for j, (fn, context) in enumerate(callbacks):
                     try:
@@ -284,7 +286,7 @@ class AIOProducer:
                     except BaseException as exc:
                         self._callback_failed(exc, fn, fut, callbacks[j + 1:], ready[i + 2:])
 
-    def _callback_failed(self, exc: BaseException, fn: Any, fut: _RecordDelivery, same_future: list[Any],
+    def _callback_failed(self, exc: BaseException, fn: Any, fut: _RecordDelivery, same_future: Sequence[Any],
                          later: list[Any]) -> None:
         loop = self._loop
         assert loop is not None
@@ -297,6 +299,12 @@ class AIOProducer:
             raise exc
         loop.call_exception_handler({"message": f"Exception in callback {fn!r}({fut!r})", "exception": exc,
                                      "future": fut})
+
+
+def _pairs(held: Any) -> Sequence[tuple[Any, Context]]:
+    """A pending future's done-callbacks as AIOProducer._waiting holds them: one (callback, context) pair (the
+    usual case: gather's, or the awaiting task's) or a list of them."""
+    return (held,) if type(held) is tuple else held
 
 
 class _RecordDelivery(asyncio.Future[RecordMetadata]):
@@ -350,7 +358,7 @@ def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
             held = waiting.pop(self, None)
             if held is None:
                 return future.remove_done_callback(self, fn)
-            pairs = [held] if type(held) is tuple else held
+            pairs = _pairs(held)
             kept = [pair for pair in pairs if pair[0] != fn]  # != as asyncio compares
             if kept:
                 waiting[self] = kept[0] if len(kept) == 1 else kept
@@ -362,7 +370,7 @@ def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
             held = waiting.pop(self, None)
             if held is not None:
                 loop = self.get_loop()
-                for fn, context in ([held] if type(held) is tuple else held):
+                for fn, context in _pairs(held):
                     loop.call_soon(fn, self, context=context)
             return True
 
