@@ -15,6 +15,7 @@ file's columns, keyed by the first column).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -75,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         import pyspark  # noqa: F401
     except ModuleNotFoundError:
         raise CliError("the demo runs a PySpark job: install it with `pip install 'kafkajet[spark]'`") from None
+    if importlib.util.find_spec("fastavro") is None:  # else every Spark task fails, 300 lines of traceback each
+        raise CliError("the demo's values are registered Avro, which needs fastavro: "
+                       "pip install 'kafkajet[avro]'")
     try:
         return run_demo(args, config)
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.registry_formats import RegistryColumn, registry_conf, source_columns
+from kafkajet.spark.registry_formats import RegistryColumn, registry_conf, require_format, source_columns
 
 
 def arrow_udf(f: Any, return_type: Any) -> Any:
@@ -70,6 +70,7 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
     conf = registry_conf(_options(schema_registry_url, options))
     if "url" not in conf:
         raise ConfigError("to_avro needs schema_registry_url (or options={'schema.registry.url': ...})")
+    require_format("avro", "to_avro")  # here on the driver, not in every task
     registry = tuple(sorted(conf.items()))
 
     def encode(values: pa.Array) -> pa.Array:

@@ -29,6 +29,9 @@ FORMATS = ("avro", "protobuf", "json-schema")
 _GIVEN = {"avro": ("avroSchema", "keyAvroSchema"), "json-schema": ("jsonSchema", "keyJsonSchema"),
           "protobuf": ("protobufSchema", "keyProtobufSchema")}
 _REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON", "protobuf": "PROTOBUF"}
+# What each format's encoders and decoders import, and the extra that installs it.
+_NEEDS = {"avro": ("fastavro", "avro"), "json-schema": ("jsonschema", "jsonschema"),
+          "protobuf": ("google.protobuf", "protobuf")}
 FORMAT_OPTIONS = ("valueFormat", "keyFormat", *REGISTRY_KEYS, "valueSubject", "keySubject",
                   "valueSchemaVersion", "keySchemaVersion", "valueSchemaId", "keySchemaId",
                   *(name for pair in _GIVEN.values() for name in pair), "protobufMessage", "keyProtobufMessage")
@@ -94,7 +97,23 @@ def column_format(opts: Mapping[str, str], field: str) -> str:
     name = "keyFormat" if field == "key" else "valueFormat"
     if fmt not in ("binary", *FORMATS):
         raise ConfigError(f"option {name}={fmt!r}: expected binary (the default), {', '.join(FORMATS)}")
+    if fmt != "binary":
+        require_format(fmt, f"option {name}={fmt}")
     return fmt
+
+
+def require_format(fmt: str, what: str) -> None:
+    """ConfigError naming the extra when `fmt`'s module is missing: checked on the driver at planning, so a
+    missing fastavro fails there in one line rather than in every task, deep inside Spark's traceback."""
+    import importlib.util
+
+    module, extra = _NEEDS[fmt]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None in sys.modules
+        found = False
+    if not found:
+        raise ConfigError(f"{what} needs {module}: pip install 'kafkajet[{extra}]'")
 
 
 def _int_option(opts: Mapping[str, str], key: str, name: str) -> int | None:

@@ -20,3 +20,40 @@ def test_import_without_pyspark_names_the_extra(blocked: str) -> None:
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("ModuleNotFoundError: kafkajet.spark needs PySpark 4.2 or later"), r.stderr
     assert "pip install 'kafkajet[spark]'" in last, r.stderr
+
+
+@pytest.mark.parametrize(("fmt", "module", "extra"), [("avro", "fastavro", "avro"),
+                                                       ("protobuf", "google.protobuf", "protobuf"),
+                                                       ("json-schema", "jsonschema", "jsonschema")])
+def test_a_registered_format_without_its_extra_fails_at_planning_naming_it(
+        monkeypatch: pytest.MonkeyPatch, fmt: str, module: str, extra: str) -> None:
+    # Planned on the driver: without this check, every task failed deep inside Spark with a bare import error.
+    from kafkajet.errors import ConfigError
+    from kafkajet.spark.registry_formats import sink_columns, source_columns
+
+    monkeypatch.setitem(sys.modules, module, None)  # imported as a missing module is
+    options = {"valueFormat": fmt, "schema.registry.url": "http://127.0.0.1:9"}  # never asked: it fails first
+    with pytest.raises(ConfigError, match=rf"needs {module}: pip install 'kafkajet\[{extra}\]'$"):
+        sink_columns(options, "t", {"value": None})
+    with pytest.raises(ConfigError, match=rf"needs {module}: pip install 'kafkajet\[{extra}\]'$"):
+        source_columns(options, ("t",))
+
+
+def test_to_avro_without_fastavro_fails_on_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkajet.errors import ConfigError
+    from kafkajet.spark import to_avro
+
+    monkeypatch.setitem(sys.modules, "fastavro", None)
+    with pytest.raises(ConfigError, match=r"to_avro needs fastavro: pip install 'kafkajet\[avro\]'"):
+        to_avro("value", "t-value", schema_registry_url="http://127.0.0.1:9")
+
+
+def test_the_demo_without_fastavro_says_which_extra_in_one_line() -> None:
+    # Checked before a broker, a registry or Spark starts: nothing else runs, so this takes a second.
+    code = ("import sys; sys.modules['fastavro'] = None; from kafkajet.cli.main import main; "
+            "sys.exit(main(['demo']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "python -m kafkajet demo: error: the demo's values are registered Avro, which needs fastavro: pip install 'kafkajet[avro]'"]
+    assert r.stdout == ""
