@@ -381,8 +381,11 @@ class Admin:
         remaining_ms = max(1, int(deadline - now_ms()))
         rows = []
         # End offsets as the Spark source sees them (FetchClient.offsets: the high watermark, from Fetch).
-        # The admin's settings are the common client settings, which the fetch client takes as they are.
-        with FetchClient({**self.config, "request.timeout.ms": min(int(self.request_timeout_ms), remaining_ms)}) as fetch:
+        # The admin's settings are the common client settings, which the fetch client takes as they are; only
+        # those the user set, so its checks (ssl.* ignored without TLS, ...) warn about them alone.
+        given = {k: self.config[k] for k in self.config.explicit}
+        timeout_ms = min(int(self.request_timeout_ms), remaining_ms)
+        with FetchClient({**given, "client.id": self.config["client.id"], "request.timeout.ms": timeout_ms}) as fetch:
             for (topic, partition), offset in sorted(committed.items()):
                 _, end = fetch.offsets(topic, partition)
                 rows.append(PartitionLag(topic, partition, offset, end))

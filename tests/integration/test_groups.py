@@ -3,6 +3,8 @@ with each partition's end offset and lag (issue 31)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from kafkajet import Producer
@@ -50,6 +52,19 @@ def test_admin_lists_the_group_and_describes_its_lag(broker: EmbeddedBroker, top
         assert admin.describe_consumer_group(group_with_lag).lag == 0
 
 
+def test_describing_a_group_warns_only_about_settings_the_user_gave(
+        broker: EmbeddedBroker, group_with_lag: str, caplog: pytest.LogCaptureFixture) -> None:
+    # The internal fetch client once got every resolved setting, and warned about some 55 ssl.* / sasl.* keys.
+    with Admin(broker.bootstrap_servers) as admin, caplog.at_level(logging.WARNING):
+        assert admin.describe_consumer_group(group_with_lag).lag == 3
+    assert caplog.records == []
+    with Admin({"bootstrap.servers": broker.bootstrap_servers, "ssl.ca.location": "ca.pem"}) as admin:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            admin.describe_consumer_group(group_with_lag)
+    assert {r.getMessage() for r in caplog.records} <= {"ssl.ca.location ignored: security.protocol is PLAINTEXT"}
+
+
 def test_groups_command_lists_and_describes(broker: EmbeddedBroker, topic_name: str, group_with_lag: str) -> None:
     bs = ("--bootstrap-server", broker.bootstrap_servers)
     r = cli("groups", *bs, "--list")
@@ -57,6 +72,7 @@ def test_groups_command_lists_and_describes(broker: EmbeddedBroker, topic_name: 
     assert group_with_lag in r.stdout.splitlines()
     r = cli("groups", *bs, "--describe", "--group", group_with_lag)
     assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # no warning about settings the user never gave
     rows = [line.split() for line in r.stdout.splitlines()]
     assert rows == [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"],
                     [group_with_lag, topic_name, "0", "2", "5", "3"],
