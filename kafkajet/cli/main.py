@@ -3,23 +3,43 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kafkajet.cli.client_options import CliError
 from kafkajet.cli.program import program_name
 
 
+@contextlib.contextmanager
+def signal_handlers(handlers: dict[signal.Signals, Callable[[int, Any], object]]) -> Iterator[None]:
+    """Install these handlers for the block, then put back the ones they replaced, also when it raises: main()
+    runs in-process too (tests, embedding programs), whose own handling must outlive the command."""
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for signum, handler in handlers.items():
+            previous[signum] = signal.signal(signum, handler)
+        yield
+    finally:
+        for signum, handler in reversed(previous.items()):
+            # None: it was set outside Python and cannot be put back from here; the default is the nearest
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
 def _cmd_broker(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+    with signal_handlers({signal.SIGTERM: lambda *_: stop.set()}):
+        return _run_broker(args, stop)
+
+
+def _run_broker(args: argparse.Namespace, stop: threading.Event) -> int:
     from kafkajet.testing import EmbeddedBroker
     from kafkajet.testing.embedded_broker import BrokerStartError
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         broker = EmbeddedBroker(port=args.port).start()
     except BrokerStartError as e:
@@ -120,8 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # A closed terminal hangs up its process group, which no longer holds the embedded broker, and `kill`
     # reaches only the tool: without this the tool would die at once and leave the broker running.
-    signal.signal(signal.SIGHUP, _exit_on_signal)
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    with signal_handlers({signal.SIGHUP: _exit_on_signal, signal.SIGTERM: _exit_on_signal}):
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kafkajet.errors import ConfigError, KafkaError

@@ -9,12 +9,18 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kafkajet.cli.main import signal_handlers
+
+    stop = threading.Event()
+    with signal_handlers({signal.SIGTERM: lambda *_: stop.set()}):
+        return _serve(args, stop)
+
+
+def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     from kafkajet.cli.client_options import CliError
     from kafkajet.errors import KafkaError
     from kafkajet.testing.schema_registry import SchemaRegistry
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     registry = SchemaRegistry(args.port, host=args.host, bootstrap_servers=args.bootstrap_servers, topic=args.topic)
     try:
         registry.start()
