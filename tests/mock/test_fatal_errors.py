@@ -39,7 +39,8 @@ def test_queued_records_fail_with_the_fatal_error_and_later_sends_raise_at_once(
         return "CLUSTER_AUTHORIZATION_FAILED" if queued_all.is_set() else "COORDINATOR_LOAD_IN_PROGRESS"
 
     cluster.control("InitProducerId", refuse_once_queued)  # type: ignore[arg-type]
-    with Producer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=10_000) as p:
+    max_block_ms = 20_000
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=max_block_ms) as p:
         queued = [p.send("t", value=b"v%d" % i, key=b"k%d" % (i % 5)) for i in range(50)]
         queued_all.set()
         done, pending = concurrent.futures.wait(queued, timeout=15)
@@ -51,7 +52,8 @@ def test_queued_records_fail_with_the_fatal_error_and_later_sends_raise_at_once(
             started = time.monotonic()
             with pytest.raises(IllegalStateError, match="Cannot perform send because at least one previous") as e:
                 call()
-            assert time.monotonic() - started < 1.0
+            # At once: not after waiting out max.block.ms (a wide margin, which a loaded machine cannot eat)
+            assert time.monotonic() - started < max_block_ms / 1000 / 2
             assert isinstance(e.value.__cause__, Exception)
             assert _caused_by(e.value, ClusterAuthorizationFailedError)
         assert "failed" in repr(p)
