@@ -187,11 +187,14 @@ class Admin:
         validate_only: bool = False,
         if_not_exists: bool = False,
     ) -> None:
-        """Create topics on the controller and wait until every partition of each has a leader."""
+        """Create topics on the controller and wait until every partition of each has a leader. With
+        if_not_exists, a topic that exists already is left as it is (a warning if its partition count is not
+        the one asked for)."""
         specs = _topic_specs(topics, num_partitions, replication_factor, configs)
         with self._lock:
             deadline = self._deadline(timeout_s)
             pending = {s.name: s for s in specs}
+            existed: set[str] = set()
 
             def attempt() -> None:
                 conn = self._controller(deadline)
@@ -201,15 +204,30 @@ class Admin:
                     "validate_only": validate_only,
                 }
                 response = conn.request(ApiKey.CREATE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
-                self._settle(response.get("topics") or [], pending, ok_codes={TopicAlreadyExistsError.code} if if_not_exists
+                results = response.get("topics") or []
+                if if_not_exists:
+                    existed.update(str(r.get("name")) for r in results
+                                   if r.get("error_code") == TopicAlreadyExistsError.code)
+                self._settle(results, pending, ok_codes={TopicAlreadyExistsError.code} if if_not_exists
                              else set(), what="create")
 
             self._retry(deadline, timeout_s, f"creating topic(s) {_names(specs)}", attempt)
             if validate_only:
                 return
-            expected = {s.name: max(s.num_partitions or 1, 1) for s in specs}
-            self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(specs)} to get leaders",
-                        lambda: self._check_leaders(expected, deadline))
+            # A topic that existed is not waited for: its partition count need not be the one asked for.
+            expected = {s.name: max(s.num_partitions or 1, 1) for s in specs if s.name not in existed}
+            if expected:
+                self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(list(expected))} to get leaders",
+                            lambda: self._check_leaders(expected, deadline))
+            asked = {s.name: s.num_partitions for s in specs if s.name in existed and (s.num_partitions or 0) > 0}
+            if asked:
+                md = self._retry(deadline, timeout_s, f"describing topic(s) {_names(list(asked))}",
+                                 lambda: self._metadata(deadline, list(asked)))
+                for name, count in asked.items():
+                    has = len(md.partitions_for(name)) if name in md.partitions else None
+                    if has is not None and has != count:
+                        log.warning("topic %r exists already with %d partitions, not %d: left as it is "
+                                    "(if_not_exists)", name, has, count)
 
     def delete_topics(self, names: Sequence[str] | str, timeout_s: float = 30, *, if_exists: bool = False) -> None:
         """Delete topics on the controller and wait until metadata no longer lists them."""

@@ -27,11 +27,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--describe", action="store_true", help="partitions, leaders, replicas (all or --topic)")
     action.add_argument("--delete", action="store_true", help="delete --topic")
     p.add_argument("--topic", default=None, help="the topic to create, describe or delete")
-    p.add_argument("--partitions", type=int, default=1, help="partitions of a new topic (default 1)")
+    p.add_argument("--partitions", type=int, default=None, help="partitions of a new topic (default 1)")
     p.add_argument("--replication-factor", type=int, default=1, help="replicas of a new topic (default 1)")
     p.add_argument("--config", dest="topic_configs", metavar="KEY=VALUE", action="append", default=[],
                    help="a topic setting for --create, e.g. cleanup.policy=compact; repeatable")
-    p.add_argument("--if-not-exists", action="store_true", help="--create: no error if the topic exists")
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="--create: nothing to do if the topic exists (a warning if its --partitions differ)")
     p.add_argument("--if-exists", action="store_true", help="--delete/--describe: no error if it does not exist")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound of each operation")
     add_config_options(p)
@@ -62,13 +63,13 @@ def topic_name_problem(name: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from kafkajet.admin import Admin
     from kafkajet.cli.client_options import parse_assignments
-    from kafkajet.errors import UnknownTopicOrPartitionError
+    from kafkajet.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
     parser: argparse.ArgumentParser = args.parser
     require_bootstrap(parser, args)
     if (args.create or args.delete) and not args.topic:
         parser.error(f"--{'create' if args.create else 'delete'} needs --topic NAME")
-    if args.partitions < 1 or args.replication_factor < 1:
+    if (args.partitions is not None and args.partitions < 1) or args.replication_factor < 1:
         parser.error("--partitions and --replication-factor must be at least 1")
     topic_configs = parse_assignments(args.topic_configs, "--config")
     if args.create:
@@ -80,8 +81,20 @@ def run(args: argparse.Namespace) -> int:
                   "could collide. To avoid issues it is best to use either, but not both.", file=sys.stderr)
     with Admin(client_config(args)) as admin:
         if args.create:
-            admin.create_topics(args.topic, args.partitions, args.replication_factor, configs=topic_configs,
-                                timeout_s=args.timeout, if_not_exists=args.if_not_exists)
+            try:
+                admin.create_topics(args.topic, args.partitions or 1, args.replication_factor,
+                                    configs=topic_configs, timeout_s=args.timeout)
+            except TopicAlreadyExistsError:
+                if not args.if_not_exists:
+                    raise
+                # As Kafka's tool: nothing to say, exit 0; but a partition count asked for and not there is
+                # told at once (the topic is left as it is).
+                if args.partitions is not None:
+                    has = len(admin.describe_topics(args.topic, args.timeout)[args.topic].partitions)
+                    if has != args.partitions:
+                        print(f"WARNING: topic {args.topic} exists already with {has} partitions, not "
+                              f"{args.partitions}: left as it is", file=sys.stderr)
+                return 0
             print(f"Created topic {args.topic}.")
         elif args.delete:
             admin.delete_topics(args.topic, args.timeout, if_exists=args.if_exists)

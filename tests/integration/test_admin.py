@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 
@@ -45,6 +46,23 @@ def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:
         admin.delete_topics(topic_name, timeout_s=10, if_exists=True)
         with pytest.raises(UnknownTopicOrPartitionError, match=topic_name):
             admin.describe_topics(topic_name, timeout_s=5)
+
+
+def test_if_not_exists_leaves_an_existing_topic_at_once_whatever_partitions_were_asked(
+        broker: EmbeddedBroker, topic_name: str, caplog: pytest.LogCaptureFixture) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, num_partitions=2)
+        with caplog.at_level(logging.WARNING, logger="kafkajet.admin"):
+            admin.create_topics(topic_name, num_partitions=2, if_not_exists=True)
+            assert caplog.records == []
+            started = time.monotonic()  # once, it waited the whole timeout for the 4 partitions, then failed
+            admin.create_topics([NewTopic(topic_name, 4), f"{topic_name}-new"], num_partitions=3,
+                                if_not_exists=True, timeout_s=20)
+            assert time.monotonic() - started < 10
+        assert [r.getMessage() for r in caplog.records] == [
+            f"topic '{topic_name}' exists already with 2 partitions, not 4: left as it is (if_not_exists)"]
+        described = admin.describe_topics([topic_name, f"{topic_name}-new"])
+        assert {n: len(d.partitions) for n, d in described.items()} == {topic_name: 2, f"{topic_name}-new": 3}
 
 
 def test_several_topics_with_own_settings(broker: EmbeddedBroker, topic_name: str) -> None:

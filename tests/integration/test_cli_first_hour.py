@@ -166,6 +166,24 @@ def test_topics_create_warns_of_period_underscore_collisions_and_describe_prints
     assert r.stdout.startswith(f"Topic: {name}\t") and "None" not in r.stdout, r.stdout
 
 
+def test_topics_create_if_not_exists_on_an_existing_topic_says_nothing_or_the_partition_difference(
+        broker: EmbeddedBroker, topic_name: str) -> None:
+    bs = ("--bootstrap-server", broker.bootstrap_servers)
+    assert cli("topics", *bs, "--create", "--topic", topic_name, "--partitions", "2").returncode == 0
+    for partitions in ((), ("--partitions", "2")):  # as Kafka's tool: nothing said, exit 0
+        r = cli("topics", *bs, "--create", "--if-not-exists", "--topic", topic_name, *partitions)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
+    for asked in ("1", "4"):  # fewer, more: said at once, not after a 30 s wait for partitions that never come
+        started = time.monotonic()
+        r = cli("topics", *bs, "--create", "--if-not-exists", "--topic", topic_name, "--partitions", asked)
+        assert time.monotonic() - started < 15
+        assert (r.returncode, r.stdout) == (0, ""), r
+        assert r.stderr == (f"WARNING: topic {topic_name} exists already with 2 partitions, not {asked}: "
+                            "left as it is\n")
+    with Admin(broker.bootstrap_servers) as admin:
+        assert len(admin.describe_topics(topic_name)[topic_name].partitions) == 2
+
+
 def test_an_unknown_setting_exits_2_in_produce_and_perf_alike() -> None:
     produce = cli("produce", "--bootstrap-server", "127.0.0.1:1", "--topic", "t",
                   "--producer-property", "linger.mss=0")
