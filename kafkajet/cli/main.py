@@ -40,11 +40,14 @@ def _run_broker(args: argparse.Namespace, stop: threading.Event) -> int:
     from kafkajet.testing import EmbeddedBroker
     from kafkajet.testing.embedded_broker import BrokerStartError
 
+    if args.port is not None:
+        _check_port_free(args.port)
     try:
         broker = EmbeddedBroker(port=args.port).start()
     except BrokerStartError as e:
         raise CliError(str(e)) from None  # the message is the install hint; a traceback would bury it
     died: str | None = None
+    interrupted = False
     try:
         try:  # Ctrl-C may come as soon as the line is out
             print(f"Tansu broker listening on {broker.bootstrap_servers} (pid {broker.pid}; Ctrl-C to stop)",
@@ -52,7 +55,7 @@ def _run_broker(args: argparse.Namespace, stop: threading.Event) -> int:
             while not stop.wait(0.5) and broker.running:
                 pass
         except KeyboardInterrupt:
-            pass
+            interrupted = True
         if broker.exit_status is not None:  # it ended on its own: the clients using it just lost it
             died = f"the broker exited by itself ({broker.exit_status}); its last log lines:\n{broker.log_tail()}"
     finally:
@@ -60,7 +63,21 @@ def _run_broker(args: argparse.Namespace, stop: threading.Event) -> int:
     if died is not None:
         raise CliError(died)
     print("broker stopped", flush=True)
-    return 0
+    return 130 if interrupted else 0  # 130 after Ctrl-C, as every command; SIGTERM is the normal stop: 0
+
+
+def _check_port_free(port: int) -> None:
+    """CliError unless 127.0.0.1:port can be listened on: otherwise the readiness check would reach the
+    process that holds it, and Tansu end in a panic after the tool said it was listening."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tansu: a closed socket's TIME_WAIT is no owner
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+        except OSError as e:
+            raise CliError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
 
 
 def _cmd_config(args: argparse.Namespace) -> int:

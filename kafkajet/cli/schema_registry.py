@@ -28,6 +28,7 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     except KafkaError as e:
         raise CliError(f"cannot use the broker {args.bootstrap_servers} for the {args.topic} topic: {e}") from None
+    interrupted = False
     try:
         print(f"Schema Registry listening on {registry.url}; schemas kept in {registry.storage()} (Ctrl-C to stop)",
               flush=True)
@@ -35,11 +36,11 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:
-            pass
+            interrupted = True
     finally:
         registry.stop()
     print("schema registry stopped", flush=True)
-    return 0
+    return 130 if interrupted else 0  # 130 after Ctrl-C, as every command; SIGTERM is the normal stop: 0
 
 
 def add_parser(sub: Any) -> None:

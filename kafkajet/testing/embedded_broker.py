@@ -9,8 +9,11 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -50,6 +53,28 @@ def find_tansu() -> Path:
     if found:
         return Path(found)
     raise BrokerStartError(INSTALL_HINT)
+
+
+def _dies_with_this_process() -> Callable[[], None] | None:
+    """A preexec_fn that has Linux send the broker SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG), so a
+    `kill -9` of the tool does not leave it holding its port: its own session keeps the terminal's signals
+    from it. None elsewhere, and off the main thread: the signal comes when the thread that started it ends."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the forked child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: no signal will come
+            os._exit(1)
+
+    return preexec
 
 
 def free_port() -> int:
@@ -123,7 +148,7 @@ class EmbeddedBroker:
         # In its own session: Ctrl-C in a terminal goes to the whole foreground process group, and the tool
         # that started the broker (perf, demo) must still reach it to finish cleanly; stop() ends it.
         self._proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                      start_new_session=True)
+                                      start_new_session=True, preexec_fn=_dies_with_this_process())
         deadline = time.monotonic() + self.start_timeout_s
         delay = 0.01
         while time.monotonic() < deadline:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import pytest
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from kafkajet.testing.embedded_broker import free_port
-from tests.helpers.waiting import read_line
+from tests.helpers.waiting import read_line, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,9 +122,39 @@ def test_ctrl_c_stops_the_broker_command_cleanly() -> None:
         stdout, stderr = proc.communicate(timeout=30)
     finally:
         stop(proc)
-    assert (proc.returncode, stdout.strip(), stderr) == (0, "broker stopped", ""), (proc.returncode, stdout, stderr)
+    assert (proc.returncode, stdout.strip(), stderr) == (130, "broker stopped", ""), (proc.returncode, stdout, stderr)
     with pytest.raises(ProcessLookupError):  # reaped: stop() ended it, in its own session or not
         os.kill(pid, 0)
+
+
+def test_the_broker_command_on_a_port_in_use_says_so_in_one_line_before_claiming_to_listen() -> None:
+    # Once, its readiness check reached the other process: "listening", then Tansu's panic with colour codes.
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        r = cli("broker", "--port", str(port))
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert r.stderr == f"python -m kafkajet: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_broker_command_killed_outright_takes_its_broker_with_it() -> None:
+    # The broker runs in its own session (Ctrl-C is the tool's to handle): only its parent's death reaches it.
+    proc = start("broker")
+    assert proc.stdout is not None
+    try:
+        line = read_line(proc.stdout, 60, "the broker's listening line")
+        port = int(line.split("listening on 127.0.0.1:")[1].split()[0])
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+
+        def port_free() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) != 0
+
+        wait_for(port_free, 20, f"the orphaned broker to let go of port {port}")
+    finally:
+        stop(proc)
 
 
 def test_a_terminal_hang_up_stops_the_broker_it_started() -> None:

@@ -54,3 +54,16 @@ def test_with_a_broker_it_keeps_ids(broker: EmbeddedBroker, topic_name: str) -> 
         finally:
             stop(proc)
     assert ids[0] == ids[1] == 2
+
+
+def test_ctrl_c_stops_it_with_exit_130_as_every_command() -> None:
+    proc = run()
+    try:
+        read_line(proc.stdout, 60, "the registry's first line")  # type: ignore[arg-type]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+    assert (proc.returncode, out.splitlines()[-1]) == (130, "schema registry stopped"), err
+    assert "Traceback" not in err
