@@ -12,9 +12,21 @@ from kafkajet.errors import ConfigError
 log = logging.getLogger("kafkajet.addresses")
 
 
+# The listener names a broker's configuration writes before its addresses (PLAINTEXT://host:9092), which users
+# copy into bootstrap.servers; librdkafka takes them there, and so does this parser.
+SCHEMES = ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://")
+
+
 def parse_address(text: str) -> tuple[str, int]:
-    """'host:port' or '[v6addr]:port' -> (host, port); ConfigError naming the entry otherwise."""
+    """'host:port' or '[v6addr]:port', optionally after a listener scheme (PLAINTEXT://, SSL://, SASL_SSL://,
+    SASL_PLAINTEXT://) -> (host, port); ConfigError naming the entry otherwise."""
     entry = text.strip()
+    scheme = next((s for s in SCHEMES if entry.upper().startswith(s)), None)
+    if scheme is not None:
+        entry = entry[len(scheme):]  # the transport is security.protocol's to say, as in every Kafka client
+    elif "://" in entry:
+        raise ConfigError(f"bootstrap.servers entry {text!r}: {entry.split('://')[0]}:// is not a Kafka listener "
+                          f"scheme; give host:port (a {', '.join(s[:-3] for s in SCHEMES)} prefix is accepted)")
     if entry.startswith("["):
         host, sep, rest = entry[1:].partition("]")
         if not sep or not rest.startswith(":"):

@@ -24,6 +24,16 @@ def test_parse_servers_rejects_bad_entries_naming_them(bad: object) -> None:
         parse_servers(bad)
 
 
+def test_parse_servers_takes_a_listener_scheme_as_librdkafka_does() -> None:
+    # Copied from a broker's listeners= line; once the scheme stayed in the host name and failed to resolve.
+    assert parse_servers("PLAINTEXT://a:1,ssl://b:2, SASL_SSL://[::1]:3,SASL_PLAINTEXT://c:4") == [
+        ("a", 1), ("b", 2), ("::1", 3), ("c", 4)]
+    with pytest.raises(ConfigError, match=r"'http://a:1': http:// is not a Kafka listener scheme; give host:port"):
+        parse_servers("http://a:1")
+    with pytest.raises(ConfigError, match="'PLAINTEXT://a' has no port"):
+        parse_servers("PLAINTEXT://a")
+
+
 def test_backoff_doubles_with_jitter_and_caps() -> None:
     backoff = ExponentialBackoff(50, 2, 1000, 0.2, rng=random.Random(1))
     for attempt, base in enumerate([50, 100, 200, 400, 800]):
