@@ -38,6 +38,7 @@ from kafkajet.errors import (
 from kafkajet.fetch import FetchClient
 from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection
+from kafkajet.network.connection import NotKafkaError
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
 from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR, PreparedTransaction
@@ -541,11 +542,15 @@ class Admin:
                 return conn
         last: KafkaError | None = None
         candidates = list(dict.fromkeys([*self._brokers.values(), *self._bootstrap]))
+        not_kafka = 0
         for address in candidates:
             try:
                 conn = self._connect(address, deadline)
             except KafkaConnectionError as e:
                 last = e
+                not_kafka += isinstance(e, NotKafkaError)
+                if not_kafka == len(candidates):
+                    raise  # no address of the list is a Kafka broker: waiting will not make one
                 if address not in self._unreachable:  # as the producer's network client: once per run of failures
                     self._unreachable.add(address)
                     name = format_address(*address)
@@ -598,6 +603,8 @@ class Admin:
                 return fn()
             except _Retry as r:
                 last = r.cause
+            except NotKafkaError:
+                raise
             except KafkaConnectionError as e:
                 last = e
             if not isinstance(last, KafkaConnectionError):

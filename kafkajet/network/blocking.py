@@ -23,7 +23,12 @@ from kafkajet.errors import (
     RequestTimedOutError,
     SslAuthenticationError,
 )
-from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, Connection, CorruptStreamError
+from kafkajet.network.connection import (
+    DEFAULT_MAX_RESPONSE_SIZE,
+    Connection,
+    CorruptStreamError,
+    NotKafkaError,
+)
 from kafkajet.network.setup import SendRequest, SetupMachine, StartTls
 from kafkajet.network.versions import VersionRanges, negotiate
 from kafkajet.protocol import ApiKey, decode_response, encode_request
@@ -185,6 +190,9 @@ class BlockingConnection:
         except TimeoutError:
             self.close()
             raise RequestTimedOutError(f"{step} request to {self.address} timed out") from None
+        except NotKafkaError as e:
+            self.close()
+            raise NotKafkaError(f"{self.address} is {e}") from None
         except KafkaError:
             self.close()
             raise
@@ -237,6 +245,7 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
     last: KafkaError | None = None
     pause = 0.05
     while True:
+        not_kafka = 0
         for host, port in addresses:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -249,6 +258,10 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
                                         version=version)
             except AuthenticationError:
                 raise  # wrong credentials or an untrusted certificate: the next server will say the same
+            except NotKafkaError as e:
+                last, not_kafka = e, not_kafka + 1
+                if not_kafka == len(addresses):
+                    raise  # no server of the list is a Kafka broker: waiting will not make one
             except KafkaError as e:
                 log.debug("bootstrap server %s failed: %s", format_address(host, port), e)
                 last = e

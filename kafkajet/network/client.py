@@ -41,7 +41,7 @@ from kafkajet.errors import (
     RequestTimedOutError,
 )
 from kafkajet.network.backoff import ExponentialBackoff
-from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest
+from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
 from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
 from kafkajet.network.versions import VersionRanges, negotiate
@@ -456,9 +456,11 @@ class NetworkClient:
             node.failed_connects += 1  # the next connect gets a longer setup timeout
         node.last_attempt_ms = now
         node.reconnect_backoff_ms = self._backoff.backoff(node.failed_attempts)
-        if isinstance(error, AuthenticationError):
-            # Wrong credentials or an untrusted certificate do not fix themselves: never hammer the broker.
+        if isinstance(error, AuthenticationError | NotKafkaError):
+            # Wrong credentials, an untrusted certificate or another service's port do not fix themselves:
+            # never hammer the server.
             node.reconnect_backoff_ms = max(node.reconnect_backoff_ms, self._backoff.max_ms)
+        if isinstance(error, AuthenticationError):
             self._auth_failures.append(error)
         node.failed_attempts += 1
         if error is not None:

@@ -86,10 +86,10 @@ class FrameDecoder:
                     size = _INT32.unpack_from(view, pos)[0]
                     if size < _MIN_FRAME or size > self._max_size:
                         # Checked before anything is allocated: a garbage prefix must not become a 2 GiB buffer.
-                        self._broken = CorruptStreamError(
+                        self._broken = _not_kafka(bytes(view[pos : pos + 64])) or CorruptStreamError(
                             f"invalid response frame size {size} (allowed {_MIN_FRAME}..{self._max_size} bytes)"
                         )
-                        broken = CorruptStreamError(str(self._broken))
+                        broken = type(self._broken)(str(self._broken))
                         broken.frames = frames  # the whole frames before the bad prefix still count
                         raise broken
                     self._need = size
@@ -104,6 +104,24 @@ class FrameDecoder:
         if buffered and pos:
             del self._buf[:pos]
         return frames
+
+
+class NotKafkaError(CorruptStreamError):
+    """The server's answer begins with text (an HTTP server's, an SSH banner), which no Kafka broker sends: the
+    address is some other service's, and no retry will change that. The admin and fetch clients give up at once."""
+
+
+_HTML = (b"<!DO", b"<!do", b"<htm", b"<HTM")
+
+
+def _not_kafka(head: bytes) -> NotKafkaError | None:
+    """NotKafkaError naming what answered when the would-be size prefix is printable ASCII: a Kafka frame of
+    that size (hundreds of MB at least) would have been refused anyway, so text is the likelier reading."""
+    if len(head) < 4 or not all(0x20 <= b < 0x7F for b in head[:4]):
+        return None
+    first = head.split(b"\n", 1)[0].decode("ascii", "replace").strip()
+    what = " (an HTTP server)" if head.startswith(b"HTTP/") or head[:4] in _HTML else ""
+    return NotKafkaError(f"not a Kafka broker{what}: it answered with text, {first!r}; check the port")
 
 
 class Connection:

@@ -26,6 +26,7 @@ from kafkajet.network.connection import (
     Connection,
     CorruptStreamError,
     InFlightRequest,
+    NotKafkaError,
 )
 from kafkajet.network.setup import (
     CONNECTED_STATES,
@@ -320,7 +321,8 @@ class BrokerConnection:
             # Responses that came intact before the corruption are answered first; only then does the close
             # fail what is still in flight. Dropping them would leave their requests with no outcome at all.
             completed = e.completed if isinstance(e, CorruptStreamError) else []
-            broken = CorruptStreamError(f"corrupt response stream from {self.describe()}: {e}")
+            broken = (NotKafkaError(f"{self.describe()} is {e}") if isinstance(e, NotKafkaError)
+                      else CorruptStreamError(f"corrupt response stream from {self.describe()}: {e}"))
         for i, (req, payload) in enumerate(completed):
             if req.context is SETUP_REQUEST:
                 try:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import tracemalloc
 
 import pytest
 
 from kafkajet.errors import KafkaConnectionError, ProtocolError
-from kafkajet.network.connection import Connection, CorruptStreamError, FrameDecoder
+from kafkajet.network.connection import Connection, CorruptStreamError, FrameDecoder, NotKafkaError
 
 
 def frame(correlation_id: int, body: bytes = b"") -> bytes:
@@ -59,6 +60,23 @@ def test_impossible_sizes_are_protocol_errors_without_allocation(size: int) -> N
     # The decoder stays broken: the stream cannot be resynchronised.
     with pytest.raises(ProtocolError):
         decoder.feed(frame(1))
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    (b"<!DOCTYPE HTML>\n<html>", "not a Kafka broker (an HTTP server): it answered with text, '<!DOCTYPE HTML>'"),
+    (b"HTTP/1.1 400 Bad Request\r\n\r\n", "(an HTTP server): it answered with text, 'HTTP/1.1 400 Bad Request'"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "not a Kafka broker: it answered with text, 'SSH-2.0-OpenSSH_9.6'"),
+])
+def test_text_where_a_size_prefix_belongs_is_named_not_a_kafka_broker(answer: bytes, said: str) -> None:
+    # Once "invalid response frame size 1008813135" (the bytes of "<!DO"), retried until the deadline.
+    with pytest.raises(NotKafkaError, match=re.escape(said) + "; check the port$"):
+        FrameDecoder().feed(answer)
+
+
+def test_binary_garbage_is_still_only_a_corrupt_stream() -> None:
+    with pytest.raises(CorruptStreamError, match="invalid response frame size") as caught:
+        FrameDecoder().feed(b"\x15\x03\x03\x00\x02\x02\x46")  # a TLS alert, from a TLS listener
+    assert not isinstance(caught.value, NotKafkaError)
 
 
 def test_size_limit_is_configurable() -> None:
