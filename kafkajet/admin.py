@@ -183,7 +183,7 @@ class Admin:
         num_partitions: int = 1,
         replication_factor: int = 1,
         *,
-        timeout_s: float = 30,
+        timeout_s: float | None = None,
         configs: Mapping[str, str] | None = None,
         validate_only: bool = False,
         if_not_exists: bool = False,
@@ -191,6 +191,7 @@ class Admin:
         """Create topics on the controller and wait until every partition of each has a leader. With
         if_not_exists, a topic that exists already is left as it is (a warning if its partition count is not
         the one asked for)."""
+        timeout_s = self._timeout(timeout_s)
         specs = _topic_specs(topics, num_partitions, replication_factor, configs)
         with self._lock:
             deadline = self._deadline(timeout_s)
@@ -230,8 +231,9 @@ class Admin:
                         log.warning("topic %r exists already with %d partitions, not %d: left as it is "
                                     "(if_not_exists)", name, has, count)
 
-    def delete_topics(self, names: Sequence[str] | str, timeout_s: float = 30, *, if_exists: bool = False) -> None:
+    def delete_topics(self, names: Sequence[str] | str, timeout_s: float | None = None, *, if_exists: bool = False) -> None:
         """Delete topics on the controller and wait until metadata no longer lists them."""
+        timeout_s = self._timeout(timeout_s)
         topic_names = [names] if isinstance(names, str) else list(names)
         with self._lock:
             deadline = self._deadline(timeout_s)
@@ -253,15 +255,17 @@ class Admin:
             self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(topic_names)} to disappear",
                         lambda: self._check_gone(topic_names, deadline))
 
-    def list_topics(self, timeout_s: float = 30, *, include_internal: bool = False) -> dict[str, TopicDescription]:
+    def list_topics(self, timeout_s: float | None = None, *, include_internal: bool = False) -> dict[str, TopicDescription]:
+        timeout_s = self._timeout(timeout_s)
         with self._lock:
             deadline = self._deadline(timeout_s)
             md = self._retry(deadline, timeout_s, "listing topics", lambda: self._metadata(deadline, None))
         return {name: _describe_topic(md, name) for name in sorted(md.partitions)
                 if include_internal or name not in md.internal_topics}
 
-    def describe_topics(self, names: Sequence[str] | str, timeout_s: float = 30) -> dict[str, TopicDescription]:
+    def describe_topics(self, names: Sequence[str] | str, timeout_s: float | None = None) -> dict[str, TopicDescription]:
         """Descriptions of the named topics; UnknownTopicOrPartitionError naming a missing one."""
+        timeout_s = self._timeout(timeout_s)
         topic_names = [names] if isinstance(names, str) else list(names)
         with self._lock:
             deadline = self._deadline(timeout_s)
@@ -271,16 +275,18 @@ class Admin:
             raise err
         return {name: _describe_topic(md, name) for name in md.partitions}
 
-    def describe_cluster(self, timeout_s: float = 30) -> ClusterDescription:
+    def describe_cluster(self, timeout_s: float | None = None) -> ClusterDescription:
         """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
+        timeout_s = self._timeout(timeout_s)
         with self._lock:
             deadline = self._deadline(timeout_s)
             return self._retry(deadline, timeout_s, "describing the cluster", lambda: self._describe(deadline))
 
-    def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool, timeout_s: float = 30) -> None:
+    def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool, timeout_s: float | None = None) -> None:
         """Commit (or abort) a transaction another producer left open with prepare_transaction(): EndTxn at its
         coordinator with the producer id and epoch it was prepared under. Safe to repeat after an unknown
         outcome: the coordinator answers a repeated commit of a committed transaction with success."""
+        timeout_s = self._timeout(timeout_s)
         deadline = self._deadline(timeout_s)
         what = f"{'commit' if commit else 'abort'} of transaction {prepared.transactional_id!r}"
 
@@ -298,10 +304,11 @@ class Admin:
             self._retry(deadline, timeout_s, what, attempt)
 
     def list_consumer_group_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None = None,
-                                    timeout_s: float = 30) -> dict[tuple[str, int], int]:
+                                    timeout_s: float | None = None) -> dict[tuple[str, int], int]:
         """The group's committed offsets for `partitions` (those without one are left out), or for every
         partition of every topic when None; only stable ones: an offset committed by a transaction that is
         still open is waited for, as Java's requireStable."""
+        timeout_s = self._timeout(timeout_s)
         deadline = self._deadline(timeout_s)
 
         def attempt() -> dict[tuple[str, int], int]:
@@ -335,11 +342,12 @@ class Admin:
             return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
 
     def commit_consumer_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int], *,
-                                      metadata: str | None = None, timeout_s: float = 30) -> None:
+                                      metadata: str | None = None, timeout_s: float | None = None) -> None:
         """Commit `offsets` (the next offset to read, per partition) for a group that has no live members:
         OffsetCommit at generation -1 with no member id, which Kafka's coordinator accepts for an empty
         group (a "simple" group). A group with live members refuses it (UnknownMemberIdError, or
         IllegalGenerationError / RebalanceInProgressError while it rebalances): its own consumers own it."""
+        timeout_s = self._timeout(timeout_s)
         deadline = self._deadline(timeout_s)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
@@ -361,7 +369,7 @@ class Admin:
         with self._lock:
             self._retry(deadline, timeout_s, what, attempt)
 
-    def list_consumer_groups(self, timeout_s: float = 30, *, states: Collection[str] = (),
+    def list_consumer_groups(self, timeout_s: float | None = None, *, states: Collection[str] = (),
                              types: Collection[str] = ()) -> list[ConsumerGroupListing]:
         """Every group the cluster knows, sorted by id: ListGroups at each broker (each lists the groups it
         coordinates), as Java's Admin.listConsumerGroups does.
@@ -372,6 +380,7 @@ class Admin:
         broker too old for a filter asked for (states: ListGroups v4, types: v5) fails the call with
         UnsupportedVersionError, as Java's does, rather than listing groups the caller filtered out.
         """
+        timeout_s = self._timeout(timeout_s)
         deadline = self._deadline(timeout_s)
 
         def attempt() -> list[ConsumerGroupListing]:
@@ -392,9 +401,10 @@ class Admin:
         with self._lock:
             return self._retry(deadline, timeout_s, "listing consumer groups", attempt)
 
-    def describe_consumer_group(self, group_id: str, timeout_s: float = 30) -> ConsumerGroupDescription:
+    def describe_consumer_group(self, group_id: str, timeout_s: float | None = None) -> ConsumerGroupDescription:
         """The group's committed offsets with each partition's log end offset (high watermark) and lag, the
         numbers kafka-consumer-groups --describe shows."""
+        timeout_s = self._timeout(timeout_s)
         deadline = self._deadline(timeout_s)
         committed = self.list_consumer_group_offsets(group_id, timeout_s=timeout_s)
         remaining_ms = max(1, int(deadline - now_ms()))
@@ -578,6 +588,10 @@ class Admin:
     # --- time -------------------------------------------------------------------------------------
 
     # Deadlines are in the one clock's milliseconds (kafkajet.clock); calls take seconds, as Python APIs do.
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        """A call's timeout: its own, else default.api.timeout.ms (60 s, as the producer's max.block.ms)."""
+        return self.config["default.api.timeout.ms"] / 1000 if timeout_s is None else timeout_s
 
     @staticmethod
     def _deadline(timeout_s: float) -> float:

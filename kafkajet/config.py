@@ -213,6 +213,11 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("client.id", "str", None, "name sent to brokers in every request (default producer-N, adminclient-N, fetch-N)", _str),
     K("request.timeout.ms", "int", 30000, "how long to wait for a broker's answer before retrying",
       _int_range(0, INT_MAX)),
+    # Java's admin and consumer default: a call given no timeout of its own, and so a wrong address, waits as
+    # long as the producer's send() (max.block.ms).
+    K("default.api.timeout.ms", "int", 60000, "how long an admin or fetch call given no timeout waits in all "
+      "(connections, retries, answers), as max.block.ms bounds the producer's: a wrong address fails after it",
+      _int_range(1, INT_MAX)),
     K("retry.backoff.ms", "int", 100, "initial wait before a retry", _int_range(0)),
     K("retry.backoff.max.ms", "int", 1000, "largest wait before a retry (exponential backoff, +/-20% jitter)",
       _int_range(0)),
@@ -346,7 +351,9 @@ def _not_read(keys: tuple[ConfigKey, ...], why: Mapping[str, str]) -> tuple[Conf
     return tuple(dataclasses.replace(k, not_read=why[k.name]) if k.name in why else k for k in keys)
 
 
-PRODUCER_CONFIG: tuple[ConfigKey, ...] = COMMON_CONFIG + (
+PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
+    "default.api.timeout.ms": "send() waits up to max.block.ms; flush() and close() take their own timeout",
+}) + (
     K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
     K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
       _bool),

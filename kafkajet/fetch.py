@@ -41,6 +41,8 @@ class FetchClient:
         self.security = connection_security(self.config)
         self.servers: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
         self.timeout_s: float = self.config["request.timeout.ms"] / 1000
+        # Finding the brokers waits as the admin client and the producer do for a wrong address (60 s).
+        self.api_timeout_s: float = self.config["default.api.timeout.ms"] / 1000
         self.client_id: str = self.config["client.id"]
         self.isolation_level = READ_COMMITTED if self.config["isolation.level"] == "read_committed" else 0
         self._conns: dict[int, BlockingConnection] = {}
@@ -60,7 +62,7 @@ class FetchClient:
         self.security.close()
 
     def partitions(self, topic: str) -> list[int]:
-        md = bootstrap_metadata(self.servers, self.timeout_s, topics=[topic], client_id=self.client_id,
+        md = bootstrap_metadata(self.servers, self.api_timeout_s, topics=[topic], client_id=self.client_id,
                                 security=self.security)
         cluster = Cluster.from_metadata_response(md)
         self._brokers = {n.node_id: (n.host, n.port) for n in cluster.nodes.values()}
@@ -75,7 +77,7 @@ class FetchClient:
 
     def topics(self) -> list[str]:
         """Every topic the broker lists (internal ones left out), for pattern subscriptions."""
-        md = bootstrap_metadata(self.servers, self.timeout_s, topics=None, client_id=self.client_id,
+        md = bootstrap_metadata(self.servers, self.api_timeout_s, topics=None, client_id=self.client_id,
                                 security=self.security)
         cluster = Cluster.from_metadata_response(md)
         return sorted(t for t in cluster.partitions if t not in cluster.internal_topics)

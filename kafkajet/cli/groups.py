@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--list", action="store_true", help="print the group ids, one a line")
     action.add_argument("--describe", action="store_true", help="committed offsets and lag of --group")
     p.add_argument("--group", default=None, help="the group to describe")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound of each operation")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="bound of each operation (default: default.api.timeout.ms, 60 s)")
     add_config_options(p)
     p.set_defaults(func=run, parser=p)
     return p

@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--if-not-exists", action="store_true",
                    help="--create: nothing to do if the topic exists (a warning if its --partitions differ)")
     p.add_argument("--if-exists", action="store_true", help="--delete/--describe: no error if it does not exist")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="bound of each operation")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="bound of each operation (default: default.api.timeout.ms, 60 s)")
     add_config_options(p)
     p.set_defaults(func=run, parser=p)
     return p

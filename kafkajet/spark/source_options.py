@@ -34,7 +34,7 @@ _REFUSED_KAFKA = {
     "interceptor.classes": "the source does not run consumer interceptors",
 }
 _KAFKA_KEYS = {"bootstrap.servers", "isolation.level", "client.id", "request.timeout.ms", "group.id",
-               *SECURITY_KEYS}
+               "default.api.timeout.ms", *SECURITY_KEYS}
 
 # The options of Spark's Kafka source this one takes, spelled as Spark documents them.
 SOURCE_OPTIONS = OptionNames(
@@ -152,8 +152,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool,
     fetch_config: dict[str, Any] = {**security, "bootstrap.servers": kafka["bootstrap.servers"],
                                     "isolation.level": isolation,
                                     "request.timeout.ms": int(kafka.get("request.timeout.ms", timeout_ms))}
-    if "client.id" in kafka:
-        fetch_config["client.id"] = kafka["client.id"]
+    for key in ("client.id", "default.api.timeout.ms"):  # the latter: how long a wrong address is waited for
+        if key in kafka:
+            fetch_config[key] = kafka[key]
 
     subscription = _subscription(opts)
     starting = _offset_spec(opts, "starting", streaming)

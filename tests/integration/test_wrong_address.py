@@ -64,3 +64,39 @@ def test_topics_on_an_http_port_exits_1_at_once_in_one_line(http_port: int) -> N
     assert r.returncode == 1, r.stderr
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(
         f"python -m kafkajet topics: error: NotKafkaError: 127.0.0.1:{http_port} is not a Kafka broker (an HTTP server)")
+
+
+def test_every_client_waits_for_a_wrong_address_as_long_by_default() -> None:
+    # Once 60 s for the producer, `produce` and the Spark sink, but 30 s for topics, groups and the Spark source.
+    from kafkajet.config import ADMIN, FETCH, PRODUCER
+
+    waits = {t.client: t.by_name["max.block.ms" if t is PRODUCER else "default.api.timeout.ms"].default
+             for t in (PRODUCER, ADMIN, FETCH)}
+    assert waits == {"producer": 60000, "admin": 60000, "fetch": 60000}
+
+
+def test_admin_and_fetch_wait_default_api_timeout_ms_for_a_refused_address() -> None:
+    from kafkajet.errors import KafkaTimeoutError
+
+    config = {"bootstrap.servers": f"127.0.0.1:{_free_port()}", "default.api.timeout.ms": 1500}
+    for call in (lambda: Admin(config).list_topics(), lambda: FetchClient(config).partitions("t")):
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match=r"within 1\.5 s"):
+            call()
+        assert 1.4 < time.monotonic() - started < 10
+
+
+def test_the_topics_command_waits_the_admin_clients_default() -> None:
+    from kafkajet.admin import Admin as AdminClient
+
+    assert AdminClient("127.0.0.1:9092")._timeout(None) == 60.0  # no --timeout: the table's default, not 30 s
+    r = subprocess.run([sys.executable, "-m", "kafkajet", "topics", "--bootstrap-server", f"127.0.0.1:{_free_port()}",
+                        "--list", "--command-property", "default.api.timeout.ms=1000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "listing topics did not complete within 1.0 s" in r.stderr, r.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
