@@ -94,6 +94,11 @@ class SchemaRegistryError(KafkaError):
         super().__init__("".join(parts))
 
 
+LOOKUP_MISS_HINT = ("the subject has versions, but none is this schema: with auto.register.schemas=false the "
+                    "schema written (derived from the data, or given) must equal a registered version field for "
+                    "field; register it, or give the registered schema")
+
+
 def _hint(status: int, code: int) -> str:
     if status == 401:
         return ("the registry refused the credentials: check basic.auth.user.info (user:password) with "
@@ -332,9 +337,17 @@ class SchemaRegistryClient:
             hit = self._registered.get(key)
         if hit is not None and hit.version is not None:
             return hit
-        r = self._rest.request(
-            "POST", f"subjects/{_q(subject_name)}?normalize={_bool(normalize_schemas)}&deleted={_bool(deleted)}",
-            schema.to_dict(), context=f"looking up a schema under subject '{subject_name}'")
+        try:
+            r = self._rest.request(
+                "POST", f"subjects/{_q(subject_name)}?normalize={_bool(normalize_schemas)}&deleted={_bool(deleted)}",
+                schema.to_dict(), context=f"looking up a schema under subject '{subject_name}'")
+        except SchemaRegistryError as e:
+            if e.error_code != 40403:
+                raise
+            # The subject exists, but none of its versions is this schema: not "another registry".
+            raise SchemaRegistryError(e.http_status_code, e.error_code, e.error_message,
+                                      context=f"looking up a schema under subject '{subject_name}'", url=e.url,
+                                      hint=LOOKUP_MISS_HINT) from None
         return self._remember(key, r)
 
     def _remember(self, key: tuple[str, Schema, bool], r: dict[str, Any]) -> RegisteredSchema:

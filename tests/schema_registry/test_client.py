@@ -167,3 +167,16 @@ def test_caches_both_ways(registry: SchemaRegistry) -> None:
     client.get_latest_version("cached-value")
     client.get_latest_version("cached-value")
     assert registry.requests - before == 3
+
+
+def test_a_schema_not_among_the_subjects_versions_gets_the_lookup_hint() -> None:
+    # Once "(another registry, or deleted?)": the subject is right here, but no version of it is this schema.
+    with SchemaRegistry() as registry, SchemaRegistryClient({"url": registry.url}) as client:
+        client.register_schema("lookup-value", Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}',
+                                                      "AVRO"))
+        with pytest.raises(SchemaRegistryError) as e:
+            client.lookup_schema("lookup-value", Schema('{"type":"record","name":"R","fields":[]}', "AVRO"))
+    assert e.value.error_code == 40403
+    assert "looking up a schema under subject 'lookup-value'" in str(e.value)
+    assert "none is this schema: with auto.register.schemas=false" in str(e.value)
+    assert "another registry" not in str(e.value)
