@@ -47,6 +47,9 @@ class OptionNames:
     def _unknown(self, key: str, candidates: Iterable[str]) -> ConfigError:
         close = closest(key, candidates)
         hint = f"; did you mean '{close}'?" if close else "."
+        if close and key == key.lower() and close != close.lower():
+            # Not the user's spelling: Spark lower-cases option names before a Python data source sees them.
+            hint += " (Spark passes option names lower-cased.)"
         return ConfigError(f"unknown option '{key}' for the kafkajet {self.side}{hint} It takes {self.summary}.")
 
 

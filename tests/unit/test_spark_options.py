@@ -33,6 +33,14 @@ def test_an_unknown_sink_option_is_refused_with_the_closest_name(options: dict[s
         sink(**options)
 
 
+def test_a_typo_arrives_lower_cased_and_the_message_says_why_it_is_not_as_typed() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean 'exactlyOnce'\? \(Spark passes option names lower-cased\.\) "
+                                          r"It takes"):
+        sink(exactlyOnse="true")
+    with pytest.raises(ConfigError, match=r"did you mean 'topic'\? It takes"):  # the same in any case: no note
+        sink(topics="t")
+
+
 def test_the_sinks_own_options_and_those_spark_adds_pass() -> None:
     # Spark adds path (save(path)), and for a stream queryName and checkpointLocation.
     cfg = sink(topic="t", exactlyOnce="true", transactionalIdPrefix="p", path="/x", queryName="q",
