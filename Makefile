@@ -4,7 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test build lint typecheck reliability bench broker clean mutate
+.PHONY: demo test build lint typecheck reliability bench broker clean mutate kafka
+
+# Apache Kafka for the suite's reference cluster (kafkajet.testing.ApacheKafka): Maven copies the broker's and
+# the tools' jars from Maven Central into an ignored cache the first time. The version is named once, in the pom.
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' jvm/pom.xml)
+KAFKA_LIBS := .cache/apache-kafka-$(KAFKA_VERSION)
 
 # The Kerberos tests run a local KDC (Debian's krb5-kdc, krb5-admin-server; krb5-user's kinit for the
 # kafka-python referee; libkrb5-dev in case the gssapi package has to build): apt installs them once.
@@ -29,6 +34,17 @@ $(STAMP): pyproject.toml hatch_build.py
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(KAFKA_LIBS)/.complete: jvm/pom.xml
+	@command -v mvn >/dev/null || { echo "make: fetching Apache Kafka $(KAFKA_VERSION) for the tests needs Maven" \
+	  "(mvn; Debian: apt-get install maven) and Java 17" >&2; exit 1; }
+	rm -rf $(KAFKA_LIBS).tmp
+	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS).tmp || \
+	  { echo "make: Maven could not fetch Apache Kafka $(KAFKA_VERSION) from Maven Central (above); the tests" \
+	  "on Apache Kafka need it: run \`make kafka\` again once the registry is reachable" >&2; exit 1; }
+	rm -rf $(KAFKA_LIBS) && mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS) && touch $@
+
+kafka: $(KAFKA_LIBS)/.complete
+
 demo: $(STAMP)
 	$(PY) -m kafkajet demo
 
@@ -40,7 +56,7 @@ build: $(STAMP)
 # Both builds: everything on the compiled one (a silent fallback to Python fails it), then on the pure-Python
 # one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
 # readers decoding the batches this build's producer writes, per codec; about 20 s).
-test: $(STAMP) lint typecheck build
+test: $(STAMP) lint typecheck build kafka
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock tests/interop
 
