@@ -175,9 +175,10 @@ def run(args: argparse.Namespace) -> int:
     with lock:
         unresolved = sent - counts["delivered"] - counts["failed"]  # still unsent when close() gave up
         failed = counts["failed"] + counts["refused"] + unresolved
-        for message in errors:
-            print(f"error: {message}", file=sys.stderr)
-        print(f"{counts['delivered']} records delivered, {failed} failed", file=sys.stderr)
+        for message in errors:  # prefixed as every other error line of the command
+            print(f"{args.parser.prog}: error: {message}", file=sys.stderr)
+        delivered = counts["delivered"]
+        print(f"{delivered} record{'' if delivered == 1 else 's'} delivered, {failed} failed", file=sys.stderr)
     if failure is not None:
         raise failure
     return 1 if failed else 0

@@ -77,8 +77,8 @@ def test_produce_reports_failures_and_exits_non_zero(broker: EmbeddedBroker, top
     r = cli("produce", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic_name,
             "--producer-property", "max.request.size=200", stdin="small\n" + "x" * 1000 + "\n")
     assert r.returncode == 1, r.stderr
-    assert "1 records delivered, 1 failed" in r.stderr
-    assert "RecordTooLargeError" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[-1] == "1 record delivered, 1 failed"  # one record, not "1 records"
+    assert "kafkajet produce: error: line 2: RecordTooLargeError" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_produce_bad_line_and_bad_options_are_clear(broker: EmbeddedBroker, topic_name: str) -> None:
