@@ -1,4 +1,11 @@
-"""Shared fixtures: one real embedded broker (Tansu) for the session, unique topic names, MockClusters."""
+"""Shared fixtures: the real brokers (Apache Kafka and the embedded Tansu), unique topic names, MockClusters.
+
+Every test that takes `broker` runs once on each kind of broker: Apache Kafka (the reference: one node,
+started once per run) and Tansu (what `kafkajet broker` and the demo run). A test that holds for one kind only
+says which and why with `@pytest.mark.broker_kinds("tansu", reason=...)`. KAFKAJET_BROKERS=apache (or tansu)
+narrows a run by hand; CI runs both. Apache Kafka's jars come from `make kafka`: without them a test that needs
+the broker fails with the line that says what to run, it is never skipped.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +16,74 @@ from collections.abc import Iterator
 import pytest
 
 from kafkajet.testing import EmbeddedBroker, MockCluster
+from kafkajet.testing.apache_kafka import ApacheKafka, ApacheKafkaUnavailable
 from kafkajet.testing.kdc import LocalKdc, kdc_available
 
 _topic_counter = itertools.count()
 
+BROKER_KINDS = ("apache", "tansu")
+
+
+def _chosen_kinds() -> tuple[str, ...]:
+    wanted = os.environ.get("KAFKAJET_BROKERS")
+    if not wanted:
+        return BROKER_KINDS
+    kinds = tuple(k.strip() for k in wanted.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in BROKER_KINDS]
+    if unknown or os.environ.get("CI"):
+        raise pytest.UsageError(f"KAFKAJET_BROKERS={wanted!r}: name {' and/or '.join(BROKER_KINDS)}; CI runs both"
+                                if unknown else "KAFKAJET_BROKERS narrows a run by hand; CI runs every broker kind")
+    return kinds
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "broker_kinds(*kinds, reason): the `broker` kinds a test holds for, and why")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the `broker` runs a test's broker_kinds marker rules out (with its reason, so it is never silent)."""
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("broker") if callspec is not None else None
+        marker = item.get_closest_marker("broker_kinds")
+        if kind is not None and marker is not None:
+            if not marker.kwargs.get("reason"):
+                raise pytest.UsageError(f"{item.nodeid}: broker_kinds needs reason= (why the test is specific)")
+            if kind not in marker.args:
+                dropped.append(item)
+                continue
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
+def apache_kafka() -> Iterator[ApacheKafka]:
+    """One Apache Kafka node for the run, started the first time a test asks for it."""
+    try:
+        kafka = ApacheKafka(brokers=1)
+        kafka.start()
+    except ApacheKafkaUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker() as b:
         yield b
+
+
+@pytest.fixture(scope="session", params=_chosen_kinds())
+def broker(request: pytest.FixtureRequest) -> ApacheKafka | EmbeddedBroker:
+    """A real broker: Apache Kafka, then Tansu (the test runs once on each)."""
+    fixture = "apache_kafka" if request.param == "apache" else "tansu"
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

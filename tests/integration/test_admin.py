@@ -31,8 +31,8 @@ def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:
         desc = topics[topic_name]
         assert [p.partition for p in desc.partitions] == list(range(6))
         for p in desc.partitions:
-            assert p.leader == EmbeddedBroker.node_id
-            assert p.replicas == [EmbeddedBroker.node_id] and p.isr == [EmbeddedBroker.node_id]
+            assert p.leader == broker.node_id
+            assert p.replicas == [broker.node_id] and p.isr == [broker.node_id]
         assert admin.describe_topics([topic_name])[topic_name].partitions == desc.partitions
 
         with pytest.raises(TopicAlreadyExistsError, match=topic_name):
@@ -80,9 +80,9 @@ def test_describe_cluster(broker: EmbeddedBroker) -> None:
     with Admin(broker.bootstrap_servers) as admin:
         cluster = admin.describe_cluster(timeout_s=10)
     assert [(b.node_id, b.host, b.port) for b in cluster.brokers] == [
-        (EmbeddedBroker.node_id, "127.0.0.1", broker.port)]
+        (broker.node_id, "127.0.0.1", broker.port)]
     assert cluster.cluster_id
-    assert cluster.controller_id == EmbeddedBroker.node_id
+    assert cluster.controller_id == broker.node_id
 
 
 def test_bad_bootstrap_fails_within_timeout_naming_the_address() -> None:
@@ -98,7 +98,8 @@ def test_bad_bootstrap_fails_within_timeout_naming_the_address() -> None:
 
 def test_blocking_connection_negotiates_and_requests(broker: EmbeddedBroker) -> None:
     with BlockingConnection("127.0.0.1", broker.port, timeout_s=10) as conn:
-        assert conn.api_versions[ApiKey.METADATA] == (0, 12)
+        # Tansu advertises Metadata up to v12, Apache Kafka 4.4 up to v13.
+        assert conn.api_versions[ApiKey.METADATA] == (0, 12 if isinstance(broker, EmbeddedBroker) else 13)
         body = conn.request(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False,
                                               "include_cluster_authorized_operations": False,
                                               "include_topic_authorized_operations": False})
@@ -125,7 +126,7 @@ def test_blocking_connection_errors_name_address_and_step() -> None:
 def test_bootstrap_metadata_skips_dead_servers(broker: EmbeddedBroker) -> None:
     dead = free_port()
     md = bootstrap_metadata(f"127.0.0.1:{dead},{broker.bootstrap_servers}", timeout_s=10)
-    assert md["brokers"][0]["node_id"] == EmbeddedBroker.node_id
+    assert md["brokers"][0]["node_id"] == broker.node_id
     with pytest.raises(KafkaTimeoutError, match=rf"127\.0\.0\.1:{dead}") as info:
         bootstrap_metadata([("127.0.0.1", dead)], timeout_s=0.5)
     assert isinstance(info.value.cause, KafkaConnectionError)

@@ -11,6 +11,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, choose_version, decode_response, encode_request
 from kafkajet.records import Compression, encode_batch
 from kafkajet.testing import EmbeddedBroker
+from tests.helpers.waiting import wait_for
 
 
 class RawConnection:
@@ -57,7 +58,7 @@ def test_api_versions_metadata_create_produce_and_read_back(broker: EmbeddedBrok
 
         md_v = conn.negotiate(ApiKey.METADATA)
         md = conn.request(ApiKey.METADATA, md_v, {"topics": [], "allow_auto_topic_creation": False})
-        assert [b["node_id"] for b in md["brokers"]] == [EmbeddedBroker.node_id]
+        assert [b["node_id"] for b in md["brokers"]] == [broker.node_id]
         assert md["brokers"][0]["port"] == broker.port
 
         ct_v = conn.negotiate(ApiKey.CREATE_TOPICS)
@@ -68,10 +69,18 @@ def test_api_versions_metadata_create_produce_and_read_back(broker: EmbeddedBrok
         })
         assert [(t["name"], t["error_code"]) for t in ct["topics"]] == [(topic_name, 0)]
 
-        md = conn.request(ApiKey.METADATA, md_v, {"topics": [{"name": topic_name}],
-                                                  "allow_auto_topic_creation": False})
-        (topic,) = md["topics"]
-        assert topic["error_code"] == 0
+        # Apache Kafka answers CreateTopics before its own metadata has the partitions' leaders (a produce
+        # then gets NOT_LEADER_OR_FOLLOWER); Tansu has them at once. Wait until this broker lists them.
+        def described() -> dict[str, Any] | None:
+            md = conn.request(ApiKey.METADATA, md_v, {"topics": [{"name": topic_name}],
+                                                      "allow_auto_topic_creation": False})
+            (topic,) = md["topics"]
+            led = topic["error_code"] == 0 and all(p["leader_id"] == broker.node_id for p in topic["partitions"])
+            return topic if led and len(topic["partitions"]) == 6 else None
+
+        wait_for(described, 30, f"{topic_name}'s partitions to have their leader")
+        topic = described()
+        assert topic is not None
         assert sorted(p["partition_index"] for p in topic["partitions"]) == list(range(6))
 
         # One batch per codec, each to its own partition, with headers and a null key.
@@ -86,11 +95,19 @@ def test_api_versions_metadata_create_produce_and_read_back(broker: EmbeddedBrok
             sent[partition] = records
             batch = encode_batch([(1_700_000_000_000 + i, k, v, h) for i, (k, v, h) in enumerate(records)],
                                  compression=codec)
-            resp = conn.request(ApiKey.PRODUCE, pr_v, {
-                "transactional_id": None, "acks": -1, "timeout_ms": 10000,
-                "topic_data": [{"name": topic_name, "partition_data": [{"index": partition, "records": batch}]}],
-            })
-            (pres,) = resp["responses"][0]["partition_responses"]
+            answers: list[dict[str, Any]] = []
+
+            def produced(partition: int = partition, batch: bytes = batch, answers: list[dict[str, Any]] = answers
+                         ) -> bool:
+                resp = conn.request(ApiKey.PRODUCE, pr_v, {
+                    "transactional_id": None, "acks": -1, "timeout_ms": 10000,
+                    "topic_data": [{"name": topic_name, "partition_data": [{"index": partition, "records": batch}]}],
+                })
+                answers[:] = resp["responses"][0]["partition_responses"]
+                return bool(answers[0]["error_code"] != 6)  # NOT_LEADER_OR_FOLLOWER: Apache Kafka still electing
+
+            wait_for(produced, 30, f"partition {partition} to take a batch", interval=0.1)
+            (pres,) = answers
             assert pres["error_code"] == 0, (codec, pres)
             assert pres["base_offset"] == 0
     finally:

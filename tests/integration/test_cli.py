@@ -109,7 +109,7 @@ def test_topics_create_list_describe_delete_round_trip(broker: EmbeddedBroker, t
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"Topic: {topic_name}\t") and "PartitionCount: 3\tReplicationFactor: 1" in lines[0]
-    node = EmbeddedBroker.node_id
+    node = broker.node_id
     assert lines[1:] == [f"\tTopic: {topic_name}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}"
                          for p in range(3)]
     r = cli("topics", *bs, "--create", "--topic", topic_name)
