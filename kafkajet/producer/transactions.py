@@ -57,6 +57,17 @@ _RETRY = (CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 _FENCED = (ProducerFencedError.code, InvalidProducerEpochError.code)
 # The broker lost our producer id: the transaction can be aborted, and the epoch is bumped after the abort.
 _LOST_ID = (UnknownProducerIdError.code, InvalidProducerIdMappingError.code)
+# The requests of a transaction, each retried only until transaction.timeout.ms has passed since its first
+# attempt: by then the coordinator has decided the transaction's outcome on its own (it aborts a transaction
+# open that long), so retrying could only learn the outcome, and a broker that never answers (Tansu closes the
+# connection on the EndTxn of a fenced producer) would keep commit_transaction() and close() waiting forever.
+# FindCoordinator and InitProducerId are not bounded: they belong to no transaction, init_transactions() is
+# resumed by calling it again, and close() waits for neither.
+_BOUNDED = frozenset({ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT,
+                      ApiKey.END_TXN})
+# A request that gets no answer is retried every retry.backoff.ms: the first miss is a warning, the repeats at
+# most one line this often, with their count.
+NO_ANSWER_LOG_INTERVAL_MS = 10_000.0
 
 
 class State(enum.Enum):
@@ -123,6 +134,10 @@ class TxnRequest:
     result: TransactionalResult | None = None
     retry_at: float = 0.0
     attempts: int = 0
+    first_due: float | None = None  # when it was first due to be sent (ms): its transaction.timeout.ms counts from here
+    last_error: KafkaError | None = None  # why its last attempt was retried
+    no_answer_logged_at: float | None = None  # when its missing answer was last logged (ms)
+    no_answer_unlogged: int = 0  # missing answers since then, not logged
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -188,7 +203,7 @@ class TransactionManager:
                 raise IllegalStateError(
                     f"begin_transaction() called in state {self.state.value}: "
                     + ("a transaction is already in progress" if self.state is State.IN_TRANSACTION
-                       else "the previous transaction must be committed or aborted first"))
+                       else self._under_way() or "the previous transaction must be committed or aborted first"))
             self._transition(State.IN_TRANSACTION)
 
     def maybe_add_partition(self, tp: TopicPartitionKey) -> None:
@@ -209,8 +224,8 @@ class TransactionManager:
         with self._lock:
             self._fail_if_error()
             if self.state is not State.IN_TRANSACTION:
-                raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: call "
-                                        "begin_transaction() first")
+                raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: "
+                                        + (self._under_way() or "call begin_transaction() first"))
             result = self._new_result("AddOffsetsToTxn")
             pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
             req = TxnRequest(ApiKey.ADD_OFFSETS_TO_TXN, lambda: {
@@ -228,8 +243,8 @@ class TransactionManager:
             self._fail_if_error()
             if self.state is not State.IN_TRANSACTION:
                 raise IllegalStateError(
-                    f"commit_transaction() called in state {self.state.value}: there is no transaction to commit"
-                    " (call begin_transaction() first)")
+                    f"commit_transaction() called in state {self.state.value}: "
+                    + (self._under_way() or "there is no transaction to commit (call begin_transaction() first)"))
             self._transition(State.COMMITTING)
             return self._begin_completing(True, "commit_transaction")
 
@@ -241,7 +256,8 @@ class TransactionManager:
             self._fail_if_fatal()
             if self.state not in (State.IN_TRANSACTION, State.ABORTABLE_ERROR):
                 raise IllegalStateError(
-                    f"abort_transaction() called in state {self.state.value}: there is no transaction to abort")
+                    f"abort_transaction() called in state {self.state.value}: "
+                    + (self._under_way() or "there is no transaction to abort"))
             self._transition(State.ABORTING)
             self._new.clear()  # nothing more will be sent in this transaction
             return self._begin_completing(False, "abort_transaction")
@@ -252,8 +268,8 @@ class TransactionManager:
         with self._lock:
             self._fail_if_error()
             if self.state is not State.IN_TRANSACTION:
-                raise IllegalStateError(f"prepare_transaction() called in state {self.state.value}: call "
-                                        "begin_transaction() and send first")
+                raise IllegalStateError(f"prepare_transaction() called in state {self.state.value}: "
+                                        + (self._under_way() or "call begin_transaction() and send first"))
             if has_incomplete_batches or self._new or self._adding or self.in_flight is not None or any(
                     r.api != ApiKey.FIND_COORDINATOR for r in self._pending):
                 raise IllegalStateError("prepare_transaction() with records or transactional requests still in "
@@ -275,8 +291,31 @@ class TransactionManager:
         if self.state is State.UNINITIALIZED:
             return IllegalStateError("Cannot send before init_transactions(): a Producer with transactional.id "
                                      "must call init_transactions() once, then begin_transaction()")
+        under_way = self._under_way()
+        if under_way is not None:
+            return IllegalStateError(f"Cannot call send in state {self.state.value}: {under_way}")
         return IllegalStateError(f"Cannot call send in state {self.state.value}: call begin_transaction() "
                                  "first; a transactional Producer sends only inside a transaction")
+
+    def _under_way(self) -> str | None:
+        """What a call made now has to wait for, when a step of the transaction has not finished (or the producer
+        is past its last one), and what to do; None in the other states."""
+        if self.state is State.COMMITTING:
+            # Java's commitTransaction(): retrying is safe, but no other operation (abortTransaction) is possible
+            # since the commit may already be completing; if not retrying, the only option is to close.
+            return ("commit_transaction() has not finished: if it timed out, call it again to wait for the outcome "
+                    "of the same commit (a commit under way cannot be aborted; the alternative is close()), then "
+                    "begin_transaction() for the next transaction")
+        if self.state is State.ABORTING:
+            return ("abort_transaction() has not finished: if it timed out, call it again to wait for the same "
+                    "abort, then begin_transaction() for the next transaction")
+        if self.state is State.INITIALIZING:
+            return ("the producer id is still being obtained (init_transactions(), or the epoch bump that ends an "
+                    "aborted transaction): wait for that call to return, then begin_transaction()")
+        if self.state is State.PREPARED:
+            return ("the transaction was prepared (prepare_transaction()) for another party to complete: this "
+                    "producer can only be closed")
+        return None
 
     @property
     def is_completing(self) -> bool:
@@ -293,6 +332,8 @@ class TransactionManager:
         with self._lock:
             if self.in_flight is not None or self.state is State.FATAL_ERROR:
                 return None, float("inf")
+            if self._give_up_overdue(now):
+                return None, 0.0  # the sender acts on it at once: fails what cannot be sent, or ends close()
             wait = float("inf")
             if self._new and self.state in (State.IN_TRANSACTION, State.COMMITTING):
                 if now >= self._next_add_at:
@@ -311,6 +352,8 @@ class TransactionManager:
                 assert req.result is not None
                 self._complete_transaction(req.result)
                 return None, 0.0
+            if req.first_due is None:
+                req.first_due = now
             if now < req.retry_at:
                 return None, min(wait, req.retry_at - now)
             if req.coordinator is not None and (req.coordinator, req.key) not in self.coordinators:
@@ -340,7 +383,8 @@ class TransactionManager:
             self.in_flight = None
             if body is None:
                 # No answer (connection lost, timeout): the coordinator may have moved; look it up again.
-                log.info("%s for %s got no answer, retrying: %s", req.api.name, self.transactional_id, error)
+                req.last_error = error
+                self._log_no_answer(req, error, now)
                 if req.coordinator is not None:
                     self.coordinators.pop((req.coordinator, req.key), None)
                 self._retry(req, now)
@@ -365,6 +409,55 @@ class TransactionManager:
             self._fatal(error)
 
     # --- internals --------------------------------------------------------------------------------
+
+    def _log_no_answer(self, req: TxnRequest, error: KafkaError | None, now: float) -> None:
+        """A broker that closes the connection on every attempt gets one retry every retry.backoff.ms: say so
+        once per request, then at most once every NO_ANSWER_LOG_INTERVAL_MS with how many attempts went
+        unanswered meanwhile."""
+        last = req.no_answer_logged_at
+        if last is not None and now - last < NO_ANSWER_LOG_INTERVAL_MS:
+            req.no_answer_unlogged += 1
+            return
+        bound = (f" until transaction.timeout.ms ({self.transaction_timeout_ms} ms) has passed since its first "
+                 "attempt" if req.api in _BOUNDED else "")
+        again = (f" ({req.no_answer_unlogged} more unanswered attempt(s) in the last {(now - last) / 1000:.0f} s)"
+                 if last is not None and req.no_answer_unlogged else "")
+        log.warning("%s for transactional.id %s got no answer, retrying every %.0f ms%s: %s%s", req.api.name,
+                    self.transactional_id, self.retry_backoff_ms, bound, error, again)
+        req.no_answer_logged_at = now
+        req.no_answer_unlogged = 0
+
+    def _give_up_overdue(self, now: float) -> bool:
+        """Fail the requests of the transaction still unanswered transaction.timeout.ms after their first attempt
+        (see _BOUNDED): an EndTxn leaves the transaction's outcome unknown, which only a new producer's
+        init_transactions() resolves, so that is fatal; anything before it makes the transaction abortable.
+        True when it gave up on any."""
+        overdue = [r for r in self._pending if r.api in _BOUNDED and r.first_due is not None
+                   and now - r.first_due >= self.transaction_timeout_ms]
+        for req in overdue:
+            self._pending.remove(req)
+            what = req.api.name + (f"({'commit' if req.extra['commit'] else 'abort'})" if req.api == ApiKey.END_TXN
+                                   else "")
+            last = f" (last: {req.last_error})" if req.last_error is not None else ""
+            unanswered = (f"{what} for transactional.id {self.transactional_id!r} did not complete within "
+                          f"transaction.timeout.ms ({self.transaction_timeout_ms} ms) of its first attempt, after "
+                          f"{req.attempts} attempt(s){last}")
+            if req.api == ApiKey.END_TXN:
+                fatal = KafkaError(
+                    f"{unanswered}: the outcome of the transaction is unknown. This producer can only be closed; a "
+                    "new producer's init_transactions() with the same transactional.id completes or aborts the "
+                    "transaction. (A broker that closes the connection instead of answering PRODUCER_FENCED, as "
+                    "Tansu does for the EndTxn of a producer fenced by a newer one, ends this way.)")
+                fatal.__cause__ = req.last_error
+                self._fatal(fatal)
+                return True
+            err = KafkaError(f"{unanswered}. Call abort_transaction().")
+            err.__cause__ = req.last_error
+            if req.result is not None:
+                req.result.done(err)
+            if self.state in (State.IN_TRANSACTION, State.COMMITTING, State.ABORTABLE_ERROR, State.ABORTING):
+                self._abortable(err)
+        return bool(overdue)
 
     def _new_result(self, operation: str) -> TransactionalResult:
         # Every result not yet done is kept, so a fatal error ends them all, wherever their request is.
@@ -508,6 +601,8 @@ class TransactionManager:
 
     def _common(self, req: TxnRequest, code: int, now: float) -> bool:
         """The answers every coordinator request treats alike; True when handled."""
+        if code in _COORDINATOR_MOVED or code in _RETRY:
+            req.last_error = self._error_of(req, code)
         if code in _COORDINATOR_MOVED:
             self._coordinator_moved(req, now)
             return True
