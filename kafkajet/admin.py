@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from kafkajet.addresses import check_resolvable, format_address
 from kafkajet.clock import now_ms
 from kafkajet.cluster import Cluster, Node, PartitionInfo, metadata_request_body
-from kafkajet.config import ADMIN, parse_client_config
+from kafkajet.config import ADMIN, ignored_security_keys, parse_client_config
 from kafkajet.errors import (
     NO_ERROR,
     BrokerError,
@@ -411,8 +411,9 @@ class Admin:
         rows = []
         # End offsets as the Spark source sees them (FetchClient.offsets: the high watermark, from Fetch).
         # The admin's settings are the common client settings, which the fetch client takes as they are; only
-        # those the user set, so its checks (ssl.* ignored without TLS, ...) warn about them alone.
-        given = {k: self.config[k] for k in self.config.explicit}
+        # those the user set and the protocol uses: this client warned about the others when it was built.
+        ignored = ignored_security_keys(self.config["security.protocol"], self.config.explicit)
+        given = {k: self.config[k] for k in self.config.explicit if k not in ignored}
         timeout_ms = min(int(self.request_timeout_ms), remaining_ms)
         with FetchClient({**given, "client.id": self.config["client.id"], "request.timeout.ms": timeout_ms}) as fetch:
             for (topic, partition), offset in sorted(committed.items()):

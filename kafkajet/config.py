@@ -12,7 +12,7 @@ import difflib
 import importlib
 import itertools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -604,13 +604,19 @@ def security_config(config: Mapping[str, Any]) -> ClientConfig:
 _CREDENTIAL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
+def ignored_security_keys(protocol: str, keys: Iterable[str]) -> list[str]:
+    """The ssl.* / sasl.* keys among `keys` that security.protocol `protocol` does not use, sorted."""
+    uses_tls = protocol in ("SSL", "SASL_SSL")
+    uses_sasl = protocol.startswith("SASL_")
+    return sorted(k for k in keys if (k.startswith("sasl.") and not uses_sasl) or (k.startswith("ssl.") and not uses_tls))
+
+
 def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
     """Cross-checks of the security keys: what each security.protocol and sasl.mechanism needs."""
     protocol = values["security.protocol"]
     uses_tls = protocol in ("SSL", "SASL_SSL")
     uses_sasl = protocol.startswith("SASL_")
-    ignored = sorted(k for k in explicit if (k.startswith("sasl.") and not uses_sasl)
-                     or (k.startswith("ssl.") and not uses_tls))
+    ignored = ignored_security_keys(protocol, explicit)
     if ignored:
         log.warning("%s ignored: security.protocol is %s", ", ".join(ignored), protocol)
     if uses_tls:
