@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 from typing import Any
@@ -22,12 +23,18 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     from kafkajet.testing.schema_registry import SchemaRegistry
 
     registry = SchemaRegistry(args.port, host=args.host, bootstrap_servers=args.bootstrap_servers, topic=args.topic)
+    # Where the schemas live is said in the listening line: not a second time as a WARNING.
+    logger = logging.getLogger("kafkajet.testing.schema_registry")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
     try:
         registry.start()
     except OSError as e:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     except KafkaError as e:
         raise CliError(f"cannot use the broker {args.bootstrap_servers} for the {args.topic} topic: {e}") from None
+    finally:
+        logger.setLevel(level)
     interrupted = False
     try:
         print(f"Schema Registry listening on {registry.url}; schemas kept in {registry.storage()} (Ctrl-C to stop)",

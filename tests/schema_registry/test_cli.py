@@ -66,4 +66,4 @@ def test_ctrl_c_stops_it_with_exit_130_as_every_command() -> None:
         if proc.poll() is None:
             stop(proc)
     assert (proc.returncode, out.splitlines()[-1]) == (130, "schema registry stopped"), err
-    assert "Traceback" not in err
+    assert err == ""  # "memory only" is in the listening line: not repeated as a WARNING
