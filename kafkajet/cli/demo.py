@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -79,11 +80,41 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("fastavro") is None:  # else every Spark task fails, 300 lines of traceback each
         raise CliError("the demo's values are registered Avro, which needs fastavro: "
                        "pip install 'kafkajet[avro]'")
+    check_java()
     try:
         return run_demo(args, config)
     except KeyboardInterrupt:
         print("demo: interrupted; Spark and the broker stopped", file=sys.stderr, flush=True)
         return 130
+
+
+JAVA_ADVICE = ("install a JDK or JRE 17 or later (e.g. apt-get install openjdk-17-jre-headless, or "
+               "https://adoptium.net) and put its java on PATH or set JAVA_HOME")
+
+
+def check_java() -> None:
+    """CliError unless the java Spark would start (JAVA_HOME's, else PATH's) runs and is 17 or later: without
+    one, Spark's gateway fails after a page of traceback ending in [JAVA_GATEWAY_EXITED]."""
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    where = f"JAVA_HOME={home}" if home else "PATH"
+    if not java or not os.access(java, os.X_OK):
+        raise CliError(f"the demo runs Spark, which needs Java 17: no java found ({where}); {JAVA_ADVICE}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CliError(f"the demo runs Spark, which needs Java 17: {java} does not run ({e}); {JAVA_ADVICE}") from None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    major = int(found[1]) if found else None
+    if major == 1 and found and found[2]:  # "1.8.0_392": Java 8
+        major = int(found[2])
+    if out.returncode != 0 or major is None or major < 17:
+        said = f"Java {major}" if major is not None else "no version it could tell"
+        raise CliError(f"the demo runs Spark, which needs Java 17: {java} ({where}) is {said}; {JAVA_ADVICE}")
 
 
 class Interruption:

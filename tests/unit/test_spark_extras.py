@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,30 @@ def test_the_demo_without_fastavro_says_which_extra_in_one_line() -> None:
     assert r.stderr.strip().splitlines() == [
         "python -m kafkajet demo: error: the demo's values are registered Avro, which needs fastavro: pip install 'kafkajet[avro]'"]
     assert r.stdout == ""
+
+
+def _demo_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkajet", "demo"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_the_demo_without_java_says_spark_needs_java_17_in_one_line(tmp_path: Path) -> None:
+    # Checked before a broker or Spark starts; once, 25 lines of traceback ending in [JAVA_GATEWAY_EXITED].
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    r = _demo_with({**env, "PATH": str(tmp_path)})
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [
+        "python -m kafkajet demo: error: the demo runs Spark, which needs Java 17: no java found (PATH); install a "
+        "JDK or JRE 17 or later (e.g. apt-get install openjdk-17-jre-headless, or https://adoptium.net) and put "
+        "its java on PATH or set JAVA_HOME"]
+
+
+def test_the_demo_with_an_old_java_names_its_version(tmp_path: Path) -> None:
+    java = tmp_path / "jdk11" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text('#!/bin/sh\necho \'openjdk version "11.0.22" 2024-01-16\' >&2\n')
+    java.chmod(0o755)
+    r = _demo_with({**os.environ, "JAVA_HOME": str(tmp_path / "jdk11")})
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert f"needs Java 17: {java} (JAVA_HOME={tmp_path / 'jdk11'}) is Java 11; install" in r.stderr
