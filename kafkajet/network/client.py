@@ -94,6 +94,7 @@ class NetworkClient:
         self._selector.register(self._waker.reader, selectors.EVENT_READ, None)
         self._pending: list[ClientResponse] = []
         self._auth_failures: list[AuthenticationError] = []
+        self._server_disconnects = 0
         self._correlation_id = 0
         self._closed = False
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
@@ -202,6 +203,14 @@ class NetworkClient:
         """Authentication failures (TLS or SASL) since the last call, oldest first; each one is reported once."""
         out, self._auth_failures = self._auth_failures, []
         return out
+
+    def server_disconnects(self) -> int:
+        """How many connections failed or were ended by the other side since the last call (then zero).
+
+        Java's DefaultMetadataUpdater.handleServerDisconnect: a broker that refuses or drops a connection may
+        be one the cluster has moved away from, so the owner of the metadata asks for an update."""
+        count, self._server_disconnects = self._server_disconnects, 0
+        return count
 
     def broker_api_versions(self, node_id: int) -> VersionRanges | None:
         """The broker's advertised (min, max) per api key, once ApiVersions has completed."""
@@ -462,6 +471,8 @@ class NetworkClient:
             node.reconnect_backoff_ms = max(node.reconnect_backoff_ms, self._backoff.max_ms)
         if isinstance(error, AuthenticationError):
             self._auth_failures.append(error)
+        if error is not None:
+            self._server_disconnects += 1
         node.failed_attempts += 1
         if error is not None:
             node.last_error = error

@@ -162,6 +162,10 @@ class Sender:
             timeout = min(timeout, self._send_produce_data(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
+        if self.client.server_disconnects():
+            # A leader that refuses connections may have lost its leadership: without new metadata its
+            # batches would wait for it until delivery.timeout.ms (Java requests an update on every disconnect).
+            self.metadata.request_update()
         for error in self.client.authentication_failures():
             self._on_authentication_failure(error)
 

@@ -56,6 +56,7 @@ class FakeNetworkClient:
     _auth_failures: list[AuthenticationError] = field(default_factory=list)
     wakeups: int = 0
     closed: bool = False
+    disconnects: int = 0
 
     # --- what the Sender calls -------------------------------------------------------------------------
 
@@ -105,6 +106,10 @@ class FakeNetworkClient:
     def wakeup(self) -> None:
         self.wakeups += 1
 
+    def server_disconnects(self) -> int:
+        count, self.disconnects = self.disconnects, 0
+        return count
+
     def close(self) -> None:
         self.closed = True
 
@@ -126,10 +131,16 @@ class FakeNetworkClient:
     def disconnect(self, node_id: int) -> None:
         """The connection drops: each unanswered request on it fails once, and the node is down until up()."""
         self.down.add(node_id)
+        self.disconnects += 1
         for req in self.requests:
             if not req.answered and req.node == node_id:
                 req.answered = True
                 self._ready.append(self._response(req, None, KafkaConnectionError(f"node {node_id} disconnected")))
+
+    def refuse(self, node_id: int) -> None:
+        """A connection attempt to `node_id` is refused: it is down, and the failure counts as a disconnect."""
+        self.down.add(node_id)
+        self.disconnects += 1
 
     def up(self, node_id: int) -> None:
         self.down.discard(node_id)

@@ -165,6 +165,11 @@ def test_refused_port_reports_address_and_backoff_grows() -> None:
         for delay, base in zip(delays, [50, 100, 200, 400, 800, 1000], strict=True):
             assert base * 0.8 <= delay <= min(base * 1.2, 1000) + slack, delays
         assert delays[0] < delays[1] < delays[2] < delays[3]
+        # Each refused attempt is a server disconnect the sender refreshes metadata for, counted once.
+        assert client.server_disconnects() == 6
+        assert client.server_disconnects() == 0
+        client.disconnect(-1)  # one the client chose: no reason to think the cluster moved
+        assert client.server_disconnects() == 0
 
 
 def test_unresolvable_host_fails_with_its_name() -> None:

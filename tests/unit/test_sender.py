@@ -262,6 +262,28 @@ def test_a_disconnect_retries_the_batch_on_the_next_connection() -> None:
     assert fut.result(timeout=0).offset == 1
 
 
+def test_a_leader_that_refuses_connections_makes_the_sender_ask_for_new_metadata() -> None:
+    """Apache Kafka, a leader SIGKILLed while its partition's batches wait: the connect attempts are refused,
+    nothing is in flight to fail, and only new metadata names the new leader (Java's handleServerDisconnect)."""
+    rig = make_rig()
+    rig.connect(leaders=[0, 0])
+    assert rig.client.pending(ApiKey.METADATA) == []
+    rig.client.refuse(0)
+    fut = rig.append()
+    rig.run()
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    (refresh,) = rig.client.pending(ApiKey.METADATA)
+    assert refresh.node == 1
+    rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [1, 1]}))
+    rig.run()  # the answer is read
+    rig.run()  # the batch drains to the new leader
+    (produce,) = rig.produces()
+    assert produce.node == 1
+    rig.client.respond(ApiKey.PRODUCE, produce_body(produce, base_offset=7))
+    rig.run()
+    assert fut.result(timeout=0).offset == 7
+
+
 def test_a_queued_batch_expires_at_delivery_timeout_ms() -> None:
     rig = make_rig(delivery_timeout_ms=5_000)
     rig.connect()
