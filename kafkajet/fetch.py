@@ -118,18 +118,27 @@ class FetchClient:
         return conn
 
     def _fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:
-        resp = self._conn(topic, partition).request(ApiKey.FETCH, {
-            "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
-            "isolation_level": self.isolation_level,
-            "topics": [{"name": topic, "fetch_partitions": [
-                {"partition_index": partition, "fetch_offset": offset, "log_start_offset": -1,
-                 "max_bytes": max_bytes}]}],
-        }, version=FETCH_VERSION, timeout_s=self.timeout_s)
-        (p,) = resp["responses"][0]["partition_responses"]
-        err = make_error(p["error_code"], f"fetch {topic}-{partition} at offset {offset}")
-        if err is not None:
-            raise err
-        return p  # type: ignore[no-any-return]
+        deadline = time.monotonic() + self.timeout_s
+        delay = 0.05
+        while True:
+            resp = self._conn(topic, partition).request(ApiKey.FETCH, {
+                "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+                "isolation_level": self.isolation_level,
+                "topics": [{"name": topic, "fetch_partitions": [
+                    {"partition_index": partition, "fetch_offset": offset, "log_start_offset": -1,
+                     "max_bytes": max_bytes}]}],
+            }, version=FETCH_VERSION, timeout_s=self.timeout_s)
+            (p,) = resp["responses"][0]["partition_responses"]
+            err = make_error(p["error_code"], f"fetch {topic}-{partition} at offset {offset}")
+            if err is None:
+                return p  # type: ignore[no-any-return]
+            if not err.invalid_metadata or time.monotonic() + delay >= deadline:
+                raise err
+            # The leader moved, or is not serving yet: Apache Kafka answers NOT_LEADER_OR_FOLLOWER for a moment
+            # after it created a topic. As Java's consumer: new leaders from metadata, then again (bounded).
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            self._leaders.pop((topic, partition), None)
 
     def offsets(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, end): the end is the high watermark, or at read_committed the last stable offset
