@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kafkajet.addresses import check_resolvable, format_address
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.clock import now_ms
 from kafkajet.cluster import Cluster, Node, PartitionInfo, metadata_request_body
 from kafkajet.config import ADMIN, ignored_security_keys, parse_client_config
@@ -36,7 +37,6 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.fetch import FetchClient
-from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.blocking import BlockingConnection
 from kafkajet.network.connection import NotKafkaError
 from kafkajet.protocol import ApiKey

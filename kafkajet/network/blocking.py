@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from kafkajet.addresses import format_address, parse_servers
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.clock import now_ms
 from kafkajet.cluster import metadata_request_body
 from kafkajet.errors import (
@@ -243,7 +244,8 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
     names = ", ".join(format_address(h, p) for h, p in addresses)
     deadline = time.monotonic() + timeout_s
     last: KafkaError | None = None
-    pause = 0.05
+    pauses = ExponentialBackoff(50, 2, 1000, 0)  # 50 ms doubling to 1 s, no jitter
+    rounds = 0
     while True:
         not_kafka = 0
         for host, port in addresses:
@@ -270,5 +272,5 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
             raise KafkaTimeoutError(f"no bootstrap server answered a metadata request within {timeout_s} s "
                                     f"(tried {names})", cause=last)
         # Bounded by the caller's deadline; spaces out rounds when every server is down.
-        time.sleep(min(pause, remaining))
-        pause = min(pause * 2, 1.0)
+        time.sleep(min(pauses.backoff(rounds) / 1000, remaining))
+        rounds += 1

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafkajet.addresses import format_address, parse_servers
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.clock import now_ms
 from kafkajet.errors import (
     AuthenticationError,
@@ -40,7 +41,6 @@ from kafkajet.errors import (
     KafkaError,
     RequestTimedOutError,
 )
-from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
 from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState

@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.errors import AuthenticationError, KafkaError
-from kafkajet.network.backoff import ExponentialBackoff
 
 log = logging.getLogger("kafkajet.security")
 

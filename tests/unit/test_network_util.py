@@ -7,8 +7,8 @@ import random
 import pytest
 
 from kafkajet.addresses import parse_servers
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.errors import ConfigError
-from kafkajet.network.backoff import ExponentialBackoff
 
 
 def test_parse_servers_accepts_strings_lists_and_pairs() -> None:
