@@ -63,7 +63,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def apache_kafka() -> Iterator[ApacheKafka]:
     """One Apache Kafka node for the run, started the first time a test asks for it."""
     try:
-        kafka = ApacheKafka(brokers=1)
+        # The coordinator looks for transactions past their timeout every second, not every 10 s (its default),
+        # so the test of a transaction the broker times out takes seconds.
+        kafka = ApacheKafka(brokers=1, broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
         kafka.start()
     except ApacheKafkaUnavailable as e:
         pytest.fail(str(e), pytrace=False)

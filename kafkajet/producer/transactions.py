@@ -398,8 +398,7 @@ class TransactionManager:
             if isinstance(error, TransactionAbortedError):
                 return
             if getattr(error, "code", None) in _FENCED:
-                self._fatal(ProducerFencedError(
-                    "There is a newer producer with the same transactional.id which fences the current one"))
+                self._fatal(self._fenced())
                 return
             if self.state in (State.IN_TRANSACTION, State.COMMITTING, State.ABORTABLE_ERROR):
                 self._abortable(error)
@@ -610,11 +609,17 @@ class TransactionManager:
             self._retry(req, now)
             return True
         if code in _FENCED:
-            self._fatal(ProducerFencedError(
-                f"There is a newer producer with the same transactional.id {self.transactional_id!r} which fences "
-                "the current one: this producer can only be closed"))
+            self._fatal(self._fenced())
             return True
         return False
+
+    def _fenced(self) -> ProducerFencedError:
+        # The broker gives one answer for both causes: Apache Kafka's coordinator also bumps the epoch when it
+        # aborts a transaction that outlived its timeout, which users meet far more often than a second instance.
+        return ProducerFencedError(
+            f"There is a newer producer with the same transactional.id {self.transactional_id!r} which fences "
+            f"the current one, or the coordinator aborted this producer's transaction after transaction.timeout.ms "
+            f"({self.transaction_timeout_ms} ms): this producer can only be closed")
 
     # --- one handler per API ------------------------------------------------------------------------
 
