@@ -159,6 +159,9 @@ def test_transactions_stay_whole_through_a_killed_leader_and_a_controlled_shutdo
         worker.join(timeout=600)
         assert not worker.is_alive()
     assert errors == []
+    with Admin(three.bootstrap_servers) as admin:
+        state = admin.describe_topics("__transaction_state")["__transaction_state"]
+    assert {len(p.replicas) for p in state.partitions} == {3}, "the coordinator's log must survive a lost node"
 
     seen: dict[int, list[int]] = defaultdict(list)
     with FetchClient(three.bootstrap_servers, isolation_level="read_committed") as reader:

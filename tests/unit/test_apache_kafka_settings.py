@@ -1,0 +1,93 @@
+"""kafkajet.testing.ApacheKafka before any JVM starts: what it asks of the machine, and the settings it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkajet.testing.apache_kafka import (
+    ApacheKafka,
+    ApacheKafkaUnavailable,
+    OAuthValidation,
+    TlsFiles,
+    _Node,
+    find_kafka_libs,
+    kafka_version,
+)
+
+
+def test_missing_jars_say_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKAJET_KAFKA_LIBS", raising=False)
+    with pytest.raises(ApacheKafkaUnavailable) as raised:
+        find_kafka_libs(tmp_path)
+    message = str(raised.value)
+    assert "make kafka" in message and "KAFKAJET_KAFKA_LIBS" in message and str(tmp_path) in message
+    assert "\n" not in message  # one line, as a failing test shows it
+
+
+def test_the_version_is_named_once_in_the_pom() -> None:
+    pom = (Path(__file__).resolve().parents[2] / "jvm" / "pom.xml").read_text()
+    assert f"<kafka.version>{kafka_version()}</kafka.version>" in pom
+    assert pom.count("4.4.0") == 1
+
+
+def _settings(kafka: ApacheKafka, tmp_path: Path) -> dict[int, dict[str, str]]:
+    """The properties each node would be started with (what start() writes), without starting it."""
+    for node_id in range(1, kafka.brokers + 1):
+        ports = {"CONTROLLER": 9000 + node_id, "INTERNAL": 9100 + node_id}
+        ports.update({p: 9200 + 10 * i + node_id for i, p in enumerate(kafka._settings.listeners)})
+        kafka._nodes[node_id] = _Node(node_id, ports, tmp_path)
+    return {n.node_id: kafka._node_settings(n) for n in kafka._nodes.values()}
+
+
+def test_three_nodes_keep_coordinator_state_through_the_loss_of_one(tmp_path: Path) -> None:
+    nodes = _settings(ApacheKafka(brokers=3), tmp_path)
+    for props in nodes.values():
+        assert props["process.roles"] == "broker,controller"
+        assert props["controller.quorum.voters"] == "1@127.0.0.1:9001,2@127.0.0.1:9002,3@127.0.0.1:9003"
+        assert props["offsets.topic.replication.factor"] == "3"
+        assert props["transaction.state.log.replication.factor"] == "3"
+        assert props["transaction.state.log.min.isr"] == "2"
+    (tmp_path / "one").mkdir()
+    one = _settings(ApacheKafka(brokers=1), tmp_path / "one")[1]
+    assert one["offsets.topic.replication.factor"] == "1" and one["transaction.state.log.min.isr"] == "1"
+
+
+def test_listeners_sasl_and_passed_through_settings(tmp_path: Path) -> None:
+    tls = TlsFiles(certificate=tmp_path / "c.pem", key=tmp_path / "k.pem", ca=tmp_path / "ca.pem",
+                   client_auth="required")
+    (tmp_path / "c.pem").write_text("CERT\n")
+    (tmp_path / "k.pem").write_text("KEY\n")
+    kafka = ApacheKafka(listeners=("SASL_SSL", "PLAINTEXT"), sasl_mechanisms=("PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"),
+                        users={"u": "p"}, tls=tls, authorizer=True,
+                        oauth=OAuthValidation("http://127.0.0.1:1/jwks", "kafka", "https://idp"),
+                        broker_config={"min.insync.replicas": 1, "group.initial.rebalance.delay.ms": 3000})
+    props = _settings(kafka, tmp_path)[1]
+    assert props["listeners"].split(",") == ["CONTROLLER://127.0.0.1:9001", "INTERNAL://127.0.0.1:9101",
+                                             "SASL_SSL://127.0.0.1:9201", "PLAINTEXT://127.0.0.1:9211"]
+    assert "CONTROLLER" not in props["advertised.listeners"]
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512,OAUTHBEARER"
+    assert props["listener.name.sasl_ssl.plain.sasl.jaas.config"].endswith('required user_u="p";')
+    assert "ScramLoginModule" in props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    assert props["listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class"].endswith(
+        "OAuthBearerValidatorCallbackHandler")
+    assert props["sasl.oauthbearer.expected.audience"] == "kafka"
+    assert props["ssl.client.auth"] == "required" and props["ssl.truststore.location"] == str(tmp_path / "ca.pem")
+    assert (tmp_path / "keystore.pem").read_text() == "KEY\nCERT\n"  # Kafka's PEM keystore: key, then chain
+    assert props["authorizer.class.name"].endswith("StandardAuthorizer")
+    assert props["min.insync.replicas"] == "1" and props["group.initial.rebalance.delay.ms"] == "3000"
+    assert kafka.bootstrap("plaintext") == "127.0.0.1:9211" and kafka.bootstrap_servers == "127.0.0.1:9201"
+
+
+@pytest.mark.parametrize(("kwargs", "names"), [
+    ({"brokers": 2}, "brokers=2"),
+    ({"listeners": ("HTTP",)}, "HTTP"),
+    ({"listeners": ("SSL",)}, "tls=TlsFiles"),
+    ({"sasl_mechanisms": ("GSSAPI",)}, "GSSAPI"),
+    ({"sasl_mechanisms": ("OAUTHBEARER",)}, "OAuthValidation"),
+])
+def test_a_cluster_it_cannot_run_is_refused_naming_why(kwargs: dict[str, object], names: str) -> None:
+    with pytest.raises(ValueError, match=names):
+        ApacheKafka(**kwargs)  # type: ignore[arg-type]
