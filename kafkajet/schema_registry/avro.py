@@ -19,6 +19,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.avro_encode import fastavro_encoder, flat_encoder
 from kafkajet.schema_registry.client import Schema, SchemaReference, SchemaRegistryClient
+from kafkajet.schema_registry.formats import AVRO, by_registry_name
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, Writer, ctx_what
 from kafkajet.serialization import SerializationContext
 
@@ -31,13 +32,13 @@ def avro_schema(schema_str: str | Schema | None) -> Schema | None:
     s = schema_str.strip()
     if s[:1] not in ("{", "["):
         s = '{"type":' + s + "}"
-    return Schema(s, "AVRO")
+    return Schema(s, AVRO.registry_name)
 
 
 def parse_avro(schema: Schema, registry: SchemaRegistryClient | None = None) -> Any:
     """The schema parsed by fastavro, the named types of the schemas its references name (fetched from
     `registry`, and theirs, dependencies first) known to it."""
-    if schema.schema_type != "AVRO":
+    if by_registry_name(schema.schema_type) is not AVRO:
         raise SerializationError(f"an Avro serde was given a {schema.schema_type} schema")
     named: dict[str, Any] = {}
     if schema.references:

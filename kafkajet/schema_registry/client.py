@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkajet.errors import ConfigError, KafkaError
+from kafkajet.schema_registry.formats import DEFAULT_TYPE, schema_type_entry
 
 _CONF_KEYS = {
     "url", "schema.registry.url", "basic.auth.credentials.source", "basic.auth.user.info", "sasl.username",
@@ -44,19 +45,17 @@ class Schema:
     """A schema as the registry stores it: its text, its type (AVRO, JSON, PROTOBUF) and references."""
 
     schema_str: str
-    schema_type: str = "AVRO"
+    schema_type: str = DEFAULT_TYPE
     references: tuple[SchemaReference, ...] = field(default_factory=tuple)
 
-    def __init__(self, schema_str: str, schema_type: str = "AVRO",
+    def __init__(self, schema_str: str, schema_type: str = DEFAULT_TYPE,
                  references: list[SchemaReference] | tuple[SchemaReference, ...] | None = None) -> None:
         object.__setattr__(self, "schema_str", schema_str)
-        object.__setattr__(self, "schema_type", (schema_type or "AVRO").upper())
+        object.__setattr__(self, "schema_type", (schema_type or DEFAULT_TYPE).upper())
         object.__setattr__(self, "references", tuple(references or ()))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"schema": self.schema_str}
-        if self.schema_type != "AVRO":
-            d["schemaType"] = self.schema_type
+        d: dict[str, Any] = {"schema": self.schema_str, **schema_type_entry(self.schema_type)}
         if self.references:
             d["references"] = [r.to_dict() for r in self.references]
         return d
@@ -64,7 +63,7 @@ class Schema:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Schema:
         refs = [SchemaReference(r["name"], r["subject"], r["version"]) for r in d.get("references") or ()]
-        return cls(d["schema"], d.get("schemaType") or "AVRO", refs)
+        return cls(d["schema"], d.get("schemaType") or DEFAULT_TYPE, refs)
 
 
 @dataclass(frozen=True)

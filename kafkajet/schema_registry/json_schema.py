@@ -17,6 +17,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
+from kafkajet.schema_registry.formats import JSON, by_registry_name
 from kafkajet.schema_registry.json_accept import acceptor
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
 from kafkajet.schema_registry.wire import SchemaRef
@@ -26,7 +27,7 @@ from kafkajet.serialization import SerializationContext
 def _schema(schema_str: str | Schema | None) -> Schema | None:
     if schema_str is None or isinstance(schema_str, Schema):
         return schema_str
-    return Schema(schema_str, "JSON")
+    return Schema(schema_str, JSON.registry_name)
 
 
 class JsonValidator:
@@ -48,7 +49,7 @@ class JsonValidator:
 
 
 def _validator(schema: Schema) -> JsonValidator:
-    if schema.schema_type != "JSON":
+    if by_registry_name(schema.schema_type) is not JSON:
         raise SerializationError(f"a JSON Schema serde was given a {schema.schema_type} schema")
     if schema.references:
         raise SerializationError("JSON Schema references are not supported yet: inline the referenced schemas")
@@ -69,7 +70,7 @@ class JSONSerializer(BaseSerializer[Any]):
     """JSONSerializer(schema_str, schema_registry_client, to_dict=None, conf=None); conf as AvroSerializer's
     plus `validate` (True: check each object against the schema before writing it)."""
 
-    schema_type = "JSON"
+    schema_format = JSON
 
     def __init__(self, schema_str: str | Schema | None, schema_registry_client: SchemaRegistryClient,
                  to_dict: Callable[[Any, SerializationContext], Any] | None = None,
@@ -107,7 +108,7 @@ class JSONDeserializer(BaseDeserializer[Any]):
     validated (unless conf `validate` is False) against, as confluent-kafka's: with use.latest.version the
     subject's latest version; else `schema_str` when given; else the writer's schema, by the record's id."""
 
-    schema_type = "JSON"
+    schema_format = JSON
 
     def __init__(self, schema_str: str | Schema | None,
                  from_dict: Callable[[Any, SerializationContext], Any] | None = None,

@@ -18,6 +18,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra's absence
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaReference, SchemaRegistryClient
+from kafkajet.schema_registry.formats import PROTOBUF
 from kafkajet.schema_registry.serde import BaseDeserializer, BaseSerializer, ctx_what
 from kafkajet.serialization import SerializationContext
 
@@ -39,7 +40,7 @@ def message_indexes(descriptor: Any) -> list[int]:
 
 
 def _file_schema(file_descriptor: Any, references: list[SchemaReference]) -> Schema:
-    return Schema(base64.standard_b64encode(file_descriptor.serialized_pb).decode("ascii"), "PROTOBUF", references)
+    return Schema(base64.standard_b64encode(file_descriptor.serialized_pb).decode("ascii"), PROTOBUF.registry_name, references)
 
 
 def _message_at(file_proto: Any, indexes: tuple[int, ...], package: str) -> str:
@@ -60,7 +61,7 @@ class ProtobufSerializer(BaseSerializer[Any]):
     """ProtobufSerializer(msg_type, schema_registry_client, conf=None); conf as AvroSerializer's plus
     skip.known.types (True) and reference.subject.name.strategy (a callable(ctx, file descriptor))."""
 
-    schema_type = "PROTOBUF"
+    schema_format = PROTOBUF
 
     def __init__(self, msg_type: type[Message], schema_registry_client: SchemaRegistryClient,
                  conf: Mapping[str, Any] | None = None) -> None:
@@ -120,7 +121,7 @@ class ProtobufDeserializer(BaseDeserializer[Any]):
     use.latest.version is taken as confluent-kafka takes it: the message class decides the decoding (there the
     latest version feeds data-contract migration rules, which kafkajet does not run)."""
 
-    schema_type = "PROTOBUF"
+    schema_format = PROTOBUF
     protobuf_framing = True
 
     def __init__(self, message_type: type[Message], conf: Mapping[str, Any] | None = None,

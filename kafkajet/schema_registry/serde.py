@@ -11,6 +11,8 @@ from typing import Any, Generic, TypeVar
 
 from kafkajet.errors import ConfigError, SerializationError
 from kafkajet.schema_registry.client import Schema, SchemaRegistryClient
+from kafkajet.schema_registry.formats import AVRO
+from kafkajet.schema_registry.schema_format import SchemaFormat
 from kafkajet.schema_registry.strategies import BUILTIN_STRATEGIES, resolve_strategy
 from kafkajet.schema_registry.wire import (
     KEY_SCHEMA_ID_HEADER,
@@ -69,8 +71,13 @@ def ctx_what(ctx: SerializationContext | None) -> str:
 class BaseSerializer(Generic[P]):
     """Resolves (subject -> schema id, writer schema) once per subject and frames payloads."""
 
-    schema_type = "AVRO"
+    schema_format: SchemaFormat = AVRO  # the format it writes (its registry name: schema_type)
     wants_serialization_context = True  # the producer calls it as ser(obj, SerializationContext)
+
+    @property
+    def schema_type(self) -> str:
+        """The registry's name of the format written (AVRO, JSON, PROTOBUF)."""
+        return self.schema_format.registry_name
 
     def __init__(self, client: SchemaRegistryClient, schema: Schema | None, conf: Mapping[str, Any] | None,
                  extra: Mapping[str, Any] | None = None) -> None:
@@ -187,8 +194,13 @@ class BaseSerializer(Generic[P]):
 class BaseDeserializer(Generic[P]):
     """Finds the writer's schema (by id or GUID, from the frame or a header) once per id."""
 
-    schema_type = "AVRO"
+    schema_format: SchemaFormat = AVRO  # the format it reads (its registry name: schema_type)
     protobuf_framing = False
+
+    @property
+    def schema_type(self) -> str:
+        """The registry's name of the format read (AVRO, JSON, PROTOBUF)."""
+        return self.schema_format.registry_name
 
     def __init__(self, client: SchemaRegistryClient | None, conf: Mapping[str, Any] | None,
                  extra: Mapping[str, Any] | None = None) -> None:

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from kafkajet.schema_registry.compatibility import InvalidSchemaError, check, incompatibilities, parse
+from kafkajet.schema_registry.avro_compatibility import InvalidSchemaError, incompatibilities, parse
+from kafkajet.schema_registry.compatibility import check as check_level
+
+
+def check(level: str, new: Any, previous: list[Any]) -> list[str]:
+    """The registry's levels over Avro's rules."""
+    return check_level(level, new, previous, incompatibilities)
 
 
 def rec(*fields: dict[str, Any], name: str = "User") -> Any:

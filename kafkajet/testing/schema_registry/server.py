@@ -13,7 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from kafkajet.testing.schema_registry.store import SCHEMA_TYPES, RegistryError, RegistryState, StoredSchema
+from kafkajet.schema_registry import formats
+from kafkajet.testing.schema_registry.store import (
+    SCHEMA_TYPES,
+    RegistryError,
+    RegistryState,
+    StoredSchema,
+    validate,
+)
 
 log = logging.getLogger("kafkajet.testing.schema_registry")
 
@@ -22,9 +29,7 @@ _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 def _schema_body(s: StoredSchema) -> dict[str, Any]:
-    d: dict[str, Any] = {"schema": s.schema}
-    if s.schema_type != "AVRO":
-        d["schemaType"] = s.schema_type
+    d: dict[str, Any] = {"schema": s.schema, **formats.schema_type_entry(s.schema_type)}
     if s.references:
         d["references"] = s.references
     return d
@@ -93,7 +98,8 @@ class _Api:
     def _schema_in(body: Any) -> tuple[str, str, list[dict[str, Any]]]:
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise RegistryError(422, 42201, "Invalid schema: the request body needs a \"schema\" string")
-        return (str(body.get("schemaType") or "AVRO").upper(), body["schema"], body.get("references") or [])
+        return (str(body.get("schemaType") or formats.DEFAULT_TYPE).upper(), body["schema"],
+                body.get("references") or [])
 
     # --- schemas ----------------------------------------------------------------------------------
 
@@ -147,9 +153,7 @@ class _Api:
         stype, schema, refs = self._schema_in(b)
         deleted = _flag(q, "deleted")
         self.state.subject(subject, deleted)
-        from kafkajet.testing.schema_registry.store import validate
-
-        validate(stype, schema, self.state.referenced(refs) if stype == "AVRO" else [])
+        validate(stype, schema, self.state.referenced_by(stype, refs))
         v = self.state.find(subject, stype, schema, _flag(q, "normalize"), deleted, refs)
         if v is None:
             raise RegistryError(404, 40403, "Schema not found")
@@ -298,7 +302,8 @@ class SchemaRegistry:
     >>> SchemaRegistry(bootstrap_servers=broker.bootstrap_servers)  # kept in the broker's _schemas topic
 
     Compatibility levels NONE, BACKWARD (the default), FORWARD, FULL and the *_TRANSITIVE ones are checked
-    for Avro by the specification's resolution rules; JSON Schema and Protobuf schemas register unchecked.
+    by each format's rules (kafkajet.schema_registry.formats): Avro's resolution rules, Confluent's for JSON
+    Schema and for Protobuf descriptors.
     """
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bootstrap_servers: str | None = None,

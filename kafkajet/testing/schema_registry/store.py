@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkajet.schema_registry import compatibility, json_compatibility, protobuf_compatibility
+from kafkajet.schema_registry import compatibility, formats
+from kafkajet.schema_registry.schema_format import InvalidSchemaError, SchemaFormat
 
-SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
+SCHEMA_TYPES = formats.REGISTRY_NAMES
 _GUID_NAMESPACE = uuid.UUID("6f1d9b5e-3a4c-4c7e-9f1b-2b8f3e2c9a10")
 
 
@@ -56,14 +57,10 @@ class Subject:
 
 
 def canonical(schema_type: str, schema: str, normalize: bool) -> str:
-    """The text two registrations are compared by: JSON without layout (keys sorted when normalizing), so
-    the same schema differently spaced gets the same id."""
-    if schema_type in ("AVRO", "JSON"):
-        try:
-            return json.dumps(json.loads(schema), separators=(",", ":"), sort_keys=normalize)
-        except ValueError:
-            return schema
-    return schema.strip()
+    """The text two registrations are compared by, as the schema's format says (for JSON texts: without
+    layout, so the same schema differently spaced gets the same id); an unknown type's text, stripped."""
+    fmt = formats.by_registry_name(schema_type)
+    return schema.strip() if fmt is None else fmt.canonical(schema, normalize)
 
 
 def references_key(references: list[dict[str, Any]]) -> str:
@@ -73,22 +70,21 @@ def references_key(references: list[dict[str, Any]]) -> str:
                        for r in references], separators=(",", ":")) if references else ""
 
 
-def validate(schema_type: str, schema: str, referenced: list[str] | tuple[str, ...] = ()) -> Any:
-    """The parsed schema for compatibility checks (Avro), with the named types of the schemas its references
-    name (`referenced`, their texts); RegistryError 42201 if it is not valid."""
-    if schema_type not in SCHEMA_TYPES:
+def schema_format(schema_type: str) -> SchemaFormat:
+    """The format of a schemaType; RegistryError 42201 if the registry does not know it."""
+    fmt = formats.by_registry_name(schema_type)
+    if fmt is None:
         raise RegistryError(422, 42201, f"Invalid schema type {schema_type!r}: expected one of {SCHEMA_TYPES}")
-    if schema_type == "AVRO":
-        try:
-            return compatibility.parse(schema, referenced)
-        except compatibility.InvalidSchemaError as e:
-            raise RegistryError(422, 42201, f"Invalid schema: {e}") from None
-    if schema_type == "JSON":
-        try:
-            json.loads(schema)
-        except ValueError as e:
-            raise RegistryError(422, 42201, f"Invalid schema: not JSON: {e}") from None
-    return None
+    return fmt
+
+
+def validate(schema_type: str, schema: str, referenced: list[str] | tuple[str, ...] = ()) -> Any:
+    """The schema parsed by its format for compatibility checks, with the schemas its references name
+    (`referenced`, their texts); RegistryError 42201 if it is not valid."""
+    try:
+        return schema_format(schema_type).parse(schema, referenced)
+    except InvalidSchemaError as e:
+        raise RegistryError(422, 42201, f"Invalid schema: {e}") from None
 
 
 class RegistryState:
@@ -120,7 +116,7 @@ class RegistryState:
                 if value is not None:
                     sid = int(value["id"])
                     if sid not in self.schemas:
-                        stype = value.get("schemaType") or "AVRO"
+                        stype = value.get("schemaType") or formats.DEFAULT_TYPE
                         self.schemas[sid] = StoredSchema(sid, stype, value["schema"], value.get("references") or [],
                                                          value.get("guid") or self._guid(stype, value["schema"]))
                         self._by_text[(stype, canonical(stype, value["schema"], False),
@@ -194,6 +190,12 @@ class RegistryState:
                 return v
         return None
 
+    def referenced_by(self, schema_type: str, references: list[dict[str, Any]]) -> list[str]:
+        """What the format of `schema_type` parses a schema with: the texts its references name when the format
+        resolves references (referenced()), else none."""
+        fmt = formats.by_registry_name(schema_type)
+        return self.referenced(references) if fmt is not None and fmt.resolves_references else []
+
     def referenced(self, references: list[dict[str, Any]]) -> list[str]:
         """The texts of the schemas `references` name, and of theirs, dependencies first, each once;
         RegistryError 42201 naming a reference whose subject or version is not here."""
@@ -222,22 +224,17 @@ class RegistryState:
 
     def incompatibilities(self, subject: str, schema_type: str, schema: str, against: list[Version] | None = None,
                           level: str | None = None, references: list[dict[str, Any]] | None = None) -> list[str]:
-        parsed = validate(schema_type, schema, self.referenced(references or []) if schema_type == "AVRO" else [])
+        parsed = validate(schema_type, schema, self.referenced_by(schema_type, references or []))
         level = level or self.level(subject)
         subj = self.subjects.get(subject)
         previous = against if against is not None else ([] if subj is None else subj.live())
         if level == "NONE" or not previous:
             return []
+        fmt = schema_format(schema_type)
         olds = [s for s in (self.schemas[v.schema_id] for v in previous) if s.schema_type == schema_type]
-        if schema_type == "JSON":
-            return compatibility.check(level, json.loads(schema), [json.loads(s.schema) for s in olds],
-                                       json_compatibility.incompatibilities)
-        if schema_type == "PROTOBUF":
-            return compatibility.check(level, protobuf_compatibility.parse(schema),
-                                       [protobuf_compatibility.parse(s.schema) for s in olds],
-                                       protobuf_compatibility.incompatibilities)
         return compatibility.check(level, parsed,
-                                   [compatibility.parse(s.schema, self.referenced(s.references)) for s in olds])
+                                   [fmt.parse(s.schema, self.referenced_by(schema_type, s.references)) for s in olds],
+                                   fmt.incompatibilities)
 
     def register(self, subject: str, schema_type: str, schema: str, references: list[dict[str, Any]],
                  normalize: bool) -> tuple[int, int, str]:
@@ -263,8 +260,7 @@ class RegistryState:
             number = 1 if subj is None or not subj.versions else subj.versions[-1].version + 1
             value: dict[str, Any] = {"subject": subject, "version": number, "id": sid, "schema": stored,
                                      "deleted": False}
-            if schema_type != "AVRO":
-                value["schemaType"] = schema_type
+            value.update(formats.schema_type_entry(schema_type))
             if references:
                 value["references"] = references
             self._write({"keytype": "SCHEMA", "subject": subject, "version": number, "magic": 1}, value)
@@ -298,8 +294,7 @@ class RegistryState:
         s = self.schemas[v.schema_id]
         value: dict[str, Any] = {"subject": subject, "version": v.version, "id": s.id, "schema": s.schema,
                                  "deleted": True}
-        if s.schema_type != "AVRO":
-            value["schemaType"] = s.schema_type
+        value.update(formats.schema_type_entry(s.schema_type))
         self._write(key, value)
 
     def set_level(self, subject: str | None, level: str | None) -> None:
