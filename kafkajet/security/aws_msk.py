@@ -177,3 +177,22 @@ class AwsMskIamClient(OneExchange):
             raise AuthenticationError("AWS_MSK_IAM: protocol violation: the broker's answer is not a JSON object")
         self._state = "complete"
         return None
+
+
+def native_login(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> MskNativeSigner:
+    """sasl.mechanism=AWS_MSK_IAM's client-wide login: the one signer of all the client's connections."""
+    return MskNativeSigner(_msk_settings(cfg, jaas))
+
+
+def native_client(cfg: Mapping[str, Any], jaas: Mapping[str, str], login: MskNativeSigner | None,
+                  host: str) -> AwsMskIamClient:
+    return AwsMskIamClient(login if login is not None else native_login(cfg, jaas), host)
+
+
+def _msk_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Mapping[str, Any]:
+    """The sasl.aws.* keys, with aws-msk-iam-auth's IAMLoginModule options (awsProfileName, awsRoleArn)."""
+    out = dict(cfg)
+    for key, option in (("sasl.aws.profile", "awsProfileName"), ("sasl.aws.role.arn", "awsRoleArn")):
+        if out.get(key) is None and jaas.get(option) is not None:
+            out[key] = jaas[option]
+    return out

@@ -51,23 +51,21 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
     mechanism = None
     token_source = None
     if protocol.startswith("SASL_"):
-        from kafkajet.security.sasl import (
-            OAuthBearerClient,
-            owned_refresher,
-            sasl_client_from_config,
-            with_token_source,
-        )
+        from kafkajet.security.sasl import OAuthBearerClient, client_login, sasl_client_from_config
+        from kafkajet.security.token_refresh import RefreshingTokenSource
 
-        settings = with_token_source({k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))})
+        settings = {k: v for k, v in cfg.items() if k.startswith(("sasl.", "https."))}
+        # The client-wide login (Java's LoginManager): one per client, shared by all its connections.
+        login = client_login(settings)
 
         def make(host: str) -> SaslClient:
-            return sasl_client_from_config(settings, host)
+            return sasl_client_from_config(settings, host, login)
 
         factory = make
         mechanism = make("localhost").mechanism  # validates the credentials and the JAAS line now
         user_provider = cfg.get("sasl.oauthbearer.token.provider")
         if user_provider is None:  # ours, not the user's: we may close it
-            token_source = owned_refresher(settings)
+            token_source = login if isinstance(login, RefreshingTokenSource) else None
             if token_source is not None:
                 _login(token_source)
         elif mechanism == "OAUTHBEARER":

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkajet.config import SASL
 from kafkajet.errors import ConfigError
 
-PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+# The login modules of config.SASL's mechanisms (which name them) this parser reads.
+PLAIN_LOGIN_MODULE = SASL["PLAIN"].login_module
+SCRAM_LOGIN_MODULE = SASL["SCRAM-SHA-256"].login_module
+OAUTHBEARER_LOGIN_MODULE = SASL["OAUTHBEARER"].login_module
 # Java's JDK module for Kerberos (GSSAPI): keyTab=, principal=, useKeyTab=, storeKey= options.
-KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+KRB5_LOGIN_MODULE = SASL["GSSAPI"].login_module
 LOGIN_MODULES = (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, OAUTHBEARER_LOGIN_MODULE, KRB5_LOGIN_MODULE)
 FLAGS = ("required", "requisite", "sufficient", "optional")
 

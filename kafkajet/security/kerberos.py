@@ -237,6 +237,13 @@ def kerberos_login(cfg: Mapping[str, Any], jaas: Mapping[str, str],
     return source
 
 
+def gssapi_client(cfg: Mapping[str, Any], jaas: Mapping[str, str], login: RefreshingTokenSource | None,
+                  host: str) -> GssapiClient:
+    """One exchange's client, on the client-wide `login` (a login of its own when there is none)."""
+    login = login if login is not None else kerberos_login(cfg, jaas)
+    return GssapiClient(login.token, kerberos_settings(cfg, jaas).principal, service_name(cfg, jaas), host)
+
+
 class GssapiClient(OneExchange):
     """One GSSAPI exchange with `host` as sasl.kerberos.service.name/host, with the TGT in `ccache`."""
 

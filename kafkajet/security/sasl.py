@@ -18,42 +18,17 @@ connection should be closed. Passwords and tokens appear in no exception text an
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkajet.config import SASL, SaslMechanism, oauthbearer_method, oauthbearer_needs_a_provider
 from kafkajet.errors import AuthenticationError, ConfigError, KafkaError
-from kafkajet.security.jaas import (
-    KRB5_LOGIN_MODULE,
-    OAUTHBEARER_LOGIN_MODULE,
-    PLAIN_LOGIN_MODULE,
-    SCRAM_LOGIN_MODULE,
-    parse_jaas_config,
-)
+from kafkajet.security.jaas import parse_jaas_config
 from kafkajet.security.mechanism import OneExchange, SaslClient
 from kafkajet.security.scram import ScramClient
-
-# Every mechanism kafkajet speaks, with the JAAS login module that configures it. The one list: config.py
-# validates sasl.mechanism against it, so a new mechanism is added here only.
-_LOGIN_MODULE = {"PLAIN": PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": SCRAM_LOGIN_MODULE,
-                 "SCRAM-SHA-512": SCRAM_LOGIN_MODULE, "OAUTHBEARER": OAUTHBEARER_LOGIN_MODULE,
-                 "AWS_MSK_IAM": "software.amazon.msk.auth.iam.IAMLoginModule", "GSSAPI": KRB5_LOGIN_MODULE}
-SASL_MECHANISMS: tuple[str, ...] = tuple(_LOGIN_MODULE)
-# The client-wide signer of AWS_MSK_IAM, put in the settings by with_token_source (not a user's key).
-_MSK_SIGNER = "_kafkajet.aws.msk.signer"
-# The client-wide Kerberos login of GSSAPI (kafkajet.security.kerberos), put there by with_token_source.
-_KERBEROS_LOGIN = "_kafkajet.kerberos.login"
-
-
-def oauthbearer_method(values: Mapping[str, Any]) -> str:
-    """sasl.oauthbearer.method, where a Java configuration (a token endpoint URL, no method key and no
-    token provider) means oidc, as Java's OAuthBearerLoginCallbackHandler takes it."""
-    method = values.get("sasl.oauthbearer.method") or "default"
-    if method == "default" and values.get("sasl.oauthbearer.token.provider") is None \
-            and values.get("sasl.oauthbearer.token.endpoint.url"):
-        return "oidc"
-    return str(method)
 
 
 def authentication_error(mechanism: str, reason: str | None) -> AuthenticationError:
@@ -224,8 +199,9 @@ def _describe_oauth_error(message: bytes) -> str:
 # --- from configuration -----------------------------------------------------------------------------------
 
 
-def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
-    """A fresh client for one exchange with broker `host` (GSSAPI's service principal is service/host).
+def sasl_client_from_config(cfg: Mapping[str, Any], host: str, login: Any = None) -> SaslClient:
+    """A fresh client for one exchange with broker `host` (GSSAPI's service principal is service/host);
+    `login` is the client-wide login client_login(cfg) made, shared by all the client's connections.
 
     Keys: sasl.mechanism (Java's default is GSSAPI), sasl.username / sasl.password (librdkafka's names),
     sasl.jaas.config (Java's syntax, for PLAIN and SCRAM: username= and password= options; for GSSAPI the
@@ -236,83 +212,79 @@ def sasl_client_from_config(cfg: Mapping[str, Any], host: str) -> SaslClient:
     ConfigError: silently preferring one would hide a stale copy that later breaks in another environment.
     """
     raw = cfg.get("sasl.mechanism")
-    mechanism = "GSSAPI" if raw is None else str(raw).strip().upper()
-    if mechanism not in SASL_MECHANISMS:
-        raise ConfigError(f"sasl.mechanism={mechanism!r} is not supported; use one of {', '.join(SASL_MECHANISMS)}")
-    options = _jaas_options(cfg, mechanism)
-    if mechanism == "GSSAPI":
-        from kafkajet.security.kerberos import GssapiClient, kerberos_login, kerberos_settings, service_name
-
-        login = cfg.get(_KERBEROS_LOGIN) or kerberos_login(cfg, options)
-        return GssapiClient(login.token, kerberos_settings(cfg, options).principal, service_name(cfg, options), host)
-    if mechanism == "AWS_MSK_IAM":
-        from kafkajet.security.aws_msk import AwsMskIamClient, MskNativeSigner
-
-        signer = cfg.get(_MSK_SIGNER) or MskNativeSigner(_msk_settings(cfg, options))
-        return AwsMskIamClient(signer, host)
-    if mechanism == "OAUTHBEARER":
-        provider = cfg.get("sasl.oauthbearer.token.provider")
-        if provider is None:
-            raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
-                              "(a callable returning a token, or an object with a token() method) "
-                              "or sasl.oauthbearer.method=oidc")
-        return OAuthBearerClient(provider)
-    username = _credential(cfg, options, "sasl.username", mechanism)
-    password = _credential(cfg, options, "sasl.password", mechanism)
-    if mechanism == "PLAIN":
-        return PlainClient(username, password)
-    return ScramClient(username, password, mechanism)
+    mechanism = _mechanism("GSSAPI" if raw is None else str(raw))
+    client: Callable[..., SaslClient] = _function(mechanism.client)
+    return client(cfg, _jaas_options(cfg, mechanism), login, host)
 
 
-def with_token_source(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """`cfg` with the client's one token source in sasl.oauthbearer.token.provider when the client fetches
-    its own OAUTHBEARER tokens (sasl.oauthbearer.method=oidc): made once per client, so that all its
-    connections share one cached token and one refresh schedule."""
-    out = dict(cfg)
-    mechanism = str(cfg.get("sasl.mechanism") or "").strip().upper()
+def client_login(cfg: Mapping[str, Any]) -> Any:
+    """The client-wide login of sasl.mechanism (config.SaslMechanism.login), made once per client so that all
+    its connections share one cached token, one Kerberos login, one refresh schedule; None when the mechanism
+    has none or the user supplied the token provider (it is theirs)."""
+    raw = cfg.get("sasl.mechanism")
+    if not raw:
+        return None
+    mechanism = _mechanism(str(raw))
+    if mechanism.login is None:
+        return None
+    return _function(mechanism.login)(cfg, _jaas_options(cfg, mechanism))
+
+
+def _mechanism(name: str) -> SaslMechanism:
+    mechanism = SASL.get(name.strip().upper())
+    if mechanism is None:
+        raise ConfigError(f"sasl.mechanism={name.strip().upper()!r} is not supported; use one of {', '.join(SASL)}")
+    return mechanism
+
+
+def _function(ref: str) -> Callable[..., Any]:
+    """The function a SaslMechanism names as "module:function", its module imported on first use."""
+    module, _, name = ref.partition(":")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def plain_client(cfg: Mapping[str, Any], jaas: Mapping[str, str], login: Any, host: str) -> SaslClient:
+    return PlainClient(_credential(cfg, jaas, "sasl.username", "PLAIN"),
+                       _credential(cfg, jaas, "sasl.password", "PLAIN"))
+
+
+def scram_client(cfg: Mapping[str, Any], jaas: Mapping[str, str], login: Any, host: str) -> SaslClient:
+    mechanism = str(cfg["sasl.mechanism"]).strip().upper()
+    return ScramClient(_credential(cfg, jaas, "sasl.username", mechanism),
+                       _credential(cfg, jaas, "sasl.password", mechanism), mechanism)
+
+
+def oauthbearer_client(cfg: Mapping[str, Any], jaas: Mapping[str, str], login: Any, host: str) -> SaslClient:
+    provider = login if login is not None else cfg.get("sasl.oauthbearer.token.provider")
+    if provider is None:
+        raise oauthbearer_needs_a_provider()
+    return OAuthBearerClient(provider)
+
+
+def oauthbearer_login(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Any:
+    """The token source the client runs itself for sasl.oauthbearer.method=oidc or aws_msk_iam; None for the
+    user's provider."""
     method = oauthbearer_method(cfg)
-    if mechanism == "OAUTHBEARER" and method == "oidc":
+    if method == "oidc":
         from kafkajet.security.oidc import oidc_token_source
 
-        out["sasl.oauthbearer.token.provider"] = oidc_token_source(cfg, _jaas_options(cfg, mechanism))
-    elif mechanism == "OAUTHBEARER" and method == "aws_msk_iam":
+        return oidc_token_source(cfg, jaas)
+    if method == "aws_msk_iam":
         from kafkajet.security.aws_msk import msk_token_source
 
-        out["sasl.oauthbearer.token.provider"] = msk_token_source(cfg)
-    elif mechanism == "AWS_MSK_IAM":
-        from kafkajet.security.aws_msk import MskNativeSigner
-
-        out[_MSK_SIGNER] = MskNativeSigner(_msk_settings(cfg, _jaas_options(cfg, mechanism)))
-    elif mechanism == "GSSAPI":
-        from kafkajet.security.kerberos import kerberos_login
-
-        out[_KERBEROS_LOGIN] = kerberos_login(cfg, _jaas_options(cfg, mechanism))
-    return out
+        return msk_token_source(cfg)
+    return None
 
 
-def owned_refresher(settings: Mapping[str, Any]) -> Any:
-    """The background-refreshed source with_token_source made (an OIDC or MSK token source, a Kerberos
-    login), for the client to close; None when the user supplied the provider (it is theirs to close)."""
-    return settings.get(_KERBEROS_LOGIN) or settings.get("sasl.oauthbearer.token.provider")
-
-
-def _msk_settings(cfg: Mapping[str, Any], jaas: Mapping[str, str]) -> Mapping[str, Any]:
-    """The sasl.aws.* keys, with aws-msk-iam-auth's IAMLoginModule options (awsProfileName, awsRoleArn)."""
-    out = dict(cfg)
-    for key, option in (("sasl.aws.profile", "awsProfileName"), ("sasl.aws.role.arn", "awsRoleArn")):
-        if out.get(key) is None and jaas.get(option) is not None:
-            out[key] = jaas[option]
-    return out
-
-
-def _jaas_options(cfg: Mapping[str, Any], mechanism: str) -> dict[str, str]:
+def _jaas_options(cfg: Mapping[str, Any], mechanism: SaslMechanism) -> dict[str, str]:
     text = cfg.get("sasl.jaas.config")
     if text is None:
         return {}
     jaas = parse_jaas_config(text)
-    if jaas.module != _LOGIN_MODULE[mechanism]:
-        raise ConfigError(f"sasl.jaas.config names {jaas.module}, which does not do sasl.mechanism={mechanism}; "
-                          f"use {_LOGIN_MODULE[mechanism]}")
+    if jaas.module != mechanism.login_module:
+        raise ConfigError(f"sasl.jaas.config names {jaas.module}, which does not do sasl.mechanism="
+                          f"{mechanism.name}; use {mechanism.login_module}")
     return jaas.options
 
 

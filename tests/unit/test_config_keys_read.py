@@ -27,6 +27,8 @@ CLIENT_MODULES = {
     "fetch": ("fetch.py", "security"),
 }
 _CONFIG_NAMES = {"cfg", "config", "_config", "conf"}
+# Functions of config.py that read a setting for the security layer (which calls them), not to validate it.
+_SECURITY_READERS_IN_CONFIG = ("oauthbearer_method",)
 
 
 @cache
@@ -44,6 +46,10 @@ def _reads(client: str) -> frozenset[str]:
                     name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
                     if name in _CONFIG_NAMES:
                         found.add(node.attr.replace("_", "."))
+    if "security" in CLIENT_MODULES[client]:
+        for node in ast.parse((PACKAGE / "config.py").read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in _SECURITY_READERS_IN_CONFIG:
+                found |= {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     return frozenset(found)
 
 

@@ -12,7 +12,7 @@ import pytest
 from kafkajet.config import security_config
 from kafkajet.errors import ConfigError
 from kafkajet.security.oidc import jwt_claims, oidc_token_source
-from kafkajet.security.sasl import OAuthBearerClient, with_token_source
+from kafkajet.security.sasl import OAuthBearerClient, client_login
 from kafkajet.security.token_refresh import (
     RefreshConfig,
     RefreshingTokenSource,
@@ -86,7 +86,7 @@ def test_java_jaas_options_give_the_client(idp: OidcProvider) -> None:
     cfg = {k: v for k, v in _cfg(idp).items() if "client." not in k and k != "sasl.oauthbearer.method"} | \
         {"sasl.jaas.config": jaas}
     security_config({**cfg, "security.protocol": "SASL_SSL"})
-    source = with_token_source(cfg)["sasl.oauthbearer.token.provider"]
+    source = client_login(cfg)
     assert (jwt_claims(source.token()) or {})["scope"] == "kafka"
     assert source.extensions() == {"tenant": "t1"}
 

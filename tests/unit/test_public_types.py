@@ -35,11 +35,10 @@ def test_the_package_exports_it_and_the_clients_use_the_same_types() -> None:
         assert module.TXN_COORDINATOR is TXN_COORDINATOR, module.__name__
 
 
-def test_config_validates_sasl_mechanism_against_the_sasl_layers_own_list() -> None:
+def test_config_validates_sasl_mechanism_against_its_mechanism_table() -> None:
     from kafkajet import config
-    from kafkajet.security import sasl
 
-    assert config.SASL_MECHANISMS is sasl.SASL_MECHANISMS
-    for mechanism in sasl.SASL_MECHANISMS:
+    assert config.SASL_MECHANISMS == tuple(config.SASL)
+    for mechanism in config.SASL_MECHANISMS:
         assert config.BY_NAME["sasl.mechanism"].validator is not None
         assert config.BY_NAME["sasl.mechanism"].validator("sasl.mechanism", mechanism.lower()) == mechanism

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkajet.config import SASL, SASL_MECHANISMS
 from kafkajet.errors import AuthenticationError, ConfigError
 from kafkajet.security.jaas import (
     KRB5_LOGIN_MODULE,
@@ -19,7 +20,6 @@ from kafkajet.security.jaas import (
     parse_jaas_config,
 )
 from kafkajet.security.sasl import (
-    SASL_MECHANISMS,
     OAuthBearerClient,
     PlainClient,
     SaslClient,
@@ -334,6 +334,21 @@ def test_without_a_keytab_an_empty_ticket_cache_is_named_with_what_to_do(
 
 def test_supported_mechanisms_constant() -> None:
     assert SASL_MECHANISMS == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI")
+
+
+def test_each_mechanism_entry_names_functions_that_exist() -> None:
+    import importlib
+
+    for mechanism in SASL.values():
+        for ref in filter(None, (mechanism.client, mechanism.login)):
+            module, _, name = ref.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), (mechanism.name, ref)
+
+
+def test_the_mock_serves_every_mechanism_of_the_table() -> None:
+    from kafkajet.testing.mock.sasl import SERVER_MECHANISMS
+
+    assert SERVER_MECHANISMS == SASL_MECHANISMS
 
 
 # --- OAUTHBEARER ------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kafkajet.testing.mock.sasl import SaslRejected, _malformed
+from kafkajet.testing.mock.sasl_rejections import SaslRejected, malformed
 
 NO_SECURITY_LAYER = 1
 MAX_BUFFER = 0xFFFFFF  # the largest a 3-byte field holds; no layer means no buffer, so any value does
@@ -54,7 +54,7 @@ class GssapiServer:
             if state == "context" and self._context.complete:
                 # The client's word after our last context token (empty, as the JDK's client sends).
                 if client_message:
-                    raise _malformed("GSSAPI", "message after the context was established: expected none")
+                    raise malformed("GSSAPI", "message after the context was established: expected none")
                 return self._offer_layer()
             if state == "context":
                 reply = self._context.step(client_message)
@@ -80,9 +80,9 @@ class GssapiServer:
     def _check_choice(self, message: bytes) -> None:
         choice = self._context.unwrap(message).message
         if len(choice) < 4:
-            raise _malformed("GSSAPI", "security layer choice: fewer than 4 bytes")
+            raise malformed("GSSAPI", "security layer choice: fewer than 4 bytes")
         if choice[0] != NO_SECURITY_LAYER:
-            raise _malformed("GSSAPI", f"security layer choice: mask {choice[0]} (only 1, none, is offered)")
+            raise malformed("GSSAPI", f"security layer choice: mask {choice[0]} (only 1, none, is offered)")
         # An authorization id (kafka-python sends its service@host) is ignored: Kafka's callback handler
         # authorizes every authenticated client as itself.
         self.principal = self._client.split("@")[0].split("/")[0]

@@ -1,13 +1,15 @@
-"""The broker side of SASL for the mock cluster: PLAIN and SCRAM-SHA-256/512 server mechanisms, the stored
-credentials, and the per-connection state machine of Kafka's SaslServerAuthenticator.
+"""The broker side of SASL for the mock cluster: a server mechanism for each mechanism the client speaks
+(config.SASL: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER, AWS_MSK_IAM, and GSSAPI in
+kafkajet.testing.mock.gssapi), the stored credentials and validators, and the per-connection state machine
+of Kafka's SaslServerAuthenticator.
 
 Per connection: [ApiVersions] -> SaslHandshake -> SaslAuthenticate... -> authenticated. Before that only
 ApiVersions and SaslHandshake are served; anything else closes the connection, as Kafka does. SaslHandshake
 v0 switches the connection to the legacy framing (KIP-43): size-prefixed raw SASL tokens, no Kafka headers,
 until the mechanism completes; v1 carries the tokens in SaslAuthenticate requests. A failed authentication
-is answered (v1) and the connection closed (MockConfig.sasl_failure_close_delay_ms later). An authenticated connection may re-authenticate (KIP-368) with
-the same mechanism and principal; once a session lifetime has passed, anything but SaslHandshake closes it.
-"""
+is answered (v1) and the connection closed (MockConfig.sasl_failure_close_delay_ms later). An authenticated
+connection may re-authenticate (KIP-368) with the same mechanism and principal; once a session lifetime has
+passed, anything but SaslHandshake closes it."""
 
 from __future__ import annotations
 
@@ -21,11 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkajet.config import SASL_MECHANISMS
 from kafkajet.errors import error_for_name
 from kafkajet.protocol import ApiKey
 from kafkajet.security import scram
+from kafkajet.testing.mock.gssapi import GssapiServer
+from kafkajet.testing.mock.sasl_rejections import SaslRejected, invalid_credentials, malformed
 
-SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI")
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
 
@@ -34,27 +38,6 @@ Body = dict[str, Any]
 
 def _code(name: str) -> int:
     return error_for_name(name).code
-
-
-class SaslRejected(Exception):
-    """The server refuses the exchange; `error` is the Kafka error name for the SaslAuthenticate answer."""
-
-    def __init__(self, message: str, error: str = "SASL_AUTHENTICATION_FAILED") -> None:
-        super().__init__(message)
-        self.message = message
-        self.error = error
-
-
-def _invalid_credentials(mechanism: str) -> SaslRejected:
-    # Kafka's wording for a SaslAuthenticationException caused by bad credentials.
-    return SaslRejected("Authentication failed during authentication due to invalid credentials with SASL "
-                        f"mechanism {mechanism}")
-
-
-def _malformed(mechanism: str, what: str) -> SaslRejected:
-    # Kafka answers a mechanism's SaslException with SASL_AUTHENTICATION_FAILED too (with a generic text;
-    # ours says what was wrong, which helps whoever is debugging a client against the mock).
-    return SaslRejected(f"Authentication failed: invalid {mechanism} {what}")
 
 
 # --- credentials ------------------------------------------------------------------------------------------
@@ -169,12 +152,12 @@ class PlainServer:
             raise SaslRejected("PLAIN takes one message", "ILLEGAL_SASL_STATE")
         parts = client_message.split(b"\0")
         if len(parts) != 3:
-            raise _malformed("PLAIN", "message: expected authzid NUL username NUL password")
+            raise malformed("PLAIN", "message: expected authzid NUL username NUL password")
         authzid_b, user_b, password = parts
         try:
             authzid, user = authzid_b.decode("utf-8"), user_b.decode("utf-8")
         except UnicodeDecodeError:
-            raise _malformed("PLAIN", "message: the username is not UTF-8") from None
+            raise malformed("PLAIN", "message: the username is not UTF-8") from None
         if not user:
             raise SaslRejected("Authentication failed: username not specified")
         if not password:
@@ -183,7 +166,7 @@ class PlainServer:
             raise SaslRejected("Authentication failed: Client requested an authorization id that is different "
                                "from username")
         if not self._credentials.plain_matches(user, password):
-            raise _invalid_credentials("PLAIN")
+            raise invalid_credentials("PLAIN")
         self.principal = user
         return b""
 
@@ -229,28 +212,28 @@ class ScramServer:
         text = scram.decode_message(data, "client-first message")
         parts = text.split(",", 2)
         if len(parts) != 3:
-            raise _malformed(self.mechanism, "client-first message")
+            raise malformed(self.mechanism, "client-first message")
         cbind, authzid, bare = parts
         if cbind not in ("n", "y"):
             # "p=": the client wants channel binding, which needs the -PLUS mechanism we do not offer.
-            raise _malformed(self.mechanism, "client-first message: channel binding is not supported")
+            raise malformed(self.mechanism, "client-first message: channel binding is not supported")
         if authzid and not authzid.startswith("a="):
-            raise _malformed(self.mechanism, "client-first message: bad authorization id")
+            raise malformed(self.mechanism, "client-first message: bad authorization id")
         attrs = scram.parse_attributes(bare, "client-first message")
         if attrs[0][0] == "m":
-            raise _malformed(self.mechanism, "client-first message: unsupported mandatory extension")
+            raise malformed(self.mechanism, "client-first message: unsupported mandatory extension")
         if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r":
-            raise _malformed(self.mechanism, "client-first message: expected n=, r=")
+            raise malformed(self.mechanism, "client-first message: expected n=, r=")
         user = scram.unescape_saslname(attrs[0][1])
         nonce = attrs[1][1]
         if not user or not scram.valid_nonce(nonce):
-            raise _malformed(self.mechanism, "client-first message: empty username or bad nonce")
+            raise malformed(self.mechanism, "client-first message: empty username or bad nonce")
         if authzid and scram.unescape_saslname(authzid[2:]) != user:
             raise SaslRejected("Authentication failed: Client requested an authorization id that is different "
                                "from username")
         credential = self._credentials.scram(self.mechanism, user)
         if credential is None:
-            raise _invalid_credentials(self.mechanism)
+            raise invalid_credentials(self.mechanism)
         self._user, self._credential, self._gs2_header = user, credential, f"{cbind},{authzid},"
         self._nonce = nonce + self._server_nonce
         self._client_first_bare = bare
@@ -262,24 +245,24 @@ class ScramServer:
         text = scram.decode_message(data, "client-final message")
         without_proof, sep, proof_b64 = text.rpartition(",p=")
         if not sep:
-            raise _malformed(self.mechanism, "client-final message: no proof")
+            raise malformed(self.mechanism, "client-final message: no proof")
         attrs = scram.parse_attributes(without_proof, "client-final message")
         if len(attrs) < 2 or attrs[0][0] != "c" or attrs[1][0] != "r":
-            raise _malformed(self.mechanism, "client-final message: expected c=, r=")
+            raise malformed(self.mechanism, "client-final message: expected c=, r=")
         if scram.b64decode(attrs[0][1], "the channel binding") != self._gs2_header.encode():
-            raise _malformed(self.mechanism, "client-final message: channel binding does not match")
+            raise malformed(self.mechanism, "client-final message: channel binding does not match")
         if attrs[1][1] != self._nonce:
-            raise _malformed(self.mechanism, "client-final message: nonce does not match")
+            raise malformed(self.mechanism, "client-final message: nonce does not match")
         proof = scram.b64decode(proof_b64, "the client proof")
         credential = self._credential
         assert credential is not None
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = scram.hmac_(self._hash, credential.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise _invalid_credentials(self.mechanism)
+            raise invalid_credentials(self.mechanism)
         client_key = scram.xor(proof, signature)
         if not hmac.compare_digest(scram.stored_key(self._hash, client_key), credential.stored_key):
-            raise _invalid_credentials(self.mechanism)
+            raise invalid_credentials(self.mechanism)
         self.principal = self._user
         server_signature = scram.hmac_(self._hash, credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
@@ -309,7 +292,7 @@ class OAuthBearerServer:
         if self._state == "error-sent":
             self._state = "failed"
             if client_message != b"\x01":
-                raise _malformed("OAUTHBEARER", "message after the error challenge: expected \\x01")
+                raise malformed("OAUTHBEARER", "message after the error challenge: expected \\x01")
             raise SaslRejected(f"Authentication failed: {self._error}")
         if self._state != "initial":
             raise SaslRejected("OAUTHBEARER: unexpected client message", "ILLEGAL_SASL_STATE")
@@ -330,15 +313,15 @@ def _parse_oauthbearer(message: bytes) -> tuple[str, dict[str, str]]:
     try:
         text = message.decode("ascii")
     except UnicodeDecodeError:
-        raise _malformed("OAUTHBEARER", "message: not ASCII") from None
+        raise malformed("OAUTHBEARER", "message: not ASCII") from None
     header, sep, rest = text.partition("\x01")
     if not sep or not header.startswith(("n,", "y,")) or not rest.endswith("\x01\x01"):
-        raise _malformed("OAUTHBEARER", "message: expected a GS2 header and \\x01-separated key=value pairs")
+        raise malformed("OAUTHBEARER", "message: expected a GS2 header and \\x01-separated key=value pairs")
     pairs = dict(item.partition("=")[::2] for item in rest[:-2].split("\x01"))
     auth = pairs.pop("auth", "")
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token:
-        raise _malformed("OAUTHBEARER", "message: no auth=Bearer <token>")
+        raise malformed("OAUTHBEARER", "message: no auth=Bearer <token>")
     return token, pairs
 
 
@@ -365,7 +348,7 @@ class MskIamServer:
         except ValueError:
             message = None
         if not isinstance(message, dict):
-            raise _malformed("AWS_MSK_IAM", "message: not a JSON object")
+            raise malformed("AWS_MSK_IAM", "message: not a JSON object")
         try:
             if self._validator is None:
                 raise InvalidToken("no AWS_MSK_IAM validator is configured on this cluster")
@@ -375,18 +358,20 @@ class MskIamServer:
         return json.dumps({"version": message.get("version"), "request-id": secrets.token_hex(8)}).encode()
 
 
-def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
-    if mechanism == "GSSAPI":
-        from kafkajet.testing.mock.gssapi import GssapiServer
+# The server side of each mechanism of config.SASL, the client's table: the mock serves every one.
+_SERVERS: dict[str, Callable[[str, Credentials], ServerMechanism]] = {
+    "PLAIN": lambda _, credentials: PlainServer(credentials),
+    "SCRAM-SHA-256": ScramServer,
+    "SCRAM-SHA-512": ScramServer,
+    "OAUTHBEARER": lambda _, credentials: OAuthBearerServer(credentials.oauthbearer_validator),
+    "AWS_MSK_IAM": lambda _, credentials: MskIamServer(credentials.aws_msk_iam_validator),
+    "GSSAPI": lambda _, credentials: GssapiServer(credentials.gssapi_keytab),
+}
+SERVER_MECHANISMS: tuple[str, ...] = tuple(m for m in SASL_MECHANISMS if m in _SERVERS)
 
-        return GssapiServer(credentials.gssapi_keytab)
-    if mechanism == "AWS_MSK_IAM":
-        return MskIamServer(credentials.aws_msk_iam_validator)
-    if mechanism == "PLAIN":
-        return PlainServer(credentials)
-    if mechanism == "OAUTHBEARER":
-        return OAuthBearerServer(credentials.oauthbearer_validator)
-    return ScramServer(mechanism, credentials)
+
+def server_mechanism(mechanism: str, credentials: Credentials) -> ServerMechanism:
+    return _SERVERS[mechanism](mechanism, credentials)
 
 
 # --- per connection ---------------------------------------------------------------------------------------
