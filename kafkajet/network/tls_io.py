@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import socket
+from typing import TYPE_CHECKING, Protocol
 
 from kafkajet.errors import KafkaConnectionError, KafkaError, SslAuthenticationError
 from kafkajet.network.setup import ConnectionState
@@ -13,7 +14,16 @@ from kafkajet.network.setup import ConnectionState
 if TYPE_CHECKING:
     import ssl
 
-    from kafkajet.network.node import BrokerConnection
+
+class TlsPeer(Protocol):
+    """What these functions read of a connection (network.node.BrokerConnection), which imports them."""
+
+    sock: socket.socket | None
+
+    @property
+    def state(self) -> ConnectionState: ...
+
+    def describe(self) -> str: ...
 
 TLS_WRITE_CHUNK = 256 * 1024  # bytes joined for one SSLSocket.send(); a copy, so bounded
 
@@ -43,7 +53,7 @@ def join_for_tls(buffers: list[memoryview]) -> bytes:
     return b"".join(buffers[:taken])
 
 
-def tls_error(node: BrokerConnection, e: ssl.SSLError, during: str) -> KafkaError:
+def tls_error(node: TlsPeer, e: ssl.SSLError, during: str) -> KafkaError:
     import ssl
 
     from kafkajet.security.tls import verification_reason
@@ -56,7 +66,7 @@ def tls_error(node: BrokerConnection, e: ssl.SSLError, during: str) -> KafkaErro
                                       f"the connection: {reason}")
     return KafkaConnectionError(f"TLS error on the connection to {node.describe()} while {during}: {reason}")
 
-def tls_send_error(node: BrokerConnection, e: OSError) -> KafkaError | None:
+def tls_send_error(node: TlsPeer, e: OSError) -> KafkaError | None:
     import ssl
 
     if node.state is not ConnectionState.READY and (

@@ -65,3 +65,84 @@ def test_the_check_sees_every_spelling_of_an_import_of_the_face() -> None:
     assert _imports_of_the_face(source, "kafkajet.network") == [
         "line 1: import kafkajet", "line 3: from kafkajet import __version__", "line 5: from .. import errors",
         "line 8: from kafkajet import Producer"]
+
+
+# --- layers below the face, and loops ------------------------------------------------------------------------
+#
+# The base (config.py and the other top-level modules) sits under security/, which sits under network/; the
+# producer's telemetry knows nothing of Spark. A loop of two modules (one importing the other inside a function
+# or under TYPE_CHECKING to get round it) makes neither of them a layer.
+
+
+def _imported(source: str, module: str, package: str) -> set[str]:
+    """Every kafkajet module `source` names in an import, wherever the statement is (in a function, under
+    TYPE_CHECKING): `from a.b import c` names a.b and a.b.c (c may be a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found |= {target} | {f"{target}.{a.name}" for a in node.names}
+    return {m for m in found if m.startswith("kafkajet") and m != module}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        graph[module] = _imported(path.read_text(encoding="utf-8"), module, package)
+    return graph
+
+
+def _loops(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of modules importing each other; a package and its own submodule do not count (the package's
+    __init__ re-exports what its modules define)."""
+    return sorted((a, b) for a in graph for b in graph[a]
+                  if a < b and a in graph.get(b, ()) and not b.startswith(a + ".") and not a.startswith(b + "."))
+
+
+def _importers(graph: dict[str, set[str]], of: str, below: str) -> dict[str, list[str]]:
+    """The modules under `below` that import any module under `of`."""
+    return {m: sorted(i for i in imports if i == of or i.startswith(of + "."))
+            for m, imports in graph.items() if (m == below or m.startswith(below + "."))
+            and any(i == of or i.startswith(of + ".") for i in imports)}
+
+
+# Front ends whose own loops their owners track (a loop inside the Spark integration, the CLI's commands).
+_LOOPS_ELSEWHERE = ("kafkajet.spark.", "kafkajet.cli.")
+
+
+def test_no_two_modules_import_each_other() -> None:
+    loops = [(a, b) for a, b in _loops(_import_graph()) if not a.startswith(_LOOPS_ELSEWHERE)]
+    assert loops == []
+
+
+def test_the_configuration_imports_no_layer_above_it() -> None:
+    graph = _import_graph()
+    for upper in ("kafkajet.security", "kafkajet.network", "kafkajet.producer"):
+        assert _importers(graph, upper, "kafkajet.config") == {}, upper
+
+
+def test_security_imports_nothing_of_the_network() -> None:
+    assert _importers(_import_graph(), "kafkajet.network", "kafkajet.security") == {}
+
+
+def test_the_producer_and_its_telemetry_import_nothing_of_spark() -> None:
+    graph = _import_graph()
+    assert _importers(graph, "kafkajet.spark", "kafkajet.producer") == {}
+    assert _importers(graph, "kafkajet.otel", "kafkajet.producer") == {}  # kafkajet.otel is the Spark side
+    assert "pyspark" not in (PACKAGE / "producer" / "telemetry.py").read_text(encoding="utf-8")
+
+
+def test_the_loop_check_sees_imports_inside_functions_and_type_checking() -> None:
+    graph = {"kafkajet.a": _imported("def f() -> None:\n    from kafkajet.b import x\n", "kafkajet.a", "kafkajet"),
+             "kafkajet.b": _imported("if TYPE_CHECKING:\n    from .a import y\n", "kafkajet.b", "kafkajet"),
+             "kafkajet.c": _imported("from kafkajet.c.d import z\n", "kafkajet.c", "kafkajet.c"),
+             "kafkajet.c.d": _imported("from kafkajet.c import w\n", "kafkajet.c.d", "kafkajet.c")}
+    assert _loops(graph) == [("kafkajet.a", "kafkajet.b")]
