@@ -59,8 +59,8 @@ from kafkajet.serialization import resolve_serializer
 from kafkajet.transaction import PreparedTransaction
 
 if TYPE_CHECKING:
-    from kafkajet.otel import ProducerTelemetry  # imported when used: it needs the otel extra
     from kafkajet.producer.arrow import ArrowRows  # imported when used: it needs pyarrow
+    from kafkajet.producer.telemetry import ProducerTelemetry  # imported when used: it needs the otel extra
 
 log = logging.getLogger("kafkajet.producer")
 
@@ -114,7 +114,8 @@ class Producer:
         if log.isEnabledFor(logging.DEBUG):  # describe_build() imports and inspects every compiled module
             log.debug("kafkajet %s, %s", __version__, describe_build())
         if cfg["opentelemetry.enable"]:
-            from kafkajet.otel import ProducerTelemetry  # ConfigError naming the extra when it is missing
+            # ConfigError naming the extra when it is missing
+            from kafkajet.producer.telemetry import ProducerTelemetry
         self.config: ProducerConfig = cfg
         self.client_id: str = cfg["client.id"]
         self._owner_pid = os.getpid()

@@ -66,12 +66,12 @@ def test_a_record_send_refuses_ends_its_span_at_once_with_the_error(cluster: Moc
 def test_the_setting_without_the_extra_names_the_extra_to_install(cluster: MockCluster,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if opentelemetry-api were not installed
-    monkeypatch.delitem(sys.modules, "kafkajet.otel", raising=False)
+    monkeypatch.delitem(sys.modules, "kafkajet.producer.telemetry", raising=False)
     with pytest.raises(ConfigError, match=r"pip install 'kafkajet\[otel\]'"):
         Producer(bootstrap_servers=cluster.bootstrap_servers, opentelemetry_enable=True)
     with Producer(bootstrap_servers=cluster.bootstrap_servers) as p:  # off: the extra is never imported
         p.send("t", b"v").result(15)
-    assert sys.modules.get("kafkajet.otel") is None
+    assert sys.modules.get("kafkajet.producer.telemetry") is None
 
 
 def test_a_batch_call_send_batch_refuses_ends_its_span_once_with_the_error(cluster: MockCluster) -> None:
