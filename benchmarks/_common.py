@@ -105,16 +105,16 @@ def timed_read_jobs(jobs: dict[str, Callable[[], tuple[int, int]]], reps: int, r
 
 
 def rate_table(title: str, rates: dict[str, list[float | None]], baseline: str,
-               ratio: Callable[[str, float, float], str] | None = None) -> bool:
+               ratio: Callable[[str, float, float], str] | None = None, context: str = "") -> bool:
     """Print the Markdown table of each job's median rows/s (a job with any failed rep reads FAILED) and its
-    ratio against `baseline` (`ratio(job, baseline_median, job_median)` may word it differently); True if
-    every job succeeded."""
+    ratio against `baseline` (`ratio(job, baseline_median, job_median)` may word it differently), under the title
+    and `context` (context_line()'s broker, machine, date and build); True if every job succeeded."""
     def median(job: str) -> float | None:
         got = rates[job]
         return statistics.median(got) if got and all(v is not None for v in got) else None  # type: ignore[type-var]
 
     base = median(baseline) if baseline in rates else None
-    print(f"\n{title}\n")
+    print(f"\n{title}\n" + (f"\n{context}\n" if context else ""))
     print(f"| job | rows/s | {baseline} ratio |\n| --- | ---: | ---: |")
     ok = True
     for job in rates:
@@ -125,3 +125,53 @@ def rate_table(title: str, rates: dict[str, list[float | None]], baseline: str,
             text = ratio(job, base, m) if ratio is not None else f"{base / m:.2f}x"
         print(f"| {job} | {'FAILED' if m is None else f'{m:,.0f}'} | {text} |")
     return ok
+
+
+# --- the broker a benchmark runs against, and the line every results table is printed under -------------------
+
+BROKERS = ("apache", "tansu")
+
+
+def add_broker_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--broker", choices=BROKERS, default="apache",
+                    help="apache: one Apache Kafka node (kafkajet.testing.ApacheKafka, the jars `make kafka` "
+                         "fetched); tansu: the embedded broker (default: apache)")
+
+
+def broker_name(kind: str, bootstrap: str | None = None) -> str:
+    """The broker as a results table names it."""
+    if bootstrap is not None:
+        return f"the cluster at {bootstrap}"
+    if kind == "apache":
+        from kafkajet.testing.apache_kafka import kafka_version
+
+        return f"Apache Kafka {kafka_version()} (1 KRaft node, JVM, loopback)"
+    return "Tansu (kafkajet.testing.EmbeddedBroker, loopback)"
+
+
+def open_broker(kind: str) -> Any:
+    """A started broker of that kind, as a context manager (its bootstrap_servers is the address)."""
+    if kind == "apache":
+        from kafkajet.testing.apache_kafka import ApacheKafka
+
+        return ApacheKafka(brokers=1)
+    from kafkajet.testing import EmbeddedBroker
+
+    return EmbeddedBroker()
+
+
+def context_line(broker: str, load_before: tuple[float, ...]) -> str:
+    """What a results table was measured on: broker, machine (cores, load average before and after), date and
+    kafkajet's build. Printed above every table, so a figure never travels without it."""
+    import os
+    import platform
+    from importlib.metadata import version
+
+    from kafkajet._build import describe
+
+    def load(values: tuple[float, ...]) -> str:
+        return "/".join(f"{v:.2f}" for v in values)
+
+    return (f"broker: {broker}; machine: {platform.machine()}, {os.cpu_count()} cores, load average (1/5/15 min) "
+            f"{load(load_before)} before, {load(os.getloadavg())} after; date: {time.strftime('%Y-%m-%d %H:%M %Z')}; "
+            f"build: kafkajet {version('kafkajet')}, {describe()}, Python {platform.python_version()}")

@@ -2,10 +2,25 @@
 
     .venv/bin/python benchmarks/compare.py            # medians of 3, interleaved (a few minutes)
     .venv/bin/python benchmarks/compare.py --quick    # one repetition, a fifth of the records
-    .venv/bin/python benchmarks/compare.py --workloads latency-20k --clients kafkajet,confluent-kafka
+    .venv/bin/python benchmarks/compare.py --workloads latency-20k --clients kafkajet,confluent-kafka,java
+    .venv/bin/python benchmarks/compare.py --broker tansu     # the embedded broker instead of Apache Kafka
 
-Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
-  send-100B    a plain send()/produce() loop, then flush
+--broker apache (the default) runs every workload against one Apache Kafka node (kafkajet.testing.ApacheKafka,
+the jars `make kafka` fetched), started once for the whole run, a fresh topic per run; --broker tansu against a
+fresh embedded broker per run; --bootstrap-servers against an existing cluster.
+
+Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted; every client at its own default
+batch.size (16 KiB for kafkajet and Java, 1 MB for librdkafka) unless the row names one):
+  send-100B    fire and forget, a loop each client's user writes when no record needs its own outcome, then flush:
+                 kafkajet      send(topic, value), no callback; acknowledged = the producer's record-send-total
+                 kafka-python  send(topic, value=value), the futures kept, then flush(); acknowledged = futures
+                               that succeeded (it has no other count)
+                 aiokafka      `await send()` each record, then gather() of the delivery futures
+                 confluent-kafka  produce(topic, value) with no on_delivery and poll(0) after each, at librdkafka's
+                               defaults (poll(0.1) and retry on BufferError), then flush(); acknowledged = every
+                               record if len(p) == 0 after flush() and error_cb saw no error
+                 java          Apache Kafka's KafkaProducer (jvm/ProducerBench.java): send(record) with no
+                               callback, then flush(); acknowledged = its record-send-total metric
   send-1KiB    the same with 1 KiB values
   send-1KiB-16K   1 KiB values with batch.size 16 KiB (Java's default) for every client
   send-1KiB-256K  1 KiB values with batch.size 256 KiB for every client
@@ -16,14 +31,17 @@ Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted):
                start and the final flush are a few percent of the run. It replaces the 500,000-record
                batch-100B, which was under 0.3 s and so measured mostly that start and flush (the Spark sink's
                benchmark measures a producer's start per task where it matters)
-  callback-100B  a send() loop with a delivery callback per record: kafkajet send(callback=) (and a
-               future's add_done_callback() for reference), kafka-python add_callback(), aiokafka's future
-               add_done_callback(), confluent-kafka produce(on_delivery=) with poll(0)
+  callback-100B  a send() loop with a delivery callback per record (it counts successes): kafkajet
+               send(callback=) (and a future's add_done_callback() for reference), kafka-python add_callback(),
+               aiokafka's future add_done_callback(), confluent-kafka produce(on_delivery=) with poll(0) at
+               librdkafka's defaults (poll(0.1) and retry on BufferError)
   asyncio-100B from an event loop: `[await p.send() ...]` in chunks of 1,000, then asyncio.gather() of their
                delivery futures: kafkajet's
                AIOProducer against aiokafka's AIOKafkaProducer (and kafkajet's thread producer through
                asyncio.wrap_future(), the way before AIOProducer)
-  latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record
+  latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record: each
+               client's send with a callback (a future's done-callback) that takes the time of the ack, after one
+               record sent and acknowledged outside the clock; Java's with Kafka's own ThroughputThrottler
   otel-100B    what OpenTelemetry costs a send() (issue 31), in CPU microseconds per record over the send loop
                (all threads, and the caller's alone), by send_cost.py's loops: kafkajet plain; with
                opentelemetry.enable and no SDK ("otel no-sdk": the cost when tracing is off in the service);
@@ -42,8 +60,14 @@ Both builds of kafkajet (issue 30): every kafkajet client runs as it installed (
 built it) and again as "<client> [pure]" with KAFKAJET_NO_EXTENSIONS=1; `--builds compiled` or `--builds pure`
 runs one. Each kafkajet run checks that it ran the build its label names.
 
-Each run is its own process against its own fresh embedded broker; CPU seconds and peak RSS are that process's.
-Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed. The table is
+Each run is its own process; CPU seconds and peak RSS are that process's. The Java client's process is a JVM
+running jvm/ProducerBench.java: its clock starts at the first send, after the producer is created and has
+fetched the topic's metadata (the Python runners' clock starts before the producer is created, after their
+imports), and its CPU seconds are counted from main(), so without the JVM's start and the in-memory compile.
+Every run counts acknowledged records: a run that loses any reports FAILED instead of a speed, and so does a
+run that claims more records than the topic then holds (its offsets, read after the run).
+Every table is printed under a line naming the broker, the machine (cores, load average before and after), the
+date and kafkajet's build. The table is
 printed as Markdown; results/compare[-quick].json and .png hold the numbers and a chart (a run of a subset of
 workloads or clients writes results/compare-partial.*).
 """
@@ -66,7 +90,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from _common import create_topic, preload, report, spawn
+from _common import (
+    add_broker_option,
+    broker_name,
+    context_line,
+    create_topic,
+    open_broker,
+    preload,
+    report,
+    spawn,
+)
+from _jvm import producer_bench_command
 from produce import RUNNERS as SEND_RUNNERS
 from send_cost import run as timed_send_loop
 
@@ -76,18 +110,17 @@ CEILING = "broker ceiling"
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "send-100B": {"kind": "send", "records": 500_000, "size": 100,
-                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     "send-1KiB": {"kind": "send", "records": 200_000, "size": 1024,
-                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
+                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     # Every client with the same batch.size: Java's 16 KiB default (confluent-kafka's is 1 MB, so at defaults it
     # sends 60 times fewer batches), and 256 KiB. At 16 KiB a batch holds 15 records of 1 KiB, and five
     # requests in flight per connection bound the rate of every client.
     "send-1KiB-16K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 16384,
-                      "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
+                      "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     "send-1KiB-256K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 262144,
-                       "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", CEILING]},
+                       "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     "batch-100B-5M": {"kind": "batch", "records": 5_000_000, "size": 100, "ceiling_batch_size": 1_048_576,
-                      "librdkafka_queue_default": True,
                       "clients": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka",
                                   CEILING]},
     "callback-100B": {"kind": "callback", "records": 500_000, "size": 100,
@@ -96,7 +129,7 @@ WORKLOADS: dict[str, dict[str, Any]] = {
     "asyncio-100B": {"kind": "asyncio", "records": 500_000, "size": 100,
                      "clients": ["kafkajet AIOProducer", "kafkajet wrap_future", "aiokafka"]},
     "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
-                    "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka"]},
+                    "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java"]},
     "otel-100B": {"kind": "otel", "records": 300_000, "size": 100,
                   "clients": ["kafkajet", "kafkajet otel no-sdk", "kafkajet otel traces", "kafkajet otel",
                               "kafka-python", "kafka-python otel"]},
@@ -261,16 +294,16 @@ def callback_confluent(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
     from confluent_kafka import Producer as CProducer
 
     value, count = b"x" * w["size"], _Counter()
-    p = CProducer({"bootstrap.servers": bootstrap, "acks": -1, "linger.ms": 5,
-                   "queue.buffering.max.messages": 2_000_000})
+    # librdkafka's defaults (a queue of 100,000 messages), as its users run it and as the kafkajet runner runs.
+    p = CProducer({"bootstrap.servers": bootstrap, "acks": -1, "linger.ms": 5})
     produce, poll, cb = p.produce, p.poll, count.err_msg
     for _ in range(w["records"]):
         while True:
             try:
                 produce(topic, value, on_delivery=cb)
                 break
-            except BufferError:
-                poll(0.01)
+            except BufferError:  # the queue is full: serve delivery reports, then try again
+                poll(0.1)
         poll(0)
     p.flush(120)
     return count.ok
@@ -554,22 +587,62 @@ def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, re
     if pure:
         client, env["KAFKAJET_NO_EXTENSIONS"] = client.removesuffix(PURE), "1"
     argv_tail = [client, json.dumps(w)]
+
+    def run_on(address: str) -> tuple[dict[str, Any] | None, int]:
+        create_topic(address, topic)
+        if client == "java":
+            r = spawn_java(w, address, topic, label)
+        else:
+            r = spawn([__file__, "--worker", *argv_tail, address, topic], label, env=env)
+        return r, records_held(address, topic)
+
     if bootstrap is None:
         # A fresh broker per run: no client inherits a log that earlier runs grew, or their leftovers.
         with EmbeddedBroker() as broker:
-            create_topic(broker.bootstrap_servers, topic)
-            r = spawn([__file__, "--worker", *argv_tail, broker.bootstrap_servers, topic], label, env=env)
+            r, held = run_on(broker.bootstrap_servers)
     else:
-        create_topic(bootstrap, topic)
-        r = spawn([__file__, "--worker", *argv_tail, bootstrap, topic], label, env=env)
+        r, held = run_on(bootstrap)
     if r is None:
         return Run(ok=False)
     if "build" in r and r["build"].startswith("pure") != pure:
         sys.exit(f"{label}: ran {r['build']!r}, not the build its label names")
+    if held < r["acked"]:
+        print(f"  {label} counted {r['acked']:,} records acknowledged but the topic holds {held:,}", file=sys.stderr)
     rps = r["acked"] / r["wall"] if r["wall"] > 0 else 0.0
-    return Run(ok=r["acked"] == w["records"], rps=rps, mbps=rps * w["size"] / 1e6, cpu=r["cpu"], rss=r["rss_mb"],
+    return Run(ok=r["acked"] == w["records"] and held >= r["acked"], rps=rps, mbps=rps * w["size"] / 1e6, cpu=r["cpu"], rss=r["rss_mb"],
                p50_ms=r.get("p50_ms"), p99_ms=r.get("p99_ms"), acked=r["acked"], us_rec=r.get("us_rec"),
                caller_us_rec=r.get("caller_us_rec"))
+
+
+def spawn_java(w: dict[str, Any], bootstrap: str, topic: str, label: str) -> dict[str, Any] | None:
+    """jvm/ProducerBench.java on this workload: the same acks and linger.ms, and batch.size where the row names
+    one; its result line as spawn() returns a Python child's."""
+    import subprocess
+
+    settings = ["acks=all", "linger.ms=5", "compression.type=none"]
+    settings += [f"batch.size={w['batch_size']}"] if w.get("batch_size") else []
+    if w["kind"] == "latency":
+        args = ["latency", bootstrap, topic, str(w["rate"]), str(w["seconds"]), str(w["size"])]
+    else:
+        args = ["send", bootstrap, topic, str(w["records"]), str(w["size"])]
+    try:
+        out = subprocess.run(producer_bench_command(*args, *settings), capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        print(f"  {label} did not finish within 900 s", file=sys.stderr)
+        return None
+    if out.returncode != 0:
+        print(f"  {label} crashed:\n{out.stderr[-2000:]}", file=sys.stderr)
+        return None
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def records_held(bootstrap: str, topic: str) -> int:
+    """The records the topic holds (its offsets), read after a run: no client may count more acknowledged."""
+    from kafkajet.fetch import FetchClient
+
+    with FetchClient(bootstrap) as fc:
+        return sum(end - start for start, end in (fc.offsets(topic, p) for p in fc.partitions(topic)))
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -684,6 +757,9 @@ def versions() -> dict[str, str]:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = "?"
+    from kafkajet.testing.apache_kafka import kafka_version
+
+    out["java"] = f"Apache Kafka's KafkaProducer {kafka_version()}"
     return out
 
 
@@ -695,8 +771,13 @@ def quicken(w: dict[str, Any]) -> None:
 
 
 def measure(workloads: dict[str, dict[str, Any]], builds: list[str], reps: int,
-            bootstrap: str | None = None) -> dict[str, dict[str, Summary]]:
-    """Every workload's clients (each kafkajet client on each of `builds`), `reps` times, interleaved."""
+            bootstrap: str | None = None, broker: str = "tansu") -> dict[str, dict[str, Summary]]:
+    """Every workload's clients (each kafkajet client on each of `builds`), `reps` times, interleaved. With no
+    bootstrap, broker "apache" starts one Apache Kafka node for them all, "tansu" a fresh embedded broker a run."""
+    if bootstrap is None and broker == "apache":
+        with open_broker("apache") as kafka:
+            return measure(workloads, builds, reps, kafka.bootstrap_servers)
+
     def with_builds(clients: list[str]) -> list[str]:
         out: list[str] = []
         for c in clients:
@@ -729,7 +810,8 @@ def main() -> None:
     ap.add_argument("--clients", default=None, help="comma-separated subset of clients")
     ap.add_argument("--builds", default="compiled,pure",
                     help="kafkajet's builds to run: compiled (as installed), pure (KAFKAJET_NO_EXTENSIONS=1), or both")
-    ap.add_argument("--bootstrap-servers", default=None, help="an existing cluster instead of embedded brokers")
+    ap.add_argument("--bootstrap-servers", default=None, help="an existing cluster instead of --broker")
+    add_broker_option(ap)
     ap.add_argument("--out-dir", default=str(ROOT / "results"), help="where the JSON and PNG go")
     args = ap.parse_args()
     if args.worker:
@@ -747,12 +829,20 @@ def main() -> None:
             quicken(w)
         if only is not None:
             w["clients"] = [c for c in w["clients"] if c in only or c.split()[0] in only]
+        if args.broker == "tansu" and args.bootstrap_servers is None and "java" in w["clients"]:
+            # Tansu closes the connection when Java's client (4.x) sends ApiVersions v5 naming the cluster and
+            # node (its second ApiVersions, to the broker Metadata named): the Java producer never produces there.
+            w["clients"] = [c for c in w["clients"] if c != "java"]
+            print("  java: left out on Tansu (it drops the Java client's ApiVersions v5 connection)", file=sys.stderr)
     builds = args.builds.split(",")
     if not builds or set(builds) - {"compiled", "pure"}:
         ap.error("--builds takes compiled, pure or compiled,pure")
-    started = time.time()
-    summaries = measure(workloads, builds, reps, args.bootstrap_servers)
-    text = table(summaries)
+    started, load_before = time.time(), os.getloadavg()
+    summaries = measure(workloads, builds, reps, args.bootstrap_servers, args.broker)
+    broker = broker_name(args.broker, args.bootstrap_servers)
+    context = context_line(broker, load_before) + (" — QUICK run (--quick: a fifth of the records, one rep)"
+                                                   if args.quick else "")
+    text = context + "\n\n" + table(summaries)
     costs = cost_table(summaries)
     if costs:
         text += "\n\n" + costs
@@ -764,7 +854,8 @@ def main() -> None:
             and args.builds == "compiled,pure")
     stem = "compare-quick" if args.quick else "compare" if full else "compare-partial"
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "duration_s": round(time.time() - started),
-            "reps": reps, "quick": args.quick, "builds": builds, "load_avg": os.getloadavg(), **versions()}
+            "reps": reps, "quick": args.quick, "builds": builds, "broker": broker, "load_avg_before": load_before,
+            "load_avg": os.getloadavg(), "context": context, **versions()}
     data = {"meta": meta, "workloads": {
         n: {"spec": {k: v for k, v in workloads[n].items() if k != "clients"},
             "clients": {c: {"runs": [asdict(r) for r in s.runs], "ok": s.ok,
@@ -774,7 +865,7 @@ def main() -> None:
         for n, by_client in summaries.items()}, "table": text}
     (out_dir / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
     chart(summaries, out_dir / f"{stem}.png",
-          f"median of {reps} run(s), {meta['machine']}, Python {meta['python']}, {meta['date']}")
+          f"median of {reps} run(s), {broker}, {meta['machine']}, Python {meta['python']}, {meta['date']}")
     print(f"\nwrote {out_dir / (stem + '.json')} and {out_dir / (stem + '.png')}", file=sys.stderr)
     if any(not s.ok for by_client in summaries.values() for s in by_client.values()):
         sys.exit(1)
