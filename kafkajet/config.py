@@ -542,6 +542,18 @@ BY_NAME: dict[str, ConfigKey] = {**FETCH.by_name, **ADMIN.by_name, **PRODUCER.by
 BY_SNAKE: dict[str, str] = {**FETCH.by_snake, **ADMIN.by_snake, **PRODUCER.by_snake}
 
 
+def default(key: str) -> Any:
+    """The table's default of `key`: the one place it is written."""
+    return BY_NAME[key].default
+
+
+def setting(cfg: Mapping[str, Any], key: str) -> Any:
+    """`key` of `cfg`, the validated configuration (or a mapping of some raw settings, as tests and the Spark
+    options hand over), with the table's default where it is unset."""
+    value = cfg.get(key)
+    return BY_NAME[key].default if value is None else value
+
+
 class ClientConfig(Mapping[str, Any]):
     """Validated, normalised client settings; cfg["linger.ms"] and cfg.linger_ms both work."""
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkajet.config import setting
 from kafkajet.errors import AuthenticationError, ConfigError
 from kafkajet.security.mechanism import OneExchange
 from kafkajet.security.token_refresh import RefreshConfig, RefreshingTokenSource, Token, TokenFetchError
@@ -126,14 +127,12 @@ def with_realm(principal: str) -> str:
 def renew_config(cfg: Mapping[str, Any]) -> RefreshConfig:
     """Java's KerberosLogin timing in RefreshConfig terms: no buffer before expiry, the relogin minimum as
     the least period; a failed login is retried with the sasl.login.retry.* waits."""
-    def get(key: str, default: float) -> float:
-        value = cfg.get(key)
-        return default if value is None else float(value)
+    def get(key: str) -> float:
+        return float(setting(cfg, key))
 
-    return RefreshConfig(get("sasl.kerberos.ticket.renew.window.factor", 0.8),
-                         get("sasl.kerberos.ticket.renew.jitter", 0.05),
-                         get("sasl.kerberos.min.time.before.relogin", 60000) / 1000, 0.0,
-                         get("sasl.login.retry.backoff.ms", 100), get("sasl.login.retry.backoff.max.ms", 10000))
+    return RefreshConfig(get("sasl.kerberos.ticket.renew.window.factor"), get("sasl.kerberos.ticket.renew.jitter"),
+                         get("sasl.kerberos.min.time.before.relogin") / 1000, 0.0,
+                         get("sasl.login.retry.backoff.ms"), get("sasl.login.retry.backoff.max.ms"))
 
 
 class KeytabLogin:

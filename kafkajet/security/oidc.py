@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+import kafkajet.config as config
 from kafkajet.errors import ConfigError
 from kafkajet.security.token_refresh import RefreshConfig, RefreshingTokenSource, Token, TokenFetchError
 
@@ -343,7 +344,7 @@ def oidc_token_source(cfg: Mapping[str, Any], jaas: Mapping[str, str] | None = N
             ssl_context = ssl.create_default_context(cafile=cafile, cadata=cadata)
         except (OSError, ssl.SSLError) as e:
             raise ConfigError(f"https.ca.location / https.ca.pem: cannot load the CA certificates: {e}") from None
-    timeout = max(_int(cfg, "sasl.login.connect.timeout.ms", 10000), _int(cfg, "sasl.login.read.timeout.ms", 10000)) / 1000
+    timeout = max(int(config.setting(cfg, "sasl.login.connect.timeout.ms")), int(config.setting(cfg, "sasl.login.read.timeout.ms"))) / 1000
     fetcher = OidcTokenFetcher(url, client_id=client_id, client_secret=secret, scope=scope, assertion=assertion,
                                ssl_context=ssl_context, timeout_s=timeout, clock=clock)
     extensions = parse_extensions(cfg.get("sasl.oauthbearer.extensions"))
@@ -376,7 +377,7 @@ def _assertion(cfg: Mapping[str, Any]) -> Callable[[], str] | None:
     if key_file is None and key_pem is None:
         raise ConfigError("the OIDC JWT bearer grant needs sasl.oauthbearer.assertion.private.key.file (or "
                           ".private.key.pem), or a ready assertion in sasl.oauthbearer.assertion.file")
-    algorithm = str(cfg.get("sasl.oauthbearer.assertion.algorithm") or "RS256").upper()
+    algorithm = str(cfg.get("sasl.oauthbearer.assertion.algorithm") or config.default("sasl.oauthbearer.assertion.algorithm")).upper()
     passphrase = cfg.get("sasl.oauthbearer.assertion.private.key.passphrase")
     key: Callable[[], Any]
     if key_file is not None:
@@ -401,8 +402,8 @@ def _assertion(cfg: Mapping[str, Any]) -> Callable[[], str] | None:
         key, algorithm,
         {"iss": cfg.get("sasl.oauthbearer.assertion.claim.iss"), "sub": cfg.get("sasl.oauthbearer.assertion.claim.sub"),
          "aud": cfg.get("sasl.oauthbearer.assertion.claim.aud")},
-        _int(cfg, "sasl.oauthbearer.assertion.claim.exp.seconds", 300),
-        _int(cfg, "sasl.oauthbearer.assertion.claim.nbf.seconds", 60),
+        int(config.setting(cfg, "sasl.oauthbearer.assertion.claim.exp.seconds")),
+        int(config.setting(cfg, "sasl.oauthbearer.assertion.claim.nbf.seconds")),
         bool(cfg.get("sasl.oauthbearer.assertion.claim.jti.include")), template)
     return signer.assertion
 
@@ -422,8 +423,3 @@ def _check(watched: WatchedFile[Any]) -> None:
         watched.get()
     except OSError as e:
         raise ConfigError(f"{watched.setting}: cannot read {watched.path}: {e.strerror}") from None
-
-
-def _int(cfg: Mapping[str, Any], key: str, default: int) -> int:
-    value = cfg.get(key)
-    return default if value is None else int(value)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from kafkajet.config import tls_versions
+from kafkajet.config import default, setting, tls_versions
 from kafkajet.errors import ConfigError, KafkaConnectionError, KafkaError, SslAuthenticationError
 
 log = logging.getLogger("kafkajet.security")
@@ -23,15 +23,12 @@ log = logging.getLogger("kafkajet.security")
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
-def uses_tls(cfg: Mapping[str, Any]) -> bool:
-    return cfg.get("security.protocol", "PLAINTEXT") in ("SSL", "SASL_SSL")
-
-
 def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     """An SSLContext for connecting to brokers; ConfigError naming the key when a file or PEM is unusable."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname on
     ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    _set_versions(ctx, tls_versions("ssl.enabled.protocols", cfg.get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"))
+    protocols = "ssl.enabled.protocols"
+    _set_versions(ctx, tls_versions(protocols, cfg.get(protocols) or default(protocols)))
     ca_file = cfg.get("ssl.ca.location")
     if ca_file:
         _check_file("ssl.ca.location", ca_file)
@@ -45,7 +42,7 @@ def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
             ctx.load_verify_locations(cadata=ca_text)
         except (ssl.SSLError, ValueError) as e:
             raise ConfigError(f"ssl.truststore.certificates holds no usable PEM certificate ({_reason(e)})") from None
-    if cfg.get("ssl.endpoint.identification.algorithm", "https") == "":
+    if setting(cfg, "ssl.endpoint.identification.algorithm") == "":
         log.warning("ssl.endpoint.identification.algorithm is empty: the broker's host name is not checked "
                     "against its certificate, so any holder of a certificate from a trusted CA can pose as it")
         ctx.check_hostname = False

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkajet.backoff import ExponentialBackoff
+from kafkajet.config import default, setting
 from kafkajet.errors import AuthenticationError, KafkaError
 
 log = logging.getLogger("kafkajet.security")
@@ -47,24 +48,25 @@ class Token:
     principal: str | None = None
 
 
+_REFRESH_KEYS = ("sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+                 "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+                 "sasl.login.retry.backoff.ms", "sasl.login.retry.backoff.max.ms")
+
+
 @dataclass(frozen=True)
 class RefreshConfig:
-    window_factor: float = 0.8
-    window_jitter: float = 0.05
-    min_period_s: float = 60.0
-    buffer_s: float = 300.0
-    retry_backoff_ms: float = 100.0
-    retry_backoff_max_ms: float = 10000.0
+    """The sasl.login.refresh.* and sasl.login.retry.* settings; the defaults are the configuration table's."""
+
+    window_factor: float = float(default(_REFRESH_KEYS[0]))
+    window_jitter: float = float(default(_REFRESH_KEYS[1]))
+    min_period_s: float = float(default(_REFRESH_KEYS[2]))
+    buffer_s: float = float(default(_REFRESH_KEYS[3]))
+    retry_backoff_ms: float = float(default(_REFRESH_KEYS[4]))
+    retry_backoff_max_ms: float = float(default(_REFRESH_KEYS[5]))
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> RefreshConfig:
-        def get(key: str, default: float) -> float:
-            value = cfg.get(key)
-            return default if value is None else float(value)
-
-        return cls(get("sasl.login.refresh.window.factor", 0.8), get("sasl.login.refresh.window.jitter", 0.05),
-                   get("sasl.login.refresh.min.period.seconds", 60), get("sasl.login.refresh.buffer.seconds", 300),
-                   get("sasl.login.retry.backoff.ms", 100), get("sasl.login.retry.backoff.max.ms", 10000))
+        return cls(*(float(setting(cfg, key)) for key in _REFRESH_KEYS))
 
 
 def refresh_at(token: Token, now: float, cfg: RefreshConfig, rng: random.Random) -> float:
