@@ -339,9 +339,14 @@ def oidc_token_source(cfg: Mapping[str, Any], jaas: Mapping[str, str] | None = N
     if scheme == "https":
         import ssl
 
+        from kafkajet.security.tls import client_context  # loads OpenSSL: only for an https endpoint
+
         cafile, cadata = cfg.get("https.ca.location"), cfg.get("https.ca.pem")
         try:
-            ssl_context = ssl.create_default_context(cafile=cafile, cadata=cadata)
+            # The given CAs instead of the system's, as ssl.create_default_context(cafile, cadata) would.
+            ssl_context = client_context(system_cas=not (cafile or cadata))
+            if cafile or cadata:
+                ssl_context.load_verify_locations(cafile=cafile, cadata=cadata)
         except (OSError, ssl.SSLError) as e:
             raise ConfigError(f"https.ca.location / https.ca.pem: cannot load the CA certificates: {e}") from None
     timeout = max(int(config.setting(cfg, "sasl.login.connect.timeout.ms")), int(config.setting(cfg, "sasl.login.read.timeout.ms"))) / 1000

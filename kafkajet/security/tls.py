@@ -23,10 +23,19 @@ log = logging.getLogger("kafkajet.security")
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
+def client_context(*, system_cas: bool = True) -> ssl.SSLContext:
+    """The one way kafkajet starts a TLS client context (brokers, an OIDC token endpoint): the server's
+    certificate and host name checked, trusting the system's CAs unless `system_cas` is false (the caller
+    then loads its own)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname on
+    if system_cas:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    return ctx
+
+
 def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     """An SSLContext for connecting to brokers; ConfigError naming the key when a file or PEM is unusable."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname on
-    ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    ctx = client_context()
     protocols = "ssl.enabled.protocols"
     _set_versions(ctx, tls_versions(protocols, cfg.get(protocols) or default(protocols)))
     ca_file = cfg.get("ssl.ca.location")
