@@ -75,6 +75,19 @@ logger.clients.level = WARN
 """
 
 
+# Tools and referee programs print their answers on stdout: their log goes to stderr, warnings only.
+_LOG4J2_TOOLS = """\
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c{1})%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = err
+"""
+
+
 class ApacheKafkaUnavailable(BrokerStartError):
     """Apache Kafka's jars or a Java runtime are missing: the message says what to install or run."""
 
@@ -285,6 +298,7 @@ class ApacheKafka:
         self._classpath = str(libs / "*")
         self._workdir = Path(tempfile.mkdtemp(prefix="kafkajet-apache-kafka-"))
         (self._workdir / "log4j2.properties").write_text(_LOG4J2)
+        (self._workdir / "log4j2-tools.properties").write_text(_LOG4J2_TOOLS)
         for node_id in range(1, self.brokers + 1):
             ports = {"CONTROLLER": free_port(), "INTERNAL": free_port()}
             ports.update({p: free_port() for p in self._settings.listeners})
@@ -399,14 +413,15 @@ class ApacheKafka:
     def run_tool(self, main_class: str, *args: str, timeout_s: float = 120.0,
                  input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         """Run one of Kafka's command line tools (a main class from the jars) against this cluster's jars."""
-        cmd = [self._java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-               f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2.properties'}",
-               "-cp", self._classpath, main_class, *args]
+        cmd = self.java_command(main_class, *args, jvm_options=("-Xmx256m", "-XX:TieredStopAtLevel=1",
+                                                                "-XX:+UseSerialGC"))
         return subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout_s, check=False)
 
     def java_command(self, main: str, *args: str, jvm_options: Iterable[str] = ()) -> list[str]:
-        """The command line that runs a class, or a single-file Java program, with Kafka's jars on its path."""
-        return [self._java, *jvm_options, f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2.properties'}",
+        """The command line that runs a class, or a single-file Java program, with Kafka's jars on its path (its
+        log on stderr, warnings only)."""
+        return [self._java, *jvm_options,
+                f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2-tools.properties'}",
                 "-cp", self._classpath, main, *args]
 
     def add_acl(self, principal: str, *, operation: str, topic: str | None = None,
@@ -512,7 +527,8 @@ class ApacheKafka:
                    "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
         if self._settings.oauth is not None:
             options.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self._settings.oauth.jwks_url}")
-        cmd = self.java_command("kafka.Kafka", str(node.directory / "server.properties"), jvm_options=options)
+        cmd = [self._java, *options, f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2.properties'}",
+               "-cp", self._classpath, "kafka.Kafka", str(node.directory / "server.properties")]
         # Its own session, as the embedded broker: Ctrl-C in a terminal must not stop the cluster under the
         # tool that started it; stop() ends it, and the parent's death ends it too.
         node.proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

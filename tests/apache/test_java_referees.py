@@ -145,3 +145,23 @@ def test_read_committed_readers_agree_on_interleaved_transactions(apache_kafka: 
     java_values = [(r["partition"], r["value"]) for r in sorted(java, key=lambda r: (r["partition"], r["offset"]))]
     assert java_values == expected
     assert _committed_via_fetch(apache_kafka, topic_name, partitions) == expected
+
+
+def test_kafkas_console_consumer_prints_what_kafkajet_wrote(apache_kafka: ApacheKafka, topic_name: str) -> None:
+    """kafka-console-consumer (kafka-tools) as a user runs it: keys, headers and timestamps printed."""
+    with Admin(apache_kafka.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, num_partitions=1)
+    with Producer(bootstrap_servers=apache_kafka.bootstrap_servers, compression_type="zstd") as p:
+        for i in range(5):
+            p.send(topic_name, key=None if i == 0 else f"key-{i}".encode(), value=f"value {i}".encode(),
+                   headers=[("trace", f"t{i}".encode())], timestamp_ms=1_700_000_000_000 + i)
+        p.flush(timeout=60)
+    done = apache_kafka.run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", apache_kafka.bootstrap_servers,
+        "--topic", topic_name, "--from-beginning", "--max-messages", "5", "--timeout-ms", "60000",
+        "--formatter-property", "print.key=true", "--formatter-property", "print.headers=true",
+        "--formatter-property", "print.timestamp=true", "--formatter-property", "key.separator=|")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    lines = done.stdout.decode().splitlines()
+    assert lines == [f"CreateTime:{1_700_000_000_000 + i}|trace:t{i}|{'null' if i == 0 else f'key-{i}'}|value {i}"
+                     for i in range(5)]
