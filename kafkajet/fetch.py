@@ -25,7 +25,6 @@ from kafkajet.records.batch import RecordBatch
 from kafkajet.records.isolation import committed_batches
 from kafkajet.security.connection import connection_security
 
-FETCH_VERSION = 5  # v5 answers log_start_offset (and, since v4, the LSO and aborted transactions)
 READ_COMMITTED = 1
 
 
@@ -127,7 +126,7 @@ class FetchClient:
                 "topics": [{"name": topic, "fetch_partitions": [
                     {"partition_index": partition, "fetch_offset": offset, "log_start_offset": -1,
                      "max_bytes": max_bytes}]}],
-            }, version=FETCH_VERSION, timeout_s=self.timeout_s)
+            }, timeout_s=self.timeout_s)  # at the version negotiated, within versions.CLIENT_MAX_VERSIONS
             (p,) = resp["responses"][0]["partition_responses"]
             err = make_error(p["error_code"], f"fetch {topic}-{partition} at offset {offset}")
             if err is None:

@@ -30,6 +30,9 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     ApiKey.ADD_PARTITIONS_TO_TXN: 3,
     # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch.
     ApiKey.END_TXN: 4,
+    # The FetchClient's Fetch body and reading: v5 answers log_start_offset (and, since v4, the LSO and the
+    # aborted transactions); v7+ adds fetch sessions, v13+ topic ids instead of names.
+    ApiKey.FETCH: 5,
     # v4+ batches coordinator keys; kafkajet asks for one key at a time, in v3's shape.
     ApiKey.FIND_COORDINATOR: 3,
     # The FetchClient's ListOffsets body: v2 takes the isolation level, v4 leader epochs.
