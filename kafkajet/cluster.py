@@ -137,11 +137,6 @@ class Cluster:
                    frozenset(internal), topic_ids)
 
 
-def cluster_from_response(body: Mapping[str, Any]) -> Cluster:
-    """Build a Cluster from a decoded Metadata response body (the sender's name for the reader)."""
-    return Cluster.from_metadata_response(body)
-
-
 def metadata_request_body(topics: list[str] | None, *, version: int | None = None,
                           allow_auto_topic_creation: bool = False) -> dict[str, Any]:
     """The Metadata request every client sends; topics None asks for every topic, [] (v1+) for brokers and

@@ -1,6 +1,9 @@
 """The sender thread's loop: metadata, producer id, ready -> drain -> produce, responses, expiry.
 
 `run_once(now)` does one pass and is what tests drive; `run()` loops until close.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from kafkajet.clock import now_ms
-from kafkajet.cluster import metadata_request_body
+from kafkajet.cluster import Cluster, metadata_request_body
 from kafkajet.errors import (
     NO_ERROR,
     AuthenticationError,
@@ -35,7 +38,7 @@ from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager
-from kafkajet.producer.metadata import Metadata, cluster_from_response
+from kafkajet.producer.metadata import Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
@@ -357,7 +360,7 @@ class Sender:
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
             return
-        cluster = cluster_from_response(response.body)
+        cluster = Cluster.from_metadata_response(response.body)
         self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
         self.metadata.update(cluster, now)
 
