@@ -8,6 +8,9 @@ bytes, an aware datetime) and raises TypeError for anything else, which sends th
 library only, and outside kafkajet.schema_registry: every Producer() imports the compiled modules to say which
 build runs (kafkajet._build.describe), and that package's registry client would load ssl into plaintext
 producers. No I/O here.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
 """
 
 from __future__ import annotations

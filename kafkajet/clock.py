@@ -2,6 +2,9 @@
 
 Code that waits takes `now` (or a clock callable defaulting to `now_ms`) rather than reading time itself, so
 the sender, accumulator and metadata are driven deterministically in tests, as Java's MockTime does.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""RecordAccumulator: one deque of ProducerBatches per partition, between send() and the sender thread."""
+"""RecordAccumulator: one deque of ProducerBatches per partition, between send() and the sender thread.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
+"""
 
 from __future__ import annotations
 

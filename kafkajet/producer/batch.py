@@ -1,6 +1,10 @@
 """ProducerBatch: records bound for one partition, encoded as they arrive (Java's ProducerBatch +
 MemoryRecordsBuilder). The records region grows in a pooled buffer; the 61-byte header, compression
-and CRC are added when the batch is drained, because the sequence number is only known then."""
+and CRC are added when the batch is drained, because the sequence number is only known then.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Choosing a partition: explicit > murmur2 of the key (Java-exact) > uniform sticky (KIP-794)."""
+"""Choosing a partition: explicit > murmur2 of the key (Java-exact) > uniform sticky (KIP-794).
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
+"""
 
 from __future__ import annotations
 

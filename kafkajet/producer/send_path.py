@@ -9,6 +9,9 @@ large records, metadata waits) still branch off to the modules that own them.
 The arguments are typed as the caller may pass them (Any), not as they must be: compiled code checks declared
 types on entry, and a wrong one must get the producer's own error (invalid_partition, check_timestamp, ...),
 not the compiler's.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Layout (big-endian), see record-format.md 3.1:
     baseTimestamp q | maxTimestamp q | producerId q | producerEpoch h | baseSequence i | recordsCount i | records
 The CRC covers everything after itself ("||" onwards), so the broker can stamp the leader epoch without
 recomputing it.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Single records (magic 2): the per-send() encoder, its size bound, and the records-region decoder."""
+"""Single records (magic 2): the per-send() encoder, its size bound, and the records-region decoder.
+
+Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
+until then kafkajet._build runs this source.
+"""
 
 from __future__ import annotations
 
