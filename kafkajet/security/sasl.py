@@ -1,13 +1,15 @@
 """SASL client mechanisms, sans-I/O: the network client carries their bytes in SaslAuthenticate requests.
 
-    client = sasl_client_from_config(cfg, host)
+    login = client_login(cfg)                  # once per client: shared by all its connections
+    client = sasl_client_from_config(cfg, host, login)
     out = client.start()                       # auth_bytes of the first SaslAuthenticate
     while out is not None:
         response = <send SaslAuthenticate(auth_bytes=out)>   # raise on a non-zero error code
         out = client.step(response.auth_bytes)
     assert client.complete
 
-Mechanisms: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram), OAUTHBEARER
+Mechanisms, one entry each in kafkajet.config.SASL (which names the functions below that make their clients
+and logins): PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677; kafkajet.security.scram), OAUTHBEARER
 (RFC 7628, KIP-255), AWS_MSK_IAM (kafkajet.security.aws_msk) and GSSAPI (RFC 4752, Kerberos;
 kafkajet.security.kerberos). One client object per exchange: a re-authentication (KIP-368) makes a new one,
 which for OAUTHBEARER also fetches a fresh token, and for GSSAPI takes the client's current login.

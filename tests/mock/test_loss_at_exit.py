@@ -1,4 +1,4 @@
-"""Records lost at interpreter exit reach stderr whether or not the program configured logging (issue 28)."""
+"""Records lost at interpreter exit reach stderr whether or not the program configured logging."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A coordinator that closes the connection on every EndTxn, unanswered (what Tansu does for the EndTxn of a
 fenced producer, tests/integration/test_fenced_transaction.py), on the MockCluster so that it holds whatever
 Tansu does next: the EndTxn is retried until transaction.timeout.ms, then the producer fails fatally, and
-close() without a timeout returns with every record's outcome known (issue 39)."""
+close() without a timeout returns with every record's outcome known."""
 
 from __future__ import annotations
 

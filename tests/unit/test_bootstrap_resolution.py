@@ -1,5 +1,5 @@
 """A bootstrap.servers in which no host resolves is a ConfigError when the client is built (Java's
-"No resolvable bootstrap urls given in bootstrap.servers"), not max.block.ms of silence (issue 28)."""
+"No resolvable bootstrap urls given in bootstrap.servers"), not max.block.ms of silence."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The CLI turns SIGTERM and SIGHUP into SystemExit (and the long-running commands turn SIGTERM into "stop"); left
 installed after main() returned, a later SIGTERM to the test run failed whichever test was running with
-SystemExit: 143 instead of stopping the run (issue 40).
+SystemExit: 143 instead of stopping the run.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The TransactionManager when the coordinator does not answer (issue 39): a transaction's requests are retried
+"""The TransactionManager when the coordinator does not answer: a transaction's requests are retried
 until transaction.timeout.ms has passed since their first attempt, the misses are logged once and then at
 most every NO_ANSWER_LOG_INTERVAL_MS, and calls made while a commit or abort is under way say what to do.
 No I/O and no clock: `now` is passed in, as the sender does."""
