@@ -86,10 +86,12 @@ def add_bootstrap_option(parser: argparse.ArgumentParser, help: str = "the clust
                         metavar="HOST:PORT[,...]", help=help)
 
 
-def add_config_options(parser: argparse.ArgumentParser, *, producer: bool = False) -> None:
-    """--command-config FILE and --command-property k=v (and the producer tool's spellings of them)."""
-    file_flags = ["--command-config"] + (["--producer.config"] if producer else [])
-    prop_flags = ["--command-property"] + (["--producer-property"] if producer else [])
+def add_config_options(parser: argparse.ArgumentParser, *, producer: bool = False, consumer: bool = False) -> None:
+    """--command-config FILE and --command-property k=v (and the console producer's or consumer's spellings)."""
+    file_flags = ["--command-config"] + (["--producer.config"] if producer else []) + (
+        ["--consumer.config"] if consumer else [])
+    prop_flags = ["--command-property"] + (["--producer-property"] if producer else []) + (
+        ["--consumer-property"] if consumer else [])
     parser.add_argument(*file_flags, dest="config_file", metavar="FILE", default=None,
                         help="Java properties file of client settings (security.protocol, sasl.*, ...)")
     parser.add_argument(*prop_flags, dest="config_props", metavar="KEY=VALUE", action="append", default=[],

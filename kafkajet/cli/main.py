@@ -1,4 +1,5 @@
-"""Command line: `kafkajet` / `python -m kafkajet` with produce, topics, groups, broker, demo, perf and config."""
+"""Command line: `kafkajet` / `python -m kafkajet` with produce, consume, topics, groups, schema-registry, broker, demo,
+perf and config."""
 
 from __future__ import annotations
 
@@ -107,13 +108,14 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    from kafkajet.cli import groups, produce, schema_registry, topics
+    from kafkajet.cli import consume, groups, produce, schema_registry, topics
 
     parser = argparse.ArgumentParser(prog=prog or program_name(), description="kafkajet command line")
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version and build, then exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
     produce.add_parser(sub)
+    consume.add_parser(sub)
     topics.add_parser(sub)
     groups.add_parser(sub)
     schema_registry.add_parser(sub)
@@ -141,6 +143,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     c.add_argument("--client", choices=("producer", "admin", "fetch"), default="producer",
                    help="whose table (default producer); admin and fetch take the keys common to all clients")
     c.set_defaults(func=_cmd_config)
+    # -v after the command too (`kafkajet topics --list -v`); SUPPRESS keeps a -v given before it. perf parses
+    # its own options and takes -v itself.
+    for name, command in sub.choices.items():
+        if name != "perf":
+            command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                 help="log at INFO level")
     return parser
 
 
