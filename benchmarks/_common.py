@@ -172,6 +172,11 @@ def context_line(broker: str, load_before: tuple[float, ...]) -> str:
     def load(values: tuple[float, ...]) -> str:
         return "/".join(f"{v:.2f}" for v in values)
 
+    # The build a fresh interpreter gets now, as the runs' children (Spark's Python workers) got it: this
+    # process's was fixed at its import, and a source edited during the run makes the children run pure Python.
+    fresh = subprocess.run([sys.executable, "-c", "from kafkajet._build import describe; print(describe())"],
+                           capture_output=True, text=True, check=False).stdout.strip() or "unknown"
+    build = describe() if fresh == describe() else f"{describe()} in this process, {fresh} in a fresh interpreter"
     return (f"broker: {broker}; machine: {platform.machine()}, {os.cpu_count()} cores, load average (1/5/15 min) "
             f"{load(load_before)} before, {load(os.getloadavg())} after; date: {time.strftime('%Y-%m-%d %H:%M %Z')}; "
-            f"build: kafkajet {version('kafkajet')}, {describe()}, Python {platform.python_version()}")
+            f"build: kafkajet {version('kafkajet')}, {build}, Python {platform.python_version()}")

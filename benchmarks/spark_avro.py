@@ -4,13 +4,19 @@ serializers are compared in avro_produce.py, whose records and schema these are.
     .venv/bin/python benchmarks/spark_avro.py               # 1,000,000 rows, medians of 3, interleaved
     .venv/bin/python benchmarks/spark_avro.py --rows 200000 --reps 1
 
-A flat record of 10 fields (longs, ints, strings, a timestamp-millis, a nullable double, a boolean), one
-embedded broker, kafkajet's registry in this process, local[2]. The Spark jobs decode every record and sum a
-field (so every value crosses into Spark decoded):
+A flat record of 10 fields (longs, ints, strings, a timestamp-millis, a nullable double, a boolean), one broker
+(--broker apache, the default: one Apache Kafka node; --broker tansu: the embedded broker), kafkajet's registry in
+this process, local[2]. The Spark jobs decode every record and sum a field (so every value crosses into Spark
+decoded), the same query on the same topic and session:
   kafkajet source             spark.read.format("kafkajet").option("valueFormat", "avro")...load()
+  spark-kafka from_avro       spark.read.format("kafka")...load() (Spark's own connector, jvm/spark-connector/)
+                              and spark-avro's from_avro(substring(value, 6), schema): the registry's 5-byte
+                              frame (magic byte, schema id) sliced off, the writer's schema given as JSON, as
+                              Spark users do without a registry-aware decoder
   mapInArrow confluent-kafka  one task per Kafka partition: a confluent_kafka.Consumer on its offset range,
                               confluent's AvroDeserializer per record, the dicts handed to Spark as Arrow
 Each job must see exactly the rows loaded and the same sum, or the run reports FAILED instead of a speed.
+The table is printed under the broker, the machine (cores, load average before and after), the date and the build.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _common import rate_table, timed_read_jobs
+from _common import add_broker_option, broker_name, context_line, open_broker, rate_table, timed_read_jobs
+from _jvm import spark_connector_jars
 from avro_produce import SCHEMA, records
 
 PARTITIONS = 4
@@ -84,19 +91,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3)
+    add_broker_option(ap)
     args = ap.parse_args()
+    load_before = os.getloadavg()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+    from pyspark.sql.avro.functions import from_avro
 
     from kafkajet.admin import Admin
     from kafkajet.fetch import FetchClient
     from kafkajet.spark import register
-    from kafkajet.testing import EmbeddedBroker, SchemaRegistry
+    from kafkajet.testing import SchemaRegistry
 
     rows = records(args.rows)
     expected_sum = sum(r["amount"] for r in rows)
-    with EmbeddedBroker() as broker, SchemaRegistry() as registry:
+    with open_broker(args.broker) as broker, SchemaRegistry() as registry:
         bootstrap, url = broker.bootstrap_servers, registry.url
         topic = "spark-avro-bench"
         with Admin(bootstrap) as admin:
@@ -109,6 +119,7 @@ def main() -> None:
             ranges = [(p, *fc.offsets(topic, p)) for p in fc.partitions(topic)]
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-avro-bench")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.jars", ",".join(spark_connector_jars()))  # format("kafka"): Spark's own connector
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         register(spark, check_workers=False)
@@ -120,6 +131,13 @@ def main() -> None:
             row = df.agg(F.count("*").alias("n"), F.sum("value.amount").alias("total")).collect()[0]
             return row.n, row.total
 
+        def spark_kafka_from_avro() -> tuple[int, int]:
+            df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).option("minPartitions", str(PARTITIONS)).load()
+                  .select(from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("value")))
+            row = df.agg(F.count("*").alias("n"), F.sum("value.amount").alias("total")).collect()[0]
+            return row.n, row.total
+
         def confluent_map_in_arrow() -> tuple[int, int]:
             plan = spark.createDataFrame(ranges, "partition int, start long, end long").repartition(PARTITIONS)
             df = plan.mapInArrow(_confluent_ranges(bootstrap, url, topic), SPARK_COLUMNS)
@@ -128,13 +146,15 @@ def main() -> None:
 
         jobs: dict[str, Callable[[], tuple[int, int]]] = {
             "kafkajet source (valueFormat=avro)": kafkajet_source,
+            "spark-kafka from_avro": spark_kafka_from_avro,
             "mapInArrow confluent-kafka AvroDeserializer": confluent_map_in_arrow}
         rates = timed_read_jobs(jobs, args.reps, args.rows, expected_sum, lambda total: f"sum {total}", 44)
         spark.stop()
 
     ok = rate_table(f"Spark: {args.rows:,} flat Avro records (10 fields) in {PARTITIONS} partitions, local[2], "
                     f"median of {args.reps}", rates, "kafkajet source (valueFormat=avro)",
-                    lambda job, base, m: f"kafkajet {base / m:.2f}x")
+                    lambda job, base, m: f"kafkajet {base / m:.2f}x",
+                    context=context_line(broker_name(args.broker), load_before))
     sys.exit(0 if ok else 1)
 
 

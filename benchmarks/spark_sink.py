@@ -3,15 +3,20 @@
     .venv/bin/python benchmarks/spark_sink.py              # 2,000,000 rows, medians of 3, interleaved
     .venv/bin/python benchmarks/spark_sink.py --rows 200000 --reps 1
 
-local[2], 100-byte values, 6 partitions, acks=all, against one embedded broker. The jobs:
+local[2], 100-byte values, 6 partitions, acks=all, linger.ms=5, against one broker (--broker apache, the
+default: one Apache Kafka node; --broker tansu: the embedded broker). The jobs, on the same DataFrame and session:
   kafkajet sink              df.write.format("kafkajet")...save()
+  spark-kafka                df.write.format("kafka")...save(): Spark's own connector (jvm/spark-connector/, given
+                             to the session as spark.jars), with kafka.acks=all and kafka.linger.ms=5 (its
+                             kafka-clients 3.9 lingers 0 ms by default)
   kafkajet sink exactlyOnce  the same with .option("exactlyOnce", "true"): a transaction per task, committed by
                              the driver (rows are counted as the topic's high watermarks, markers included)
   foreachPartition kafka-python     the usual hand-written job: one KafkaProducer per partition
   foreachPartition confluent-kafka  the same with confluent_kafka.Producer
 Each job writes to a fresh topic; the rows the topic then holds (its high watermarks) must equal the rows
 written, or the run reports FAILED instead of a speed. The DataFrame is cached and counted first, so the timing
-is the write alone.
+is the write alone. The table is printed under the broker, the machine (cores, load average before and after),
+the date and the build.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _common import rate_table
+from _common import add_broker_option, broker_name, context_line, open_broker, rate_table
+from _jvm import spark_connector_jars
 
 PARTITIONS = 6
 
@@ -85,20 +91,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--jobs", default="kafkajet sink,kafkajet sink exactlyOnce,foreachPartition kafka-python,"
-                    "foreachPartition confluent-kafka")
+    ap.add_argument("--jobs", default="kafkajet sink,kafkajet sink exactlyOnce,spark-kafka,"
+                    "foreachPartition kafka-python,foreachPartition confluent-kafka")
+    add_broker_option(ap)
     args = ap.parse_args()
+    load_before = os.getloadavg()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from kafkajet.admin import Admin
     from kafkajet.spark import register
-    from kafkajet.testing import EmbeddedBroker
 
-    with EmbeddedBroker() as broker:
+    with open_broker(args.broker) as broker:
         bootstrap = broker.bootstrap_servers
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-sink-bench")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.jars", ",".join(spark_connector_jars()))  # format("kafka"): Spark's own connector
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         register(spark, check_workers=False)  # Spark may have found it already (pyspark_kafkajet)
@@ -110,9 +118,14 @@ def main() -> None:
             (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap)
              .option("topic", topic).option("exactlyOnce", str(exactly_once).lower()).save())
 
+        def spark_kafka(frame: Any, topic: str) -> None:
+            (frame.write.format("kafka").mode("append").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).option("kafka.acks", "all").option("kafka.linger.ms", "5").save())
+
         jobs: dict[str, Callable[[str], None]] = {
             "kafkajet sink": sink,
             "kafkajet sink exactlyOnce": lambda t: sink(t, exactly_once=True),
+            "spark-kafka": lambda t: spark_kafka(df, t),
             "foreachPartition kafka-python": lambda t: df.foreachPartition(_kafka_python_partition(bootstrap, t)),
             "foreachPartition confluent-kafka": lambda t: df.foreachPartition(_confluent_partition(bootstrap, t)),
         }
@@ -125,6 +138,7 @@ def main() -> None:
                 .option("kafka.bootstrap.servers", bootstrap).option("topic", t).save(),
                 "kafkajet sink exactlyOnce": lambda t: small.write.format("kafkajet").mode("append")
                 .option("kafka.bootstrap.servers", bootstrap).option("topic", t).option("exactlyOnce", "true").save(),
+                "spark-kafka": lambda t: spark_kafka(small, t),
                 "foreachPartition kafka-python": lambda t: small.foreachPartition(_kafka_python_partition(bootstrap, t)),
                 "foreachPartition confluent-kafka": lambda t: small.foreachPartition(_confluent_partition(bootstrap, t))}
         for job in chosen:
@@ -155,7 +169,9 @@ def main() -> None:
         return f"{base / m:.2f}x"
 
     title = f"{args.rows:,} rows of 100 B, local[2], median of {args.reps}"
-    sys.exit(0 if rate_table(title, {job: rates[job] for job in chosen}, "kafkajet sink", ratio) else 1)
+    context = context_line(broker_name(args.broker), load_before)
+    sys.exit(0 if rate_table(title, {job: rates[job] for job in chosen}, "kafkajet sink", ratio, context=context)
+             else 1)
 
 if __name__ == "__main__":
     main()

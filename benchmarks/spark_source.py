@@ -3,12 +3,16 @@
     .venv/bin/python benchmarks/spark_source.py              # 2,000,000 rows, medians of 3, interleaved
     .venv/bin/python benchmarks/spark_source.py --rows 500000 --reps 1
 
-local[2], 100-byte values in 4 partitions of one embedded broker, loaded once by the kafkajet producer. The jobs
-read every record and sum the value lengths (so every value crosses into Spark):
+local[2], 100-byte values in 4 partitions of one broker (--broker apache, the default: one Apache Kafka node;
+--broker tansu: the embedded broker), loaded once by the kafkajet producer. The jobs read every record and sum the
+value lengths (so every value crosses into Spark), the same query on the same topic and session:
   kafkajet source             spark.read.format("kafkajet")...load()
+  spark-kafka                 spark.read.format("kafka")...load(): Spark's own connector (spark-sql-kafka-0-10,
+                              the version jvm/spark-connector/pom.xml names, given to the session as spark.jars)
   mapInArrow confluent-kafka  the hand-written job: one task per Kafka partition, a confluent_kafka.Consumer
                               assigned to its offset range, values handed to Spark as Arrow batches
 Each job must see exactly the rows loaded and the same byte sum, or the run reports FAILED instead of a speed.
+The table is printed under the broker, the machine (cores, load average before and after), the date and the build.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _common import rate_table, timed_read_jobs
+from _common import add_broker_option, broker_name, context_line, open_broker, rate_table, timed_read_jobs
+from _jvm import spark_connector_jars
 
 PARTITIONS = 4
 VALUE = 100
@@ -58,7 +63,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--reps", type=int, default=3)
+    add_broker_option(ap)
     args = ap.parse_args()
+    load_before = os.getloadavg()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
@@ -67,9 +74,8 @@ def main() -> None:
     from kafkajet.admin import Admin
     from kafkajet.fetch import FetchClient
     from kafkajet.spark import register
-    from kafkajet.testing import EmbeddedBroker
 
-    with EmbeddedBroker() as broker:
+    with open_broker(args.broker) as broker:
         bootstrap = broker.bootstrap_servers
         topic = "spark-source-bench"
         with Admin(bootstrap) as admin:
@@ -85,12 +91,19 @@ def main() -> None:
 
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-spark-source-bench")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.jars", ",".join(spark_connector_jars()))  # format("kafka"): Spark's own connector
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         register(spark, check_workers=False)  # Spark may have found it already (pyspark_kafkajet)
 
         def kafkajet_source() -> tuple[int, int]:
             df = (spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).load())
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).collect()[0]
+            return row.n, row.bytes
+
+        def spark_kafka() -> tuple[int, int]:
+            df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
                   .option("subscribe", topic).load())
             row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).collect()[0]
             return row.n, row.bytes
@@ -102,12 +115,14 @@ def main() -> None:
             return row.n, row.bytes
 
         jobs: dict[str, Callable[[], tuple[int, int]]] = {
-            "kafkajet source": kafkajet_source, "mapInArrow confluent-kafka": confluent_map_in_arrow}
+            "kafkajet source": kafkajet_source, "spark-kafka": spark_kafka,
+            "mapInArrow confluent-kafka": confluent_map_in_arrow}
         rates = timed_read_jobs(jobs, args.reps, args.rows, expected_bytes, lambda total: f"{total} B", 28)
         spark.stop()
 
     title = f"{args.rows:,} rows of {VALUE} B in {PARTITIONS} partitions, local[2], median of {args.reps}"
-    sys.exit(0 if rate_table(title, rates, "kafkajet source") else 1)
+    context = context_line(broker_name(args.broker), load_before)
+    sys.exit(0 if rate_table(title, rates, "kafkajet source", context=context) else 1)
 
 if __name__ == "__main__":
     main()
