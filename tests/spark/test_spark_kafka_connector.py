@@ -28,13 +28,19 @@ from typing import Any
 import pytest
 
 from kafkajet import Producer
+from kafkajet.admin import Admin
 from kafkajet.testing.apache_kafka import ApacheKafka
-from tests.spark.conftest import make_topic
 
 _JVM = Path(__file__).resolve().parents[2] / "benchmarks" / "_jvm.py"
 PARTITIONS = 3
 RECORDS = 60
 SECOND = 1000
+
+
+def make_topic(kafka: ApacheKafka, name: str, partitions: int) -> str:
+    with Admin(kafka.bootstrap_servers) as admin:
+        admin.create_topics([name], num_partitions=partitions)
+    return name
 
 
 def _connector_jars() -> list[str]:
