@@ -1,20 +1,44 @@
-"""PySpark Python Data Source for Kafka: `kafkajet.spark.register(spark)`, then format("kafkajet")."""
+"""PySpark Python Data Source for Kafka: `kafkajet.spark.register(spark)`, then format("kafkajet").
+
+Importing it imports PySpark's data source API only (Spark imports the data source in every application
+where kafkajet is installed, through pyspark_kafkajet): from_avro / to_avro, and what reads and writes, are
+imported when used.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-try:
-    from kafkajet.spark.functions import from_avro, to_avro
-    from kafkajet.spark.source import KafkaDataSource
-except ImportError as e:
+_EXTRAS = ("pyspark", "py4j", "pyarrow", "numpy")
+
+
+def _missing_extra(e: ImportError) -> ImportError:
     # Without the extras this would end in a bare "No module named 'pyspark'" from deep inside the import.
-    if (e.name or "").split(".")[0] not in ("pyspark", "py4j", "pyarrow", "numpy"):
+    return type(e)(f"kafkajet.spark needs PySpark 4.2 or later with pyarrow and numpy ({e}): "
+                   "pip install 'kafkajet[spark]'", name=e.name)
+
+
+try:
+    from kafkajet.spark.data_source import KafkaDataSource
+except ImportError as e:
+    if (e.name or "").split(".")[0] not in _EXTRAS:
         raise
-    raise type(e)(f"kafkajet.spark needs PySpark 4.2 or later with pyarrow and numpy ({e}): "
-                  "pip install 'kafkajet[spark]'", name=e.name) from e
+    raise _missing_extra(e) from e
 
 __all__ = ["KafkaDataSource", "from_avro", "register", "to_avro"]
+_FUNCTIONS = ("from_avro", "to_avro")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FUNCTIONS:
+        raise AttributeError(f"module 'kafkajet.spark' has no attribute {name!r}")
+    try:
+        from kafkajet.spark import functions
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in _EXTRAS:
+            raise
+        raise _missing_extra(e) from e
+    return getattr(functions, name)
 
 WORKER_ADVICE = (
     "Spark starts its Python workers with `python3` from PATH unless PYSPARK_PYTHON or spark.pyspark.python "

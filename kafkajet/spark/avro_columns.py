@@ -6,14 +6,13 @@ id (one registry round trip per id and worker process), and Avro schema resoluti
 when a record was written with another version. A record that cannot be decoded fails the task naming
 topic, partition and offset, or is null under mode PERMISSIVE. No Python object outlives its batch.
 
-decode_batch / encode_batch and the per-worker caches serve every registered format: decoder() / encoder()
-hand Protobuf and JSON Schema columns to message_columns.py.
+The columns' decoders and encoders are kept per worker process by registered_batches.py, which finds this
+module through the format table (formats/avro.py).
 """
 
 from __future__ import annotations
 
 import io
-import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,24 +20,9 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.errors import SerializationError
-from kafkajet.spark.registry_formats import RegistryColumn
-
-_LOCK = threading.Lock()
-# Worker-process caches, kept across tasks (Spark reuses its Python workers): one registry client per
-# registry, one deserializer per planned column.
-_CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
-_DECODERS: dict[RegistryColumn, Any] = {}
-_ENCODERS: dict[RegistryColumn, Any] = {}
-
-
-def registry_client(registry: tuple[tuple[str, str], ...]) -> Any:
-    from kafkajet.schema_registry import SchemaRegistryClient
-
-    with _LOCK:
-        client = _CLIENTS.get(registry)
-        if client is None:
-            client = _CLIENTS[registry] = SchemaRegistryClient(dict(registry))
-        return client
+from kafkajet.schema_registry.formats import AVRO
+from kafkajet.spark.registered_columns import RegistryColumn
+from kafkajet.spark.registry_clients import registry_client
 
 
 def _has_uuid(schema: Any) -> bool:
@@ -80,7 +64,7 @@ class ColumnDecoder:
         from kafkajet.schema_registry.wire import frame
         from kafkajet.spark.avro_flat import flat_plan
 
-        self._parsed = parse_avro(Schema(column.schema_str, "AVRO"))
+        self._parsed = parse_avro(Schema(column.schema_str, AVRO.registry_name))
         self._read = fastavro.schemaless_reader
         self._planned_head = None if column.schema_id is None else frame(column.schema_id, b"")
 
@@ -144,47 +128,6 @@ class ColumnDecoder:
                                      f"not fit the planned Spark type: {e}") from e
 
 
-def _cached(cache: dict[RegistryColumn, Any], column: RegistryColumn, make: Any) -> Any:
-    with _LOCK:
-        hit = cache.get(column)
-    if hit is None:
-        hit = make(column)  # outside the lock: it may ask the registry
-        with _LOCK:
-            cache[column] = hit
-    return hit
-
-
-def decoder(column: RegistryColumn) -> Any:
-    """The column's decoder: Avro's here; Protobuf's and JSON Schema's record by record (message_columns)."""
-    if column.format == "avro":
-        return _cached(_DECODERS, column, ColumnDecoder)
-    from kafkajet.spark.message_columns import RecordDecoder
-
-    return _cached(_DECODERS, column, RecordDecoder)
-
-
-def encoder(column: RegistryColumn) -> Any:
-    if column.format == "avro":
-        return _cached(_ENCODERS, column, ColumnEncoder)
-    from kafkajet.spark.message_columns import RecordEncoder
-
-    return _cached(_ENCODERS, column, RecordEncoder)
-
-
-def decode_batch(rb: pa.RecordBatch, columns: dict[str, RegistryColumn], topic: str,
-                 partition: int) -> pa.RecordBatch:
-    """The source's batch with its registered key/value columns decoded in place."""
-    offsets = rb.column(rb.schema.get_field_index("offset"))
-    arrays = list(rb.columns)
-    fields = list(rb.schema)
-    for name, column in columns.items():
-        i = rb.schema.get_field_index(name)
-        arrays[i] = decoder(column).decode_array(rb.column(i), topic,
-                                                 lambda row: f"{topic}-{partition} offset {offsets[row].as_py()}")
-        fields[i] = pa.field(name, arrays[i].type, nullable=True)
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-
 class ColumnEncoder:
     """Arrow values -> framed Avro payloads (magic 0, the schema's id, the Avro binary)."""
 
@@ -196,7 +139,7 @@ class ColumnEncoder:
         if column.schema_id is None:
             raise SerializationError("an Avro column to encode needs its registered schema id")
         self.column = column
-        self._parsed = parse_avro(Schema(column.schema_str, "AVRO"))
+        self._parsed = parse_avro(Schema(column.schema_str, AVRO.registry_name))
         self._write = fastavro.schemaless_writer
         import json
 
@@ -240,14 +183,3 @@ class ColumnEncoder:
                     f"(subject '{self.column.subject}'): {_explain(self._parsed, value, e)}") from e
             out.append(frame(schema_id, buf.getvalue()))
         return out
-
-
-def encode_batch(rb: pa.RecordBatch, columns: dict[str, RegistryColumn]) -> pa.RecordBatch:
-    """The sink's batch with its registered key/value columns encoded into binary."""
-    arrays = list(rb.columns)
-    fields = list(rb.schema)
-    for name, column in columns.items():
-        i = rb.schema.get_field_index(name)
-        arrays[i] = encoder(column).encode_array(rb.column(i))
-        fields[i] = pa.field(name, pa.binary())
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))

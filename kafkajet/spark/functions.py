@@ -17,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.registry_formats import RegistryColumn, registry_conf, require_format, source_columns
+from kafkajet.schema_registry.formats import AVRO
+from kafkajet.spark.registered_columns import RegistryColumn, registry_conf, require_format, source_columns
 
 
 def arrow_udf(f: Any, return_type: Any) -> Any:
@@ -41,14 +42,14 @@ def from_avro(data: Any, subject: str | None = None, *, schema_registry_url: str
     latest version (or `version`, or the schema `schema_id`, or the JSON `avro_schema`). mode FAILFAST fails
     on a record it cannot decode; PERMISSIVE makes it null. `options` takes the registry's auth settings
     (basic.auth.user.info, bearer.auth.token, ...), named as for the source."""
-    from kafkajet.spark.avro_columns import decoder
     from kafkajet.spark.avro_types import spark_type
+    from kafkajet.spark.registered_batches import decoder
 
     opts = _options(schema_registry_url, options)
     if subject is None and schema_id is None and avro_schema is None:
         raise ConfigError("from_avro needs the schema to plan with: a subject (its latest version, or version=), "
                           "schema_id= or avro_schema=")
-    opts.update({"valueformat": "avro", "mode": mode})
+    opts.update({"valueformat": AVRO.spark_name, "mode": mode})
     for key, value in (("valuesubject", subject), ("valueschemaversion", version), ("valueschemaid", schema_id),
                        ("avroschema", avro_schema)):
         if value is not None:
@@ -70,11 +71,11 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
     conf = registry_conf(_options(schema_registry_url, options))
     if "url" not in conf:
         raise ConfigError("to_avro needs schema_registry_url (or options={'schema.registry.url': ...})")
-    require_format("avro", "to_avro")  # here on the driver, not in every task
+    require_format(AVRO.spark_name, "to_avro")  # here on the driver, not in every task
     registry = tuple(sorted(conf.items()))
 
     def encode(values: pa.Array) -> pa.Array:
-        from kafkajet.spark.avro_columns import encoder
+        from kafkajet.spark.registered_batches import encoder
 
         column = _registered(registry, subject, avro_schema or _derived(values.type), auto_register)
         return encoder(column).encode_array(values, lambda row: f"to_avro row {row} of a batch")
@@ -97,13 +98,13 @@ def _registered(registry: tuple[tuple[str, str], ...], subject: str, schema_str:
                 auto_register: bool) -> RegistryColumn:
     """The column's registered id: one registry round trip per worker process and schema."""
     from kafkajet.schema_registry import Schema
-    from kafkajet.spark.avro_columns import registry_client
+    from kafkajet.spark.registry_clients import registry_client
 
     key = (registry, subject, schema_str, auto_register)
     hit = _REGISTERED.get(key)
     if hit is None:
         client = registry_client(registry)
-        schema = Schema(schema_str, "AVRO")
+        schema = Schema(schema_str, AVRO.registry_name)
         schema_id = (client.register_schema(subject, schema) if auto_register
                      else client.lookup_schema(subject, schema).schema_id)
         hit = _REGISTERED[key] = RegistryColumn("value", registry, schema_str, schema_id, subject)

@@ -62,7 +62,7 @@ def read_range(part: KafkaInputPartition, opts: SourceOptions) -> Iterator[Any]:
                 rb = to_arrow(batches, part.topic, part.partition, start, end, opts.include_headers)
                 if rb.num_rows:
                     if opts.formats:
-                        from kafkajet.spark.avro_columns import decode_batch
+                        from kafkajet.spark.registered_batches import decode_batch
 
                         rb = decode_batch(rb, dict(opts.formats), part.topic, part.partition)
                     yield rb

@@ -16,7 +16,7 @@ from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
 from kafkajet.spark.group_commit import group_for
 from kafkajet.spark.option_names import OptionNames
-from kafkajet.spark.registry_formats import SOURCE_FORMAT_OPTIONS, RegistryColumn, source_columns
+from kafkajet.spark.registered_columns import SOURCE_FORMAT_OPTIONS, RegistryColumn, source_columns
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
 
@@ -47,7 +47,7 @@ SOURCE_OPTIONS = OptionNames(
      "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
      # The group a stream commits its processed offsets to, for lag monitors (kafka.group.id wins).
      "groupIdPrefix",
-     # kafkajet's own: the deadline of every broker round trip; Schema Registry formats (registry_formats.py).
+     # kafkajet's own: the deadline of every broker round trip; Schema Registry formats (registered_columns.py).
      "kafkajet.timeout.ms", *SOURCE_FORMAT_OPTIONS),
     # The refused consumer settings count as known: their own message says what to do instead.
     kafka={f"kafka.{k}" for k in (*_KAFKA_KEYS, *_REFUSED_KAFKA)},
@@ -104,7 +104,7 @@ class SourceOptions:
     include_headers: bool
     fetch_config: dict[str, Any]
     group_id: str | None = None  # streams commit processed offsets here (kafkajet.spark.group_commit)
-    # The decoded registered columns ("key", "value"), planned against the Schema Registry (registry_formats.py).
+    # The decoded registered columns ("key", "value"), planned against the Schema Registry (registered_columns.py).
     formats: Mapping[str, RegistryColumn] = field(default_factory=dict)
 
     @property
@@ -121,7 +121,7 @@ def source_schema(include_headers: bool, formats: Mapping[str, RegistryColumn]) 
     from pyspark.sql.types import StructField, StructType
 
     from kafkajet.spark.arrow_records import arrow_schema
-    from kafkajet.spark.registry_formats import arrow_type_of
+    from kafkajet.spark.registered_columns import arrow_type_of
 
     # A decoded column is nullable whatever its schema: a tombstone, or PERMISSIVE's null.
     fields = [StructField(f.name, from_arrow_type(arrow_type_of(formats[f.name]) if f.name in formats else f.type),

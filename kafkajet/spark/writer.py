@@ -11,6 +11,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from kafkajet.spark.sink_options import SinkOptions
+
 log = logging.getLogger("kafkajet.spark")
 
 # Module state survives across tasks in a reused Python worker: one producer per distinct configuration.
@@ -29,7 +31,7 @@ def _producer(cfg: dict[str, str]) -> Any:
         return p
 
 
-# The sink's registered columns (registry_formats.RegistryColumn by "key" / "value"), encoded before the
+# The sink's registered columns (registered_columns.RegistryColumn by "key" / "value"), encoded before the
 # producer sees them.
 Formats = Mapping[str, Any] | None
 
@@ -37,7 +39,7 @@ Formats = Mapping[str, Any] | None
 def _encoded(batches: Iterator[Any], formats: Formats) -> Iterator[Any]:
     if not formats:
         return batches
-    from kafkajet.spark.avro_columns import encode_batch
+    from kafkajet.spark.registered_batches import encode_batch
 
     return (encode_batch(rb, dict(formats)) for rb in batches)
 
@@ -48,7 +50,7 @@ class KafkaCommitMessage(WriterCommitMessage):
 
 
 def _inject_failure(fail_after: int | None, marker: str | None, sent: int, producer: Any) -> None:
-    """Test hook (options kafkajet.test.fail.after.rows / .marker): fail a task mid-write, once per marker,
+    """Test hook (FailureHooks.after_rows / .marker, see test_hooks.py): fail a task mid-write, once per marker,
     after flushing what it sent, so the failed attempt's rows are on the broker (the hard case)."""
     if fail_after is None or sent < fail_after:
         return
@@ -122,17 +124,13 @@ def _raise_failures(pending: list[Any]) -> None:
 
 
 class KafkaArrowWriter(DataSourceArrowWriter):
-    def __init__(self, cfg: dict[str, str], topic: str | None, fail_after: int | None = None,
-                 fail_marker: str | None = None, formats: Formats = None) -> None:
-        self.cfg = cfg
-        self.topic = topic
-        self.fail_after = fail_after
-        self.fail_marker = fail_marker
-        self.formats = formats
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator, self.fail_after, self.fail_marker,
-                                                self.formats))
+        o = self.opts
+        return KafkaCommitMessage(write_batches(o.producer, o.topic, iterator, o.failures.after_rows,
+                                                o.failures.marker, o.formats))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -144,13 +142,12 @@ class KafkaArrowWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamArrowWriter(DataSourceStreamArrowWriter):
-    def __init__(self, cfg: dict[str, str], topic: str | None, formats: Formats = None) -> None:
-        self.cfg = cfg
-        self.topic = topic
-        self.formats = formats
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return KafkaCommitMessage(write_batches(self.cfg, self.topic, iterator, formats=self.formats))
+        return KafkaCommitMessage(write_batches(self.opts.producer, self.opts.topic, iterator,
+                                                formats=self.opts.formats))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -260,18 +257,15 @@ def complete_all(cfg: dict[str, str], messages: list[WriterCommitMessage | None]
 
 
 class KafkaExactlyOnceWriter(DataSourceArrowWriter):
-    def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str, fail_after: int | None = None,
-                 fail_marker: str | None = None, formats: Formats = None) -> None:
-        self.cfg = cfg
-        self.topic = topic
+    def __init__(self, opts: SinkOptions, prefix: str) -> None:
+        self.opts = opts
+        self.cfg = opts.producer
         self.prefix = prefix
-        self.fail_after = fail_after
-        self.fail_marker = fail_marker
-        self.formats = formats
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_prepared(self.cfg, self.topic, iterator, self.prefix, self.fail_after, self.fail_marker,
-                              self.formats)
+        o = self.opts
+        return write_prepared(o.producer, o.topic, iterator, self.prefix, o.failures.after_rows, o.failures.marker,
+                              o.formats)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = complete_all(self.cfg, messages, True, self.prefix)
@@ -283,18 +277,16 @@ class KafkaExactlyOnceWriter(DataSourceArrowWriter):
 
 
 class KafkaExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, cfg: dict[str, str], topic: str | None, prefix: str,
-                 fail_after_commit_marker: str | None = None, formats: Formats = None) -> None:
-        self.cfg = cfg
-        self.topic = topic
+    def __init__(self, opts: SinkOptions, prefix: str) -> None:
+        self.opts = opts
+        self.cfg = opts.producer
         self.prefix = prefix
-        self.formats = formats
-        # Test hook (option kafkajet.test.fail.after.commit.marker): once, fail after the Kafka commit, before
-        # Spark records the micro-batch, as a driver dying there would.
-        self.fail_after_commit_marker = fail_after_commit_marker
+        # Test hook (FailureHooks.after_commit_marker): once, fail after the Kafka commit, before Spark records
+        # the micro-batch, as a driver dying there would.
+        self.fail_after_commit_marker = opts.failures.after_commit_marker
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_prepared(self.cfg, self.topic, iterator, self.prefix, formats=self.formats)
+        return write_prepared(self.opts.producer, self.opts.topic, iterator, self.prefix, formats=self.opts.formats)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = complete_all(self.cfg, messages, True, self.prefix)

@@ -100,7 +100,7 @@ def test_a_version_registered_between_planning_and_reading_does_not_change_what_
 
     import pyarrow as pa
 
-    from kafkajet.spark.source import KafkaDataSource
+    from kafkajet.spark.data_source import KafkaDataSource
 
     topic = make_topic(broker, "avro-planned-once", partitions=2)
     client = SchemaRegistryClient({"url": registry.url})

@@ -16,7 +16,7 @@ from kafkajet.schema_registry import AvroSerializer, MessageField, SchemaRegistr
 from kafkajet.schema_registry.wire import frame
 from kafkajet.spark.avro_columns import ColumnDecoder
 from kafkajet.spark.avro_flat import decode_flat, flat_plan
-from kafkajet.spark.registry_formats import RegistryColumn
+from kafkajet.spark.registered_columns import RegistryColumn
 from kafkajet.testing import SchemaRegistry
 
 FLAT = {"type": "record", "name": "Flat", "fields": [

@@ -28,8 +28,10 @@ bootstrap, topic, marker = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
 kafkajet.spark.register(spark, check_workers=False)
+from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 (spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
- .write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+ .write.format("kafkajet-test-hooks").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
  .option("exactlyOnce", "true").option("transactionalIdPrefix", "retry-job").option("kafka.linger.ms", "0")
  .option("kafkajet.test.fail.after.rows", "5000").option("kafkajet.test.fail.marker", marker).save())
 spark.stop()
@@ -60,12 +62,15 @@ def test_a_failed_task_attempt_never_becomes_visible(tmp_path: Path) -> None:
 
 
 def test_a_failed_job_leaves_nothing_visible_and_nothing_open(spark: Any) -> None:
+    from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+
+    spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
     with MockCluster(brokers=1) as cluster:
         cluster.create_topic("eos-abort", partitions=2)
         df = spark.range(4000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
         with pytest.raises(Exception, match="injected failure"):
-            (df.write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-             .option("topic", "eos-abort").option("exactlyOnce", "true").option("transactionalIdPrefix", "job-a")
+            (df.write.format("kafkajet-test-hooks").mode("append")
+             .option("kafka.bootstrap.servers", cluster.bootstrap_servers).option("topic", "eos-abort").option("exactlyOnce", "true").option("transactionalIdPrefix", "job-a")
              .option("kafkajet.test.fail.after.rows", "1500").save())
         assert values(cluster.bootstrap_servers, "eos-abort", 2, "read_committed", 0) == Counter()
         # No transaction of the job is left open to hold back read_committed readers until its timeout.
@@ -101,9 +106,11 @@ import kafkajet.spark
 bootstrap, source, sink, checkpoint, crash = sys.argv[1:6]  # crash: a marker file for the failure hook
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 kafkajet.spark.register(spark, check_workers=False)
+from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 q = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
      .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "1000").load()
-     .selectExpr("value").writeStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap)
+     .selectExpr("value").writeStream.format("kafkajet-test-hooks").option("kafka.bootstrap.servers", bootstrap)
      .option("topic", sink).option("exactlyOnce", "true").option("checkpointLocation", checkpoint)
      .option("kafkajet.test.fail.after.commit.marker", crash)
      .trigger(availableNow=True).start())

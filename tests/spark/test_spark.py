@@ -195,8 +195,10 @@ bootstrap, topic, marker = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
 kafkajet.spark.register(spark, check_workers=False)
+from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 (spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
- .write.format("kafkajet").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+ .write.format("kafkajet-test-hooks").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
  .option("kafkajet.test.fail.after.rows", "5000").option("kafkajet.test.fail.marker", marker).save())
 spark.stop()
 """

@@ -30,7 +30,7 @@ def test_a_registered_format_without_its_extra_fails_at_planning_naming_it(
         monkeypatch: pytest.MonkeyPatch, fmt: str, module: str, extra: str) -> None:
     # Planned on the driver: without this check, every task failed deep inside Spark with a bare import error.
     from kafkajet.errors import ConfigError
-    from kafkajet.spark.registry_formats import sink_columns, source_columns
+    from kafkajet.spark.registered_columns import sink_columns, source_columns
 
     monkeypatch.setitem(sys.modules, module, None)  # imported as a missing module is
     options = {"valueFormat": fmt, "schema.registry.url": "http://127.0.0.1:9"}  # never asked: it fails first
