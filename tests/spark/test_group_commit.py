@@ -1,4 +1,5 @@
-"""The streaming source commits processed offsets to a consumer group that lag monitors read (issue 31).
+"""The streaming source commits processed offsets to a consumer group that lag monitors read: without it a
+stream's consumption shows nowhere in the tools that watch consumer lag (the checkpoint alone holds it).
 
 The referees are other clients reading the real broker: confluent-kafka's and kafka-python's admin clients.
 """
