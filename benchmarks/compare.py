@@ -660,7 +660,9 @@ def _ratio(kind: str, base: Summary | None, s: Summary) -> str:
     return f"{theirs / mine:.2f}x p99" if kind == "latency" else f"{mine / theirs:.2f}x"
 
 
-def table(summaries: dict[str, dict[str, Summary]]) -> str:
+def table(summaries: dict[str, dict[str, Summary]], workloads: dict[str, dict[str, Any]] | None = None) -> str:
+    """The Markdown table; `workloads` as run (--quick's counts), for the records a FAILED run should have had."""
+    workloads = workloads or WORKLOADS
     rows = ["| workload | client | records/s | MB/s | CPU s | peak RSS MB | p50 ms | p99 ms "
             "| kafkajet ratio: compiled, pure |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -669,7 +671,7 @@ def table(summaries: dict[str, dict[str, Summary]]) -> str:
         compiled, pure = by_client.get(BASELINE[kind]), by_client.get(BASELINE[kind] + PURE)
         for client, s in by_client.items():
             if not s.ok:
-                lost = ", ".join(f"{r.acked:,}/{WORKLOADS[name]['records']:,}" for r in s.runs)
+                lost = ", ".join(f"{r.acked:,}/{workloads[name]['records']:,}" for r in s.runs)
                 rows.append(f"| {name} | {client} | FAILED (acked {lost}) | | | | | | |")
                 continue
             ratio = f"{_ratio(kind, compiled, s)}, {_ratio(kind, pure, s)}"
@@ -842,7 +844,7 @@ def main() -> None:
     broker = broker_name(args.broker, args.bootstrap_servers)
     context = context_line(broker, load_before) + (" — QUICK run (--quick: a fifth of the records, one rep)"
                                                    if args.quick else "")
-    text = context + "\n\n" + table(summaries)
+    text = context + "\n\n" + table(summaries, workloads)
     costs = cost_table(summaries)
     if costs:
         text += "\n\n" + costs
