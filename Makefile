@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test build lint typecheck reliability bench broker clean mutate kafka krb5
+.PHONY: demo test build lint typecheck docs reliability bench broker clean mutate kafka krb5
 
 # Apache Kafka for the suite's reference cluster (kafkajet.testing.ApacheKafka): Maven copies the broker's and
 # the tools' jars from Maven Central into an ignored cache the first time. The version is named once, in the pom.
@@ -61,7 +61,7 @@ build: $(STAMP)
 # Both builds: everything on the compiled one (a silent fallback to Python fails it), then on the pure-Python
 # one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
 # readers decoding the batches this build's producer writes, per codec; about 20 s).
-test: $(STAMP) lint typecheck build kafka krb5
+test: $(STAMP) lint typecheck docs build kafka krb5
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock tests/interop
 
@@ -70,6 +70,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy kafkajet pyspark_kafkajet
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a broken link or API reference.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict -d site
 
 reliability: $(STAMP)
 	$(PY) -m pytest -q -m reliability -s
