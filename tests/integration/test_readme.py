@@ -1,4 +1,5 @@
-"""The README's Python examples run as written, against the real embedded broker.
+"""The Python examples of the README and of the documentation site (docs/**/*.md) run as written, against the
+real broker.
 
 Every ```python block is a complete program: it is run in a fresh interpreter, with KAFKA_BOOTSTRAP pointing
 at the session's broker (the examples read it, defaulting to the `kafkajet broker --port 9092` address), and
@@ -22,7 +23,11 @@ from kafkajet.testing.oidc import OidcProvider
 from tests.helpers.tls_proxy import CertificateAuthority
 
 ROOT = Path(__file__).resolve().parents[2]
-BLOCKS = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.S | re.M)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+# (page, block): every example of the README and of the site's pages.
+EXAMPLES = [(page.relative_to(ROOT).as_posix(), block) for page in PAGES
+            for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.S | re.M)]
+BLOCKS = [block for _, block in EXAMPLES]
 
 
 @pytest.fixture
@@ -65,11 +70,13 @@ def test_the_readme_says_what_kafkajet_is_first_and_how_to_install_it() -> None:
 
 
 def test_the_readme_has_its_examples() -> None:
-    assert len(BLOCKS) >= 5, "the README lost its Python examples (or their ```python fences)"
+    assert len([page for page, _ in EXAMPLES if page == "README.md"]) >= 2, "the README lost its examples"
+    assert len(BLOCKS) >= 15, "the docs lost their Python examples (or their ```python fences)"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[_title(b) for b in BLOCKS])
-def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path,
+@pytest.mark.parametrize("page,block", EXAMPLES,
+                         ids=[f"{page.removesuffix('.md')}:{_title(block)}" for page, block in EXAMPLES])
+def test_readme_example_runs(page: str, block: str, broker: EmbeddedBroker, tmp_path: Path,
                              request: pytest.FixtureRequest) -> None:
     env = dict(os.environ, KAFKA_BOOTSTRAP=broker.bootstrap_servers, PYSPARK_PYTHON=sys.executable,
                PYTHONPATH=str(ROOT))
@@ -99,4 +106,4 @@ def test_readme_example_runs(block: str, broker: EmbeddedBroker, tmp_path: Path,
     script.write_text(block)
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=600)
-    assert out.returncode == 0, f"README example failed:\n{block}\n--- stdout\n{out.stdout}\n--- stderr\n{out.stderr}"
+    assert out.returncode == 0, f"{page} example failed:\n{block}\n--- stdout\n{out.stdout}\n--- stderr\n{out.stderr}"
