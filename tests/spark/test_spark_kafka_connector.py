@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from kafkajet import Producer
-from kafkajet.admin import Admin
+from kafkajet.admin import Admin, NewTopic
 from kafkajet.testing.apache_kafka import ApacheKafka
 
 _JVM = Path(__file__).resolve().parents[2] / "benchmarks" / "_jvm.py"
@@ -37,9 +37,9 @@ RECORDS = 60
 SECOND = 1000
 
 
-def make_topic(kafka: ApacheKafka, name: str, partitions: int) -> str:
+def make_topic(kafka: ApacheKafka, name: str, partitions: int, **configs: str) -> str:
     with Admin(kafka.bootstrap_servers) as admin:
-        admin.create_topics([name], num_partitions=partitions)
+        admin.create_topics([NewTopic(name, partitions, configs=configs or None)])
     return name
 
 
@@ -149,6 +149,17 @@ def test_the_same_batch_queries_return_the_same_rows_every_column(
     _same(spark_kafka, bootstrap, total, subscribe=topic, includeHeaders="true", minPartitions="7")
     _same(spark_kafka, bootstrap, 10, assign=json.dumps({topic: [1]}), minPartitions="4",
           startingOffsets=json.dumps({topic: {"1": 20}}), endingOffsets=json.dumps({topic: {"1": 30}}))
+
+
+def test_log_append_time_reads_the_same(spark_kafka: Any, apache_kafka: ApacheKafka, topic_name: str) -> None:
+    """timestampType 1: the broker's append time, which replaces the producer's timestamps."""
+    topic = make_topic(apache_kafka, topic_name, 2, **{"message.timestamp.type": "LogAppendTime"})
+    with Producer(bootstrap_servers=apache_kafka.bootstrap_servers, linger_ms=5) as p:
+        for i in range(40):
+            p.send(topic, b"%d" % i, key=b"k" if i % 3 else None, partition=i % 2, timestamp_ms=1_000_000 + i)
+        p.flush(timeout=60)
+    rows = _same(spark_kafka, apache_kafka.bootstrap_servers, 40, subscribe=topic, includeHeaders="true")
+    assert {r[6] for r in rows} == {1}
 
 
 def test_a_dataframe_written_through_each_reads_back_the_same(
