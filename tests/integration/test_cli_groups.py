@@ -1,0 +1,174 @@
+"""`kafkajet groups --describe --all-groups` and `--reset-offsets` (kafka-consumer-groups) as a subprocess against the
+real broker: offsets are committed and read back with confluent-kafka, records written with it too."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kafkajet.admin import Admin
+from kafkajet.testing import EmbeddedBroker
+from tests.helpers.waiting import wait_for
+from tests.integration.test_cli import cli
+
+TS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+
+
+def _commit(broker: EmbeddedBroker, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def _committed(broker: EmbeddedBroker, group: str, topic: str, partitions: int = 2) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        c.close()
+    return [tp.offset for tp in got]
+
+
+def _fill(broker: EmbeddedBroker, topic: str, partitions: int, per_partition: int) -> None:
+    """per_partition records in each partition, the i-th at TS + i seconds."""
+    from confluent_kafka import Producer
+
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic, num_partitions=partitions, timeout_s=30)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for part in range(partitions):
+        for i in range(per_partition):
+            p.produce(topic, b"%d" % i, partition=part, timestamp=TS + i * 1000)
+    assert p.flush(30) == 0
+
+
+@pytest.fixture
+def group(broker: EmbeddedBroker, topic_name: str) -> str:
+    """A group without members at offsets 2 and 5 of a topic with 5 records in each of its 2 partitions."""
+    _fill(broker, topic_name, 2, 5)
+    name = topic_name + "-g"
+    _commit(broker, name, {(topic_name, 0): 2, (topic_name, 1): 5})
+    return name
+
+
+def _groups(broker: EmbeddedBroker, *args: str) -> tuple[int, list[list[str]], str]:
+    r = cli("groups", "--bootstrap-server", broker.bootstrap_servers, *args)
+    return r.returncode, [line.split() for line in r.stdout.splitlines()], r.stderr
+
+
+def test_describe_all_groups_shows_each_group(broker: EmbeddedBroker, topic_name: str, group: str) -> None:
+    other = topic_name + "-other"
+    _commit(broker, other, {(topic_name, 1): 1})
+    code, rows, err = _groups(broker, "--describe", "--all-groups")
+    assert code == 0, err
+    assert [group, topic_name, "0", "2", "5", "3"] in rows and [group, topic_name, "1", "5", "5", "0"] in rows
+    assert [other, topic_name, "1", "1", "5", "4"] in rows
+    assert rows.count(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]) >= 2
+    assert [] in rows  # a blank line between two groups' tables
+
+
+def test_reset_offsets_is_a_dry_run_unless_executed(broker: EmbeddedBroker, topic_name: str, group: str) -> None:
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name, "--to-earliest")
+    assert code == 0, err
+    assert rows == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [group, topic_name, "0", "0"],
+                    [group, topic_name, "1", "0"]]
+    assert "--execute" in err
+    assert _committed(broker, group, topic_name) == [2, 5]  # nothing changed
+
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", f"{topic_name}:1",
+                              "--to-earliest", "--execute")
+    assert code == 0, err
+    assert rows[1:] == [[group, topic_name, "1", "0"]] and "WARN" not in err
+    assert _committed(broker, group, topic_name) == [2, 0]  # only the partition named
+
+
+def test_reset_offsets_to_latest_and_shift_by(broker: EmbeddedBroker, topic_name: str, group: str) -> None:
+    code, _, err = _groups(broker, "--reset-offsets", "--group", group, "--all-topics", "--shift-by", "-1",
+                           "--execute")
+    assert code == 0, err
+    assert _committed(broker, group, topic_name) == [1, 4]
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--all-topics", "--shift-by", "3",
+                              "--execute")
+    assert code == 0, err
+    assert rows[1:] == [[group, topic_name, "0", "4"], [group, topic_name, "1", "5"]]  # kept within the log
+    assert "outside the log" in err
+    assert _committed(broker, group, topic_name) == [4, 5]
+    code, _, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name, "--to-latest",
+                           "--dry-run")
+    assert code == 0, err
+    code, _, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", f"{topic_name}:0",
+                           "--to-offset", "0", "--execute")
+    assert code == 0, err
+    assert _committed(broker, group, topic_name) == [0, 5]
+    code, _, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name, "--to-latest",
+                           "--execute")
+    assert code == 0, err
+    assert _committed(broker, group, topic_name) == [5, 5]
+
+
+@pytest.mark.broker_kinds("apache", reason="Tansu answers ListOffsets by timestamp with offset 0 whatever the "
+                                           "time (the Spark source's test says the same)")
+def test_reset_offsets_to_datetime(broker: EmbeddedBroker, topic_name: str, group: str) -> None:
+    # 22:13:21.5Z is between the records at TS + 1 s and TS + 2 s: the first at or after it is offset 2.
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                              "--to-datetime", "2023-11-14T22:13:21.500Z", "--execute")
+    assert code == 0, err
+    assert rows[1:] == [[group, topic_name, "0", "2"], [group, topic_name, "1", "2"]]
+    assert _committed(broker, group, topic_name) == [2, 2]
+    # TS + 1 s exactly, written with a +02:00 offset: that record itself.
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                              "--to-datetime", "2023-11-15T00:13:21.000+02:00")
+    assert code == 0 and rows[1:] == [[group, topic_name, "0", "1"], [group, topic_name, "1", "1"]], err
+
+
+def test_reset_offsets_to_a_datetime_after_every_record_is_the_end(broker: EmbeddedBroker, topic_name: str,
+                                                                   group: str) -> None:
+    code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                              "--to-datetime", "2100-01-01T00:00:00Z")
+    assert code == 0 and rows[1:] == [[group, topic_name, "0", "5"], [group, topic_name, "1", "5"]], err
+    code, _, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                           "--to-datetime", "yesterday")
+    assert code == 2 and "ISO 8601" in err
+
+
+def test_reset_offsets_refuses_a_group_with_active_members(broker: EmbeddedBroker, topic_name: str,
+                                                           group: str) -> None:
+    from kafka import KafkaConsumer
+
+    member = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                           enable_auto_commit=False)
+    stop = threading.Event()
+    try:
+        wait_for(lambda: member.poll(100) is not None and member.assignment(), 60, "the member joining the group")
+        # Keep polling while the tool runs, as a live consumer does.
+        poller = threading.Thread(target=lambda: [member.poll(100) for _ in iter(stop.is_set, True)], daemon=True)
+        poller.start()
+        code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                                  "--to-earliest", "--execute")
+        stop.set()
+        poller.join(30)
+    finally:
+        stop.set()
+        member.close(autocommit=False)
+    assert code == 1, (rows, err)
+    assert "active members" in err and "Traceback" not in err
+    assert _committed(broker, group, topic_name) == [2, 5]
+
+
+def test_reset_offsets_usage_mistakes_exit_2(broker: EmbeddedBroker) -> None:
+    for args, says in ((("--reset-offsets", "--group", "g", "--to-earliest"), "--topic TOPIC or --all-topics"),
+                       (("--reset-offsets", "--group", "g", "--topic", "t"), "needs one of --to-earliest"),
+                       (("--reset-offsets", "--topic", "t", "--to-earliest"), "--group NAME or --all-groups"),
+                       (("--describe", "--group", "g", "--to-earliest"), "goes with --reset-offsets"),
+                       (("--reset-offsets", "--group", "g", "--topic", "t", "--to-latest", "--dry-run",
+                         "--execute"), "not allowed with")):
+        code, _, err = _groups(broker, *args)
+        assert code == 2, (args, err)
+        assert says in err and "Traceback" not in err, err
