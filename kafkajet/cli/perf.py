@@ -378,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", metavar="HOST:PORT",
                    help="the cluster (overrides bootstrap.servers); default: an embedded broker")
     p.add_argument("--print-metrics", action="store_true", help="print the producer's metrics at the end")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     p.add_argument("--reporting-interval", type=int, default=int(REPORT_INTERVAL_S * 1000), metavar="MS",
                    help="print a window line this often (default 5000, as the Java tool)")
     p.add_argument("--warmup-records", type=int, default=0, metavar="WARMUP-RECORDS",
@@ -682,6 +683,10 @@ def _produce(props: dict[str, str], args: argparse.Namespace, out: Output, chunk
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.verbose:
+        import logging
+
+        logging.getLogger().setLevel(logging.INFO)  # the handler is set up by `kafkajet`'s main at WARNING
     try:
         return run(args)
     except UsageError as e:

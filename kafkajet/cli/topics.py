@@ -26,11 +26,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--list", action="store_true", help="print the topic names, one a line")
     action.add_argument("--describe", action="store_true", help="partitions, leaders, replicas (all or --topic)")
     action.add_argument("--delete", action="store_true", help="delete --topic")
+    action.add_argument("--alter", action="store_true",
+                        help="add --partitions or change --config of --topic: not supported yet (exits 1)")
     p.add_argument("--topic", default=None, help="the topic to create, describe or delete")
     p.add_argument("--partitions", type=int, default=None, help="partitions of a new topic (default 1)")
     p.add_argument("--replication-factor", type=int, default=1, help="replicas of a new topic (default 1)")
     p.add_argument("--config", dest="topic_configs", metavar="KEY=VALUE", action="append", default=[],
-                   help="a topic setting for --create, e.g. cleanup.policy=compact; repeatable")
+                   help="a topic setting for --create (or --alter), e.g. cleanup.policy=compact; repeatable")
     p.add_argument("--if-not-exists", action="store_true",
                    help="--create: nothing to do if the topic exists (a warning if its --partitions differ)")
     p.add_argument("--if-exists", action="store_true", help="--delete/--describe: no error if it does not exist")
@@ -68,11 +70,21 @@ def run(args: argparse.Namespace) -> int:
 
     parser: argparse.ArgumentParser = args.parser
     require_bootstrap(parser, args)
-    if (args.create or args.delete) and not args.topic:
-        parser.error(f"--{'create' if args.create else 'delete'} needs --topic NAME")
+    if (args.create or args.delete or args.alter) and not args.topic:
+        parser.error(f"--{'create' if args.create else 'delete' if args.delete else 'alter'} needs --topic NAME")
     if (args.partitions is not None and args.partitions < 1) or args.replication_factor < 1:
         parser.error("--partitions and --replication-factor must be at least 1")
     topic_configs = parse_assignments(args.topic_configs, "--config")
+    if args.alter:
+        if args.partitions is None and not topic_configs:
+            parser.error("--alter needs --partitions N or --config KEY=VALUE")
+        # Checked before connecting: the protocol module has no schema for either request, so no broker could
+        # be asked. Said plainly rather than failing later with an unsupported-version error.
+        missing = ([("--partitions", "CreatePartitions")] if args.partitions is not None else []) + (
+            [("--config", "IncrementalAlterConfigs")] if topic_configs else [])
+        raise CliError("--alter is not supported: kafkajet does not implement "
+                       + " or ".join(f"{api} (for {flag})" for flag, api in missing)
+                       + "; use Kafka's kafka-topics.sh --alter or kafka-configs.sh --alter for now")
     if args.create:
         problem = topic_name_problem(args.topic)
         if problem is not None:
