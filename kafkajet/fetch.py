@@ -15,6 +15,7 @@ from kafkajet.config import FETCH, parse_client_config
 from kafkajet.errors import (
     KafkaTimeoutError,
     LeaderNotAvailableError,
+    OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
     make_error,
 )
@@ -26,6 +27,7 @@ from kafkajet.records.isolation import committed_batches
 from kafkajet.security.connection import connection_security
 
 READ_COMMITTED = 1
+EARLIEST = -2  # ListOffsets' timestamp for the log start offset
 
 
 class FetchClient:
@@ -84,6 +86,15 @@ class FetchClient:
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The earliest offset whose record timestamp is >= timestamp_ms (ListOffsets by time), or None when
         no record is that recent."""
+        offset, timestamp = self._list_offsets(topic, partition, timestamp_ms)
+        # Kafka says "no record that late" with offset -1 and timestamp -1; some brokers (Tansu) answer offset 0
+        # with timestamp -1 instead. A record that was found has a timestamp at or after the one asked for.
+        if offset < 0 or timestamp < 0:
+            return None
+        return offset
+
+    def _list_offsets(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int]:
+        """ListOffsets for one partition: (offset, timestamp); timestamp_ms -2 asks for the log start."""
         conn = self._conn(topic, partition)
         version = conn.api_version(ApiKey.LIST_OFFSETS)
         resp = conn.request(ApiKey.LIST_OFFSETS, {
@@ -95,12 +106,7 @@ class FetchClient:
         err = make_error(p["error_code"], f"list offsets of {topic}-{partition} at timestamp {timestamp_ms}")
         if err is not None:
             raise err
-        offset: int = p["offset"]
-        # Kafka says "no record that late" with offset -1 and timestamp -1; some brokers (Tansu) answer offset 0
-        # with timestamp -1 instead. A record that was found has a timestamp at or after the one asked for.
-        if offset < 0 or p.get("timestamp", 0) < 0:
-            return None
-        return offset
+        return int(p["offset"]), int(p.get("timestamp", 0))
 
     def _conn(self, topic: str, partition: int) -> BlockingConnection:
         if (topic, partition) not in self._leaders:
@@ -144,7 +150,12 @@ class FetchClient:
         (nothing at or past an open transaction's first record is readable yet). From Fetch, not ListOffsets
         "latest": Tansu answers the latter with the last batch's base offset + 1."""
         # max_wait 0 makes Tansu answer with no partitions at all; with data present it answers at once.
-        p = self._fetch(topic, partition, 0, 1, 100)
+        try:
+            p = self._fetch(topic, partition, 0, 1, 100)
+        except OffsetOutOfRangeError:
+            # Retention or DeleteRecords moved the log's start past 0: ask where it starts, and fetch there.
+            start, _ = self._list_offsets(topic, partition, EARLIEST)
+            p = self._fetch(topic, partition, start, 1, 100)
         return max(0, p.get("log_start_offset", 0)), self._end_of(p)
 
     def _end_of(self, p: dict[str, Any]) -> int:
