@@ -272,7 +272,8 @@ def _constant_string(text: str, n: int) -> pa.Array:
 
 
 def _headers(data: bytes, starts: Any, counts: Any) -> pa.Array:
-    rows: list[list[dict[str, Any]]] = [[] for _ in range(len(starts))]
+    # A record without headers is null, not an empty array: what Spark's own Kafka source gives.
+    rows: list[list[dict[str, Any]] | None] = [None] * len(starts)
     for i in np.nonzero(counts > 0)[0].tolist():
         pos = int(starts[i])
         items = []

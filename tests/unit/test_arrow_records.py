@@ -21,7 +21,7 @@ def rows_by_records(data: bytes, start: int, end: int) -> list[tuple]:
         for r in b.records:
             if start <= r.offset < end:
                 out.append((r.key, r.value, r.offset, r.timestamp, b.timestamp_type,
-                            [(k, v) for k, v in r.headers]))
+                            [(k, v) for k, v in r.headers] if r.headers else None))
     return out
 
 
@@ -32,7 +32,7 @@ def rows_by_arrow(data: bytes, start: int, end: int, topic: str = "t", partition
     assert rb.schema.field("timestamp").type.tz == "UTC"
     # Milliseconds by integer division: float seconds * 1000 truncates 1.001 s to 1000 ms.
     return [(k, v, o, (ts - EPOCH) // timedelta(milliseconds=1) if ts is not None else None, tt,
-             [(h["key"], h["value"]) for h in hs])
+             None if hs is None else [(h["key"], h["value"]) for h in hs])
             for k, v, o, ts, tt, hs in zip(cols["key"], cols["value"], cols["offset"], cols["timestamp"],
                                             cols["timestampType"], cols["headers"], strict=True)]
 
