@@ -204,14 +204,28 @@ def sink_columns(options: Mapping[str, str], topic: str | None,
             raise ConfigError(f"option {field}Format={fmt} needs schema.registry.url to register the schema at")
         given_name = pieces.given_options[field == "key"]
         given = opts.get(given_name.lower())
-        schema = (_given_schema(fmt, given, given_name) if given is not None
-                  else Schema(derived_schema(fmt, column_types[field]), pieces.schema_format.registry_name))
+        pinned_id = _int_option(opts, f"{field}schemaid", f"{field}SchemaId")
+        pinned_version = _int_option(opts, f"{field}schemaversion", f"{field}SchemaVersion")
+        if given is not None and (pinned_id is not None or pinned_version is not None):
+            raise ConfigError(f"options {given_name} and {field}SchemaId/{field}SchemaVersion both say which schema "
+                              f"to write {field} with: give one")
         subject = _subject(opts, field, () if topic is None else (topic,), "sink")
         with _client(conf) as client:
-            if auto_register == "true":
-                schema_id = client.register_schema(subject, schema)
+            if pinned_id is not None or pinned_version is not None:
+                # A schema pinned by id or version is written with as registered: nothing is registered.
+                if pinned_id is not None:
+                    schema, schema_id = client.get_schema(pinned_id), pinned_id
+                else:
+                    reg = client.get_version(subject, pinned_version)
+                    schema, schema_id = reg.schema, reg.schema_id
+                _check_type(schema, fmt, field)
             else:
-                schema_id = client.lookup_schema(subject, schema).schema_id
+                schema = (_given_schema(fmt, given, given_name) if given is not None
+                          else Schema(derived_schema(fmt, column_types[field]), pieces.schema_format.registry_name))
+                if auto_register == "true":
+                    schema_id = client.register_schema(subject, schema)
+                else:
+                    schema_id = client.lookup_schema(subject, schema).schema_id
             imports = pieces.imports(client, schema)
         out[field] = RegistryColumn(field, tuple(sorted(conf.items())), schema.schema_str, schema_id, subject,
                                     False, fmt, imports, pieces.message(opts, field, schema.schema_str))

@@ -236,3 +236,30 @@ def test_options_are_checked_at_planning(spark: Any, broker: EmbeddedBroker, reg
              avroSchema=json.dumps(V1))
     SchemaRegistryClient({"url": registry.url}).register_schema(f"{topic}-value", Schema(json.dumps(V1)))
     assert read(spark, broker, registry, topic).count() == 0
+
+
+def test_the_sink_writes_with_a_schema_pinned_by_version_or_id_and_registers_nothing(
+        spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
+    client = SchemaRegistryClient({"url": registry.url})
+    topic = make_topic(broker, "avro-sink-pinned", partitions=1)
+    simple = {"type": "record", "name": "Pin", "namespace": "t", "fields": [{"name": "id", "type": "long"}]}
+    v1 = client.register_schema(f"{topic}-value", Schema(json.dumps(simple), "AVRO"))
+    v2_schema = {**simple, "fields": [*simple["fields"], {"name": "note", "type": "string", "default": ""}]}
+    v2 = client.register_schema(f"{topic}-value", Schema(json.dumps(v2_schema), "AVRO"))
+    assert v1 != v2
+
+    df = spark.createDataFrame([(i,) for i in range(4)], "id long").selectExpr("struct(id) AS value")
+    for pin in ({"valueSchemaVersion": "1"}, {"valueSchemaId": str(v1)}):
+        writer = (df.write.format("kafkajet").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+                  .option("topic", topic).option("valueFormat", "avro").option("schema.registry.url", registry.url))
+        for k, v in pin.items():
+            writer = writer.option(k, v)
+        writer.mode("append").save()
+    assert client.get_versions(f"{topic}-value") == [1, 2]  # nothing registered
+    from kafkajet.fetch import FetchClient
+
+    with FetchClient(broker.bootstrap_servers) as reader:
+        values = [r.value or b"" for r in reader.fetch_range(topic, 0, *reader.offsets(topic, 0))]
+    assert len(values) == 8 and {v[:5] for v in values} == {frame(v1, b"")}  # every record framed with v1's id
+    rows = read(spark, broker, registry, topic, valueSchemaVersion="1").select("value.id").collect()
+    assert sorted(r.id for r in rows) == sorted(list(range(4)) * 2)
