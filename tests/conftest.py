@@ -16,8 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from kafkajet.testing import EmbeddedBroker, MockCluster
-from kafkajet.testing.apache_kafka import ApacheKafka, ApacheKafkaUnavailable
+from kafkajet.testing.apache_kafka import ApacheKafka
 from kafkajet.testing.kdc import LocalKdc, kdc_available
+from tests.helpers.apache import running_apache_kafka
 
 _topic_counter = itertools.count()
 
@@ -62,17 +63,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def apache_kafka() -> Iterator[ApacheKafka]:
     """One Apache Kafka node for the run, started the first time a test asks for it."""
-    try:
-        # The coordinator looks for transactions past their timeout every second, not every 10 s (its default),
-        # so the test of a transaction the broker times out takes seconds.
-        kafka = ApacheKafka(brokers=1, broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
-        kafka.start()
-    except ApacheKafkaUnavailable as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
+    # The coordinator looks for transactions past their timeout every second, not every 10 s (its default),
+    # so the test of a transaction the broker times out takes seconds.
+    with running_apache_kafka(broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000}) as kafka:
         yield kafka
-    finally:
-        kafka.stop()
 
 
 @pytest.fixture(scope="session")

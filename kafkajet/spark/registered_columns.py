@@ -156,8 +156,7 @@ def source_columns(options: Mapping[str, str], topics: tuple[str, ...]) -> dict[
         conf = registry_conf(opts)
         given_name = pieces.given_options[field == "key"]
         given = opts.get(given_name.lower())
-        schema_id = _int_option(opts, f"{field}schemaid", f"{field}SchemaId")
-        version = _int_option(opts, f"{field}schemaversion", f"{field}SchemaVersion")
+        schema_id, version = _pinned(opts, field)
         if "url" not in conf:
             raise ConfigError(f"option {field}Format={fmt} needs schema.registry.url: the records carry schema ids "
                               f"that only the registry resolves")
@@ -204,8 +203,7 @@ def sink_columns(options: Mapping[str, str], topic: str | None,
             raise ConfigError(f"option {field}Format={fmt} needs schema.registry.url to register the schema at")
         given_name = pieces.given_options[field == "key"]
         given = opts.get(given_name.lower())
-        pinned_id = _int_option(opts, f"{field}schemaid", f"{field}SchemaId")
-        pinned_version = _int_option(opts, f"{field}schemaversion", f"{field}SchemaVersion")
+        pinned_id, pinned_version = _pinned(opts, field)
         if given is not None and (pinned_id is not None or pinned_version is not None):
             raise ConfigError(f"options {given_name} and {field}SchemaId/{field}SchemaVersion both say which schema "
                               f"to write {field} with: give one")
@@ -240,6 +238,12 @@ def derived_schema(fmt: str, data_type: Any) -> str:
 def arrow_type_of(column: RegistryColumn) -> Any:
     """The Arrow type of a registered column's decoded values, by its format's type mapping."""
     return spark_format(column.format).arrow_type(column)
+
+
+def _pinned(opts: Mapping[str, str], field: str) -> tuple[int | None, int | None]:
+    """The schema id and the subject version a key or value column is pinned to (either may be None)."""
+    return (_int_option(opts, f"{field}schemaid", f"{field}SchemaId"),
+            _int_option(opts, f"{field}schemaversion", f"{field}SchemaVersion"))
 
 
 def _given_schema(fmt: str, raw: str, name: str) -> Any:

@@ -23,7 +23,8 @@ import pytest
 from kafkajet import KafkaError, Producer
 from kafkajet.admin import Admin
 from kafkajet.fetch import FetchClient
-from kafkajet.testing.apache_kafka import ApacheKafka, ApacheKafkaUnavailable
+from kafkajet.testing.apache_kafka import ApacheKafka
+from tests.helpers.apache import running_apache_kafka
 from tests.helpers.readback import read_topic
 from tests.helpers.waiting import wait_for
 
@@ -32,15 +33,8 @@ PARTITIONS = 3
 
 @pytest.fixture
 def three() -> Iterator[ApacheKafka]:
-    try:
-        kafka = ApacheKafka(brokers=3)
-        kafka.start()
-    except ApacheKafkaUnavailable as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
+    with running_apache_kafka(brokers=3) as kafka:
         yield kafka
-    finally:
-        kafka.stop(timeout_s=5)
 
 
 def _replicated_topic(kafka: ApacheKafka, name: str) -> str:

@@ -19,8 +19,9 @@ import pytest
 
 from kafkajet import AuthenticationError, KafkaError, Producer
 from kafkajet.errors import TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError
-from kafkajet.testing.apache_kafka import ApacheKafka, ApacheKafkaUnavailable, OAuthValidation, TlsFiles
+from kafkajet.testing.apache_kafka import ApacheKafka, OAuthValidation, TlsFiles
 from kafkajet.testing.oidc import OidcProvider
+from tests.helpers.apache import running_apache_kafka
 from tests.helpers.readback import read_topic
 from tests.helpers.tls_proxy import CertificateAuthority
 
@@ -45,20 +46,15 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     server = ca.issue("broker", dns=("localhost",), ips=("127.0.0.1",)).write(d, "server")
     client = ca.issue("tls-client", client=True).write(d, "client")
     with OidcProvider({"svc": "svc-secret"}, audience="kafka", issuer="https://idp.test") as oidc:
-        try:
-            kafka = ApacheKafka(
-                listeners=("SASL_PLAINTEXT", "SASL_SSL", "SSL"),
-                sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
-                users=USERS,
-                tls=TlsFiles(certificate=server[0], key=server[1], ca=d / "ca.pem", client_auth="requested"),
-                oauth=OAuthValidation(jwks_url=oidc.jwks_url, audience="kafka", issuer="https://idp.test"),
-                authorizer=True,
-                broker_config={"connections.max.reauth.ms": REAUTH_MS},
-            )
-            kafka.start()
-        except ApacheKafkaUnavailable as e:
-            pytest.fail(str(e), pytrace=False)
-        try:
+        with running_apache_kafka(
+            listeners=("SASL_PLAINTEXT", "SASL_SSL", "SSL"),
+            sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
+            users=USERS,
+            tls=TlsFiles(certificate=server[0], key=server[1], ca=d / "ca.pem", client_auth="requested"),
+            oauth=OAuthValidation(jwks_url=oidc.jwks_url, audience="kafka", issuer="https://idp.test"),
+            authorizer=True,
+            broker_config={"connections.max.reauth.ms": REAUTH_MS},
+        ) as kafka:
             for principal in ("User:alice", "User:tls-client", "User:svc"):
                 kafka.add_acl(principal, operation="All", topic="*")
                 kafka.add_acl(principal, operation="All", transactional_id="*")
@@ -66,8 +62,6 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
             kafka.add_acl("User:alice", operation="Write", topic="forbidden", deny=True)
             kafka.add_acl("User:alice", operation="Write", transactional_id="forbidden-txn", deny=True)
             yield Secured(kafka, oidc, d / "ca.pem", *client)
-        finally:
-            kafka.stop()
 
 
 def _produce_and_read_back(s: Secured, topic: str, config: dict[str, Any], count: int = 20) -> None:
