@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import random
 import threading
 import time
 import urllib.error
@@ -16,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.errors import ConfigError, KafkaError
 from kafkajet.schema_registry.formats import DEFAULT_TYPE, schema_type_entry
 
@@ -216,11 +216,17 @@ class _Rest:
         self.max_retries = int(conf.get("max.retries", 3))
         self.wait_ms = float(conf.get("retries.wait.ms", 1000))
         self.max_wait_ms = float(conf.get("retries.max.wait.ms", 20000))
+        # Confluent's clients: up to max.retries more attempts, the wait doubling from retries.wait.ms to
+        # retries.max.wait.ms, jittered so that clients failing together spread out.
+        self.backoff = ExponentialBackoff(self.wait_ms, 2, self.max_wait_ms, 0.25)
         self.ssl_context = None
         if any(conf.get(k) for k in ("ssl.ca.location", "ssl.certificate.location")):
-            import ssl
+            from kafkajet.security.tls import client_context
 
-            ctx = ssl.create_default_context(cafile=conf.get("ssl.ca.location"))
+            ca = conf.get("ssl.ca.location")
+            ctx = client_context(system_cas=not ca)  # a CA file given replaces the system's, as Confluent's do
+            if ca:
+                ctx.load_verify_locations(cafile=ca)
             if conf.get("ssl.certificate.location"):
                 ctx.load_cert_chain(conf["ssl.certificate.location"], conf.get("ssl.key.location"),
                                     conf.get("ssl.key.password"))
@@ -233,8 +239,7 @@ class _Rest:
         last: SchemaRegistryError | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
-                cap = min(self.max_wait_ms, self.wait_ms * (2 ** (attempt - 1)))
-                time.sleep(random.uniform(cap / 2, cap) / 1000)  # jitter: clients failing together spread out
+                time.sleep(self.backoff.backoff(attempt - 1) / 1000)
             for base in self.urls:
                 url = f"{base}/{path}"
                 try:
