@@ -499,12 +499,7 @@ _BLOCKING_CONNECTIONS = {
     "receive.buffer.bytes": "the OS default",
 }
 ADMIN_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS)
-FETCH_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
-    **_BLOCKING_CONNECTIONS,
-    # The Spark task that called it is retried by Spark.
-    "retry.backoff.ms": "a failed request raises at once; its caller (a Spark task) retries",
-    "retry.backoff.max.ms": "a failed request raises at once; its caller (a Spark task) retries",
-}) + (
+FETCH_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS) + (
     K("isolation.level", "enum", "read_uncommitted", "read_committed: only committed transactions' records, up to "
       "the last stable offset (aborted ones dropped); read_uncommitted: everything up to the high watermark",
       _choice("read_uncommitted", "read_committed")),

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kafkajet.addresses import check_resolvable
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.cluster import Cluster
 from kafkajet.config import FETCH, parse_client_config
 from kafkajet.errors import (
@@ -46,6 +47,8 @@ class FetchClient:
         self.api_timeout_s: float = self.config["default.api.timeout.ms"] / 1000
         self.client_id: str = self.config["client.id"]
         self.isolation_level = READ_COMMITTED if self.config["isolation.level"] == "read_committed" else 0
+        # A leader that moved is asked for again after retry.backoff.ms, doubling to retry.backoff.max.ms.
+        self._backoff = ExponentialBackoff(self.config["retry.backoff.ms"], 2, self.config["retry.backoff.max.ms"], 0.2)
         self._conns: dict[int, BlockingConnection] = {}
         self._leaders: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
@@ -124,7 +127,7 @@ class FetchClient:
 
     def _fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:
         deadline = time.monotonic() + self.timeout_s
-        delay = 0.05
+        attempts = 0
         while True:
             resp = self._conn(topic, partition).request(ApiKey.FETCH, {
                 "replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
@@ -137,12 +140,13 @@ class FetchClient:
             err = make_error(p["error_code"], f"fetch {topic}-{partition} at offset {offset}")
             if err is None:
                 return p  # type: ignore[no-any-return]
-            if not err.invalid_metadata or time.monotonic() + delay >= deadline:
+            delay_s = self._backoff.backoff(attempts) / 1000
+            if not err.invalid_metadata or time.monotonic() + delay_s >= deadline:
                 raise err
             # The leader moved, or is not serving yet: Apache Kafka answers NOT_LEADER_OR_FOLLOWER for a moment
             # after it created a topic. As Java's consumer: new leaders from metadata, then again (bounded).
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            time.sleep(delay_s)
+            attempts += 1
             self._leaders.pop((topic, partition), None)
 
     def offsets(self, topic: str, partition: int) -> tuple[int, int]:
