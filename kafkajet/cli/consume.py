@@ -214,7 +214,7 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Plan:
 def run(args: argparse.Namespace) -> int:
     from kafkajet.admin import Admin
     from kafkajet.cli.groups import commit_offsets, refuse_active_group
-    from kafkajet.cli.main import signal_handlers
+    from kafkajet.cli.signals import signal_handlers
     from kafkajet.fetch import FetchClient
 
     parser: argparse.ArgumentParser = args.parser

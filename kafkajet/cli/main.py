@@ -4,31 +4,16 @@ perf and config."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kafkajet.cli.client_options import CliError
 from kafkajet.cli.program import program_name
-
-
-@contextlib.contextmanager
-def signal_handlers(handlers: dict[signal.Signals, Callable[[int, Any], object]]) -> Iterator[None]:
-    """Install these handlers for the block, then put back the ones they replaced, also when it raises: main()
-    runs in-process too (tests, embedding programs), whose own handling must outlive the command."""
-    previous: dict[signal.Signals, Any] = {}
-    try:
-        for signum, handler in handlers.items():
-            previous[signum] = signal.signal(signum, handler)
-        yield
-    finally:
-        for signum, handler in reversed(previous.items()):
-            # None: it was set outside Python and cannot be put back from here; the default is the nearest
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+from kafkajet.cli.signals import signal_handlers
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:

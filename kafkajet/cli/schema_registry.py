@@ -10,7 +10,7 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kafkajet.cli.main import signal_handlers
+    from kafkajet.cli.signals import signal_handlers
 
     stop = threading.Event()
     with signal_handlers({signal.SIGTERM: lambda *_: stop.set()}):

@@ -8,7 +8,7 @@ Each record's asyncio future is its own delivery callback (a Future subclass mad
 callback(metadata, exception)) that keeps its done-callbacks until delivery, so that a group's run in one handle
 rather than one call_soon each; and the queue is flat, three entries a record: a partial and a tuple per record
 that lived until the loop drained them were, with the future, what made the garbage collector over a quarter
-of the event loop's time in the gather benchmark (py-spy, issue 30). For the same reason no thread RecordFuture
+of the event loop's time in the gather benchmark (py-spy). For the same reason no thread RecordFuture
 is built beside it (Producer.send_without_future) while send() is the plain one; a wrapped send() (the
 opentelemetry one) is called as before, so that it sees every record.
 """
@@ -321,7 +321,7 @@ def _delivery_future_type(owner: AIOProducer) -> type[_RecordDelivery]:
     """The future class of `owner`'s records: delivering queues the outcome for owner's loop, and the
     done-callbacks of a pending future wait in owner._waiting rather than in the C future. A C future schedules
     each callback with a call_soon of its own (a Handle and four Python calls), a record each: in the gather
-    shape that was the largest of AIOProducer's own costs on the loop (py-spy, issue 30), so owner._deliver()
+    shape that was the largest of AIOProducer's own costs on the loop (py-spy), so owner._deliver()
     runs a group's callbacks in one handle instead. Once a future is done, a callback added goes to the C future
     (which schedules it at once) as usual."""
     queue = owner._completed.extend

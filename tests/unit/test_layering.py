@@ -114,13 +114,8 @@ def _importers(graph: dict[str, set[str]], of: str, below: str) -> dict[str, lis
             and any(i == of or i.startswith(of + ".") for i in imports)}
 
 
-# Front ends whose own loops their owners track (a loop inside the Spark integration, the CLI's commands).
-_LOOPS_ELSEWHERE = ("kafkajet.spark.", "kafkajet.cli.")
-
-
 def test_no_two_modules_import_each_other() -> None:
-    loops = [(a, b) for a, b in _loops(_import_graph()) if not a.startswith(_LOOPS_ELSEWHERE)]
-    assert loops == []
+    assert _loops(_import_graph()) == []
 
 
 def test_the_configuration_imports_no_layer_above_it() -> None:
