@@ -18,6 +18,7 @@ from kafkajet.admin import Admin
 from kafkajet.fetch import FetchClient
 from kafkajet.testing.apache_kafka import ApacheKafka
 from tests.helpers.java_clients import java_consume, java_produce
+from tests.helpers.waiting import wait_for
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -144,6 +145,10 @@ def test_read_committed_readers_agree_on_interleaved_transactions(apache_kafka: 
     java = java_consume(apache_kafka, topic_name, len(committed), **{"isolation.level": "read_committed"})
     java_values = [(r["partition"], r["value"]) for r in sorted(java, key=lambda r: (r["partition"], r["offset"]))]
     assert java_values == expected
+    # The coordinator writes the last abort marker after answering EndTxn: until then the last stable offset
+    # stops short of the record after it. Wait for the readable range to reach it.
+    wait_for(lambda: len(_committed_via_fetch(apache_kafka, topic_name, partitions)) >= len(expected), 30,
+             "read_committed to reach past the last transaction")
     assert _committed_via_fetch(apache_kafka, topic_name, partitions) == expected
 
 

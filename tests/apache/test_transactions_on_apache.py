@@ -56,8 +56,11 @@ def test_offsets_sent_to_a_transaction_reach_the_real_group_coordinator(apache_k
     finally:
         consumer.close()
     with FetchClient(apache_kafka.bootstrap_servers, isolation_level="read_committed") as reader:
-        values = [r.value for part in (0, 1) for r in reader.fetch_range(sink, part, *reader.offsets(sink, part))]
-    assert values == [b"out-committed"]
+        def committed() -> list[bytes | None]:
+            return [r.value for part in (0, 1) for r in reader.fetch_range(sink, part, *reader.offsets(sink, part))]
+
+        wait_for(lambda: committed() != [], 30, "the commit marker")  # written after EndTxn is answered
+        assert committed() == [b"out-committed"]
 
 
 def test_a_transaction_the_broker_times_out_is_aborted_and_the_producer_told(apache_kafka: ApacheKafka,
@@ -83,4 +86,9 @@ def test_a_transaction_the_broker_times_out_is_aborted_and_the_producer_told(apa
         again.send(topic_name, value=b"on-time")
         again.commit_transaction(timeout=60)
     with FetchClient(apache_kafka.bootstrap_servers, isolation_level="read_committed") as reader:
-        assert [r.value for r in reader.fetch_range(topic_name, 0, *reader.offsets(topic_name, 0))] == [b"on-time"]
+        # The commit marker is written after EndTxn is answered: wait for the record to become readable.
+        def committed() -> list[bytes | None]:
+            return [r.value for r in reader.fetch_range(topic_name, 0, *reader.offsets(topic_name, 0))]
+
+        wait_for(lambda: committed() != [], 30, "the commit marker")
+        assert committed() == [b"on-time"]

@@ -1,4 +1,4 @@
-"""Transactions against the real broker (Tansu): what it stored for a transactional producer.
+"""Transactions against the real brokers (Apache Kafka and Tansu): what each stored for a transactional producer.
 
 Tansu accepts the transactional APIs and writes the markers but does not hide aborted records from
 read_committed readers, so here the stored batches are the evidence: transactional data batches under the
@@ -8,6 +8,8 @@ transaction. Hiding aborted records is refereed on the MockCluster (tests/mock/t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kafkajet import Producer
@@ -16,6 +18,7 @@ from kafkajet.errors import IllegalStateError, KafkaError
 from kafkajet.records import CONTROL_ABORT, CONTROL_COMMIT, control_record_type
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import read_topic_confluent, stored_batches
+from tests.helpers.waiting import wait_for
 
 
 def test_commit_then_abort_writes_transactional_batches_and_one_marker_per_partition(
@@ -39,7 +42,14 @@ def test_commit_then_abort_writes_transactional_batches_and_one_marker_per_parti
         p.commit_transaction(timeout=30)  # an empty transaction needs no EndTxn and must not fail
     for t in topics:
         for partition in range(3):
-            batches = stored_batches(broker.bootstrap_servers, t, partition)
+            # Apache Kafka answers EndTxn once the coordinator has logged the outcome and writes the markers
+            # after it: wait for the abort marker (the last) before reading what was stored.
+            def stored(t: str = t, partition: int = partition) -> list[Any]:
+                found = stored_batches(broker.bootstrap_servers, t, partition)
+                return found if sum(b.is_control for b in found) >= 2 else []
+
+            wait_for(stored, 30, f"both markers on {t}-{partition}")
+            batches = stored()
             data = [b for b in batches if not b.is_control]
             markers = [(control_record_type(b.records[0].key), b.producer_id) for b in batches if b.is_control]
             assert {b.producer_id for b in data} == {data[0].producer_id} and data[0].producer_id >= 0
