@@ -49,9 +49,15 @@ def report(acked: int, wall: float, **extra: Any) -> None:
 def spawn(argv: list[str], label: str, timeout_s: float = 900, *, cwd: str | None = None,
           env: dict[str, str] | None = None) -> dict[str, Any] | None:
     """Run `python argv...` and return its result line, or None (with its stderr shown) if it crashed."""
+    return run_child([sys.executable, *argv], label, timeout_s, cwd=cwd, env=env)
+
+
+def run_child(cmd: list[str], label: str, timeout_s: float = 900, *, cwd: str | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """Run any command that prints its result as a JSON line last (a Python child, the Java producer); None,
+    with its stderr shown, if it crashed or overran."""
     try:
-        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout_s, cwd=cwd,
-                             env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=env)
     except subprocess.TimeoutExpired:
         print(f"  {label} did not finish within {timeout_s} s", file=sys.stderr)
         return None

@@ -98,6 +98,7 @@ from _common import (
     open_broker,
     preload,
     report,
+    run_child,
     spawn,
 )
 from _jvm import producer_bench_command
@@ -617,24 +618,13 @@ def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, re
 def spawn_java(w: dict[str, Any], bootstrap: str, topic: str, label: str) -> dict[str, Any] | None:
     """jvm/ProducerBench.java on this workload: the same acks and linger.ms, and batch.size where the row names
     one; its result line as spawn() returns a Python child's."""
-    import subprocess
-
     settings = ["acks=all", "linger.ms=5", "compression.type=none"]
     settings += [f"batch.size={w['batch_size']}"] if w.get("batch_size") else []
     if w["kind"] == "latency":
         args = ["latency", bootstrap, topic, str(w["rate"]), str(w["seconds"]), str(w["size"])]
     else:
         args = ["send", bootstrap, topic, str(w["records"]), str(w["size"])]
-    try:
-        out = subprocess.run(producer_bench_command(*args, *settings), capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired:
-        print(f"  {label} did not finish within 900 s", file=sys.stderr)
-        return None
-    if out.returncode != 0:
-        print(f"  {label} crashed:\n{out.stderr[-2000:]}", file=sys.stderr)
-        return None
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(producer_bench_command(*args, *settings), label)
 
 
 def records_held(bootstrap: str, topic: str) -> int:
