@@ -88,6 +88,10 @@ rootLogger.appenderRef.err.ref = err
 """
 
 
+# A short-lived JVM (a tool, a referee program): small heap, quick start rather than peak speed.
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 class ApacheKafkaUnavailable(BrokerStartError):
     """Apache Kafka's jars or a Java runtime are missing: the message says what to install or run."""
 
@@ -413,15 +417,14 @@ class ApacheKafka:
     def run_tool(self, main_class: str, *args: str, timeout_s: float = 120.0,
                  input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         """Run one of Kafka's command line tools (a main class from the jars) against this cluster's jars."""
-        cmd = self.java_command(main_class, *args, jvm_options=("-Xmx256m", "-XX:TieredStopAtLevel=1",
-                                                                "-XX:+UseSerialGC"))
+        cmd = self.java_command(main_class, *args, jvm_options=TOOL_JVM_OPTIONS)
         return subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout_s, check=False)
 
-    def java_command(self, main: str, *args: str, jvm_options: Iterable[str] = ()) -> list[str]:
+    def java_command(self, main: str, *args: str, jvm_options: Iterable[str] = (),
+                     log_config: str = "log4j2-tools.properties") -> list[str]:
         """The command line that runs a class, or a single-file Java program, with Kafka's jars on its path (its
-        log on stderr, warnings only)."""
-        return [self._java, *jvm_options,
-                f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2-tools.properties'}",
+        log on stderr, warnings only, unless log_config names the brokers' file)."""
+        return [self._java, *jvm_options, f"-Dlog4j2.configurationFile={self._workdir_path() / log_config}",
                 "-cp", self._classpath, main, *args]
 
     def add_acl(self, principal: str, *, operation: str, topic: str | None = None,
@@ -510,7 +513,7 @@ class ApacheKafka:
         for node in self._nodes.values():
             cmd = self.java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
                                     str(node.directory / "server.properties"), *scram,
-                                    jvm_options=("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
+                                    jvm_options=TOOL_JVM_OPTIONS)
             procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL)))
         for node, proc in procs:
@@ -527,8 +530,8 @@ class ApacheKafka:
                    "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
         if self._settings.oauth is not None:
             options.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self._settings.oauth.jwks_url}")
-        cmd = [self._java, *options, f"-Dlog4j2.configurationFile={self._workdir_path() / 'log4j2.properties'}",
-               "-cp", self._classpath, "kafka.Kafka", str(node.directory / "server.properties")]
+        cmd = self.java_command("kafka.Kafka", str(node.directory / "server.properties"), jvm_options=options,
+                                log_config="log4j2.properties")
         # Its own session, as the embedded broker: Ctrl-C in a terminal must not stop the cluster under the
         # tool that started it; stop() ends it, and the parent's death ends it too.
         node.proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -8,10 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kafkajet.testing.apache_kafka import ApacheKafka
+from kafkajet.testing.apache_kafka import TOOL_JVM_OPTIONS, ApacheKafka
 
 PROGRAM = Path(__file__).resolve().parents[2] / "jvm" / "JavaClients.java"
-_JVM = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def _settings(settings: Mapping[str, object]) -> list[str]:
@@ -23,7 +22,7 @@ def java_consume(kafka: ApacheKafka, topic: str, count: int, *, timeout_s: float
     """Every record of `topic` as the Java KafkaConsumer reads it (at least `count`, read from the beginning):
     partition, offset, timestamp, timestamp_type, key and value as bytes (None for null), headers as pairs."""
     cmd = kafka.java_command(str(PROGRAM), "consume", bootstrap or kafka.bootstrap_servers, topic, str(count),
-                             str(int(timeout_s * 1000)), *_settings(settings), jvm_options=_JVM)
+                             str(int(timeout_s * 1000)), *_settings(settings), jvm_options=TOOL_JVM_OPTIONS)
     done = subprocess.run(cmd, capture_output=True, timeout=timeout_s + 60, check=False)
     records = [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
     if done.returncode != 0:
@@ -50,7 +49,7 @@ def java_produce(kafka: ApacheKafka, commands: Iterable[Mapping[str, Any]], *, t
         return json.dumps(out)
 
     stdin = "\n".join(encode(c) for c in commands).encode()
-    cmd = kafka.java_command(str(PROGRAM), "produce", kafka.bootstrap_servers, *_settings(settings), jvm_options=_JVM)
+    cmd = kafka.java_command(str(PROGRAM), "produce", kafka.bootstrap_servers, *_settings(settings), jvm_options=TOOL_JVM_OPTIONS)
     done = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout_s, check=False)
     if done.returncode != 0:
         raise AssertionError(f"the Java producer failed (exit {done.returncode}):\n"
