@@ -144,3 +144,16 @@ def stored_batches(bootstrap: str, topic: str, partition: int) -> list[RecordBat
             if not batches or offset >= p["high_watermark"]:
                 break
     return [by_offset[k] for k in sorted(by_offset)]
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    """The group's committed offset for each partition of `topic`, as confluent-kafka's consumer reads them."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkTopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        got = c.committed([CkTopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        c.close()
+    return [tp.offset for tp in got]

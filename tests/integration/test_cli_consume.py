@@ -14,6 +14,7 @@ import pytest
 
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
+from tests.helpers.readback import committed_offsets
 from tests.helpers.waiting import read_line, wait_for
 from tests.integration.test_cli import ROOT, cli
 
@@ -37,15 +38,8 @@ def _write(broker: EmbeddedBroker, topic: str, records: list[dict[str, object]])
     assert not errors, errors
 
 
-def _committed(broker: EmbeddedBroker, group: str, topic: str, partitions: int = 1) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
-    finally:
-        c.close()
-    return [tp.offset for tp in got]
+def _committed(broker: EmbeddedBroker, group: str, topic: str) -> list[int]:
+    return committed_offsets(broker.bootstrap_servers, group, topic, 1)
 
 
 def _consume(broker: EmbeddedBroker, topic: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,6 +9,7 @@ import pytest
 
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
+from tests.helpers.readback import committed_offsets
 from tests.helpers.waiting import wait_for
 from tests.integration.test_cli import cli
 
@@ -25,15 +26,8 @@ def _commit(broker: EmbeddedBroker, group: str, offsets: dict[tuple[str, int], i
         c.close()
 
 
-def _committed(broker: EmbeddedBroker, group: str, topic: str, partitions: int = 2) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
-    finally:
-        c.close()
-    return [tp.offset for tp in got]
+def _committed(broker: EmbeddedBroker, group: str, topic: str) -> list[int]:
+    return committed_offsets(broker.bootstrap_servers, group, topic, 2)
 
 
 def _fill(broker: EmbeddedBroker, topic: str, partitions: int, per_partition: int) -> None:
