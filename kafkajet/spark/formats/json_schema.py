@@ -9,9 +9,10 @@ from typing import Any
 
 from kafkajet.schema_registry.formats import JSON
 from kafkajet.spark.formats.json_text import check_json
+from kafkajet.spark.formats.message_pieces import MessageColumnsFormat
 
 
-class JsonSchemaSpark:
+class JsonSchemaSpark(MessageColumnsFormat):
     schema_format = JSON
     given_options = ("jsonSchema", "keyJsonSchema")
     needs = ("jsonschema", "jsonschema")
@@ -34,16 +35,6 @@ class JsonSchemaSpark:
 
     def message(self, opts: Mapping[str, str], field: str, schema_str: str) -> str | None:
         return None
-
-    def decoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordDecoder
-
-        return RecordDecoder(column)
-
-    def encoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordEncoder
-
-        return RecordEncoder(column)
 
     def record_decoding(self, column: Any, client: Any
                         ) -> tuple[Any, Callable[[Any], Any], tuple[type[Exception], ...]]:

@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkajet.schema_registry.formats import PROTOBUF
+from kafkajet.spark.formats.message_pieces import MessageColumnsFormat
 
 
-class ProtobufSpark:
+class ProtobufSpark(MessageColumnsFormat):
     schema_format = PROTOBUF
     given_options = ("protobufSchema", "keyProtobufSchema")
     needs = ("google.protobuf", "protobuf")
@@ -49,16 +50,6 @@ class ProtobufSpark:
 
         name = "keyProtobufMessage" if field == "key" else "protobufMessage"
         return planned_message(schema_str, opts.get(name.lower()), name)
-
-    def decoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordDecoder
-
-        return RecordDecoder(column)
-
-    def encoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordEncoder
-
-        return RecordEncoder(column)
 
     def record_decoding(self, column: Any, client: Any
                         ) -> tuple[Any, Callable[[Any], Any], tuple[type[Exception], ...]]:
