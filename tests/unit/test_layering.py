@@ -16,6 +16,14 @@ PACKAGE = Path(kafkajet.__file__).parent
 FRONT_ENDS = ("__init__.py", "__main__.py", "cli", "spark", "testing")
 
 
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module a `from ... import` names, relative imports resolved against `package`."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -30,11 +38,7 @@ def _imports_of_the_face(source: str, package: str) -> list[str]:
         if isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name == "kafkajet"]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _absolute(node, package)
             if target == "kafkajet":
                 found.append(f"line {node.lineno}: from {'.' * node.level}{node.module or ''} import "
                              + ", ".join(a.name for a in node.names))
@@ -82,11 +86,7 @@ def _imported(source: str, module: str, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _absolute(node, package)
             found |= {target} | {f"{target}.{a.name}" for a in node.names}
     return {m for m in found if m.startswith("kafkajet") and m != module}
 
