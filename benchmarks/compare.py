@@ -6,10 +6,12 @@
     .venv/bin/python benchmarks/compare.py --broker tansu     # the embedded broker instead of Apache Kafka
 
 --broker apache (the default) runs every workload against one Apache Kafka node (kafkajet.testing.ApacheKafka,
-the jars `make kafka` fetched), started once for the whole run, a fresh topic per run; --broker tansu against a
+the jars `make kafka` fetched), started once for the whole run and warmed up for 20 s before the first
+measured run (warm_up()), a fresh topic per run; --broker tansu against a
 fresh embedded broker per run; --bootstrap-servers against an existing cluster.
 
-Workloads (100-byte values, acks=all, linger.ms=5, 6 partitions unless noted; every client at its own default
+Workloads (2,000,000 records of 100 bytes or 500,000 of 1 KiB, kafka-python a quarter of them (FEWER_RECORDS),
+acks=all, linger.ms=5, 6 partitions unless noted; every client at its own default
 batch.size (16 KiB for kafkajet and Java, 1 MB for librdkafka) unless the row names one):
   send-100B    fire and forget, a loop each client's user writes when no record needs its own outcome, then flush:
                  kafkajet      send(topic, value), no callback; acknowledged = the producer's record-send-total
@@ -40,8 +42,13 @@ batch.size (16 KiB for kafkajet and Java, 1 MB for librdkafka) unless the row na
                AIOProducer against aiokafka's AIOKafkaProducer (and kafkajet's thread producer through
                asyncio.wrap_future(), the way before AIOProducer)
   latency-20k  20,000 records/s for a fixed time, p50/p99 send-to-acknowledgement latency per record: each
-               client's send with a callback (a future's done-callback) that takes the time of the ack, after one
+               client's send with its per-record callback that takes the time of the ack (kafkajet
+               send(callback=), Java send(record, callback), confluent-kafka on_delivery, kafka-python and aiokafka
+               their futures' callbacks; "kafkajet future callback" a done-callback on send()'s future), after one
                record sent and acknowledged outside the clock; Java's with Kafka's own ThroughputThrottler
+  "kafkajet no future (option)", in send-100B: not an API kafkajet offers, but the
+               figure for a decision: send() without the RecordFuture it returns (the internal send_without_future
+               AIOProducer uses), what a fire-and-forget method such as confluent-kafka's produce() would cost
   otel-100B    what OpenTelemetry costs a send() (issue 31), in CPU microseconds per record over the send loop
                (all threads, and the caller's alone), by send_cost.py's loops: kafkajet plain; with
                opentelemetry.enable and no SDK ("otel no-sdk": the cost when tracing is off in the service);
@@ -81,6 +88,7 @@ import collections
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -108,33 +116,39 @@ from send_cost import run as timed_send_loop
 ROOT = Path(__file__).resolve().parent
 BATCH_CHUNK = 10_000  # records per send_batch() call: the size of a typical DataFrame/Arrow batch
 CEILING = "broker ceiling"
+NO_FUTURE = "kafkajet no future (option)"
 
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "send-100B": {"kind": "send", "records": 500_000, "size": 100,
-                  "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
-    "send-1KiB": {"kind": "send", "records": 200_000, "size": 1024,
+    "send-100B": {"kind": "send", "records": 2_000_000, "size": 100,
+                  "clients": ["kafkajet", NO_FUTURE, "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
+    "send-1KiB": {"kind": "send", "records": 500_000, "size": 1024,
                   "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     # Every client with the same batch.size: Java's 16 KiB default (confluent-kafka's is 1 MB, so at defaults it
     # sends 60 times fewer batches), and 256 KiB. At 16 KiB a batch holds 15 records of 1 KiB, and five
     # requests in flight per connection bound the rate of every client.
-    "send-1KiB-16K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 16384,
+    "send-1KiB-16K": {"kind": "send", "records": 500_000, "size": 1024, "batch_size": 16384,
                       "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
-    "send-1KiB-256K": {"kind": "send", "records": 200_000, "size": 1024, "batch_size": 262144,
+    "send-1KiB-256K": {"kind": "send", "records": 500_000, "size": 1024, "batch_size": 262144,
                        "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     "batch-100B-5M": {"kind": "batch", "records": 5_000_000, "size": 100, "ceiling_batch_size": 1_048_576,
                       "clients": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka",
                                   CEILING]},
-    "callback-100B": {"kind": "callback", "records": 500_000, "size": 100,
+    "callback-100B": {"kind": "callback", "records": 2_000_000, "size": 100,
                       "clients": ["kafkajet", "kafkajet future callback", "kafka-python", "aiokafka",
                                   "confluent-kafka"]},
     "asyncio-100B": {"kind": "asyncio", "records": 500_000, "size": 100,
                      "clients": ["kafkajet AIOProducer", "kafkajet wrap_future", "aiokafka"]},
     "latency-20k": {"kind": "latency", "rate": 20_000, "seconds": 5.0, "size": 100,
-                    "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java"]},
+                    "clients": ["kafkajet", "kafkajet future callback", "kafka-python", "aiokafka", "confluent-kafka", "java"]},
     "otel-100B": {"kind": "otel", "records": 300_000, "size": 100,
                   "clients": ["kafkajet", "kafkajet otel no-sdk", "kafkajet otel traces", "kafkajet otel",
                               "kafka-python", "kafka-python otel"]},
 }
+# Runs last 1.5-3 s for the fastest clients: at 500,000 records a run took 0.4 s, and one repetition differed
+# from the next by 20-30% (the producers' start, the first metadata and the final flush, and the broker's
+# pauses, were a large part of it). kafka-python, 20-50x slower, sends a quarter of a workload's records when it
+# has a million or more; its run still lasts longer than anyone else's, and its rate is what is compared.
+FEWER_RECORDS = {"kafka-python": 4}
 for _w in WORKLOADS.values():
     _w.setdefault("records", int(_w.get("rate", 0) * _w.get("seconds", 0)))
     _w.update(acks=-1, compression="none", key=False)  # what produce.py's runners read
@@ -165,6 +179,18 @@ def _kafkajet_chunks(bootstrap: str, w: dict[str, Any], send: Callable[[Any, int
                 ok += acked(pending.popleft())
         p.flush()
     return ok + sum(acked(f) for f in pending)
+
+
+def run_kafkajet_no_future(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+    from kafkajet import Producer
+
+    value = b"x" * w["size"]
+    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
+        send = p.send_without_future
+        for _ in range(w["records"]):
+            send(topic, value, None, None, None, None, None)
+        p.flush()
+        return int(p.metrics()["record-send-total"])
 
 
 def run_kafkajet_batch(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
@@ -377,24 +403,33 @@ def _throttler(rate: float, start: float) -> Any:
     return Throttler(rate, start, clock=time.perf_counter)
 
 
-def latency_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def latency_kafkajet(bootstrap: str, topic: str, w: dict[str, Any], future: bool = False) -> tuple[int, dict[str, Any]]:
+    """send(callback=), as Java's row sends with a Callback and confluent-kafka's with on_delivery; with `future`,
+    a done-callback on the future send() returns instead (the "kafkajet future callback" row)."""
     from kafkajet import Producer
 
     value, n, clock = b"x" * w["size"], w["records"], time.perf_counter
     lat: array.array[int] = array.array("i")
 
-    def done(start: float, fut: Any) -> None:  # on the sender thread
+    def delivered(start: float, _md: Any, exc: BaseException | None) -> None:  # on the sender thread
         now = clock()
-        if fut.exception() is None:
+        if exc is None:
             lat.append(int((now - start) * 1e6))
+
+    def done(start: float, fut: Any) -> None:
+        delivered(start, None, fut.exception())
 
     with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
         p.send(topic, value).result()  # connect and fetch metadata outside the measurement
         t0 = clock()
         throttler = _throttler(w["rate"], t0)
+        send = p.send
         for i in range(n):
             start = clock()
-            p.send(topic, value).add_done_callback(partial(done, start))
+            if future:
+                send(topic, value).add_done_callback(partial(done, start))
+            else:
+                send(topic, value, callback=partial(delivered, start))
             if throttler.should_throttle(i + 1, start):
                 throttler.throttle()
         p.flush()
@@ -513,7 +548,8 @@ def _otel_runner(client: str) -> Callable[[str, str, dict[str, Any]], tuple[int,
 
 
 RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
-    "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling},
+    "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling,
+             NO_FUTURE: _send_runner(run_kafkajet_no_future)},
     "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
               "kafkajet send_arrow": _send_runner(run_kafkajet_arrow),
               "aiokafka batch": _send_runner(run_aiokafka_batch),
@@ -525,7 +561,8 @@ RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dic
     "asyncio": {"kafkajet AIOProducer": _send_runner(asyncio_kafkajet),
                 "kafkajet wrap_future": _send_runner(asyncio_kafkajet_wrap_future),
                 "aiokafka": _send_runner(asyncio_aiokafka)},
-    "latency": {"kafkajet": latency_kafkajet, "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
+    "latency": {"kafkajet": latency_kafkajet, "kafkajet future callback": partial(latency_kafkajet, future=True),
+                "kafka-python": latency_kafka_python, "aiokafka": latency_aiokafka,
                 "confluent-kafka": latency_confluent},
     "otel": {c: _otel_runner(c) for c in WORKLOADS["otel-100B"]["clients"]},
 }
@@ -578,15 +615,25 @@ class Summary:
         return max(values) if attr == "rss" else statistics.median(values)  # peak RSS: the worst run
 
 
+def for_client(w: dict[str, Any], client: str) -> dict[str, Any]:
+    """The workload as `client` runs it: FEWER_RECORDS for the slow ones, on workloads of a million or more."""
+    divisor = FEWER_RECORDS.get(client, 1)
+    if divisor == 1 or w["records"] < 1_000_000 or "seconds" in w:
+        return w
+    return {**w, "records": w["records"] // divisor}
+
+
 def one_run(client: str, name: str, w: dict[str, Any], bootstrap: str | None, rep: int) -> Run:
     from kafkajet.testing import EmbeddedBroker
 
-    topic = f"compare-{name}-{client.replace(PURE, '-pure').replace(' ', '-')}-{rep}-{os.getpid()}"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", client.replace(PURE, "-pure")).strip("-")
+    topic = f"compare-{name}-{slug}-{rep}-{os.getpid()}"
     label = f"{client} {name}"
     pure = client.endswith(PURE)
     env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_NO_EXTENSIONS"}
     if pure:
         client, env["KAFKAJET_NO_EXTENSIONS"] = client.removesuffix(PURE), "1"
+    w = for_client(w, client)
     argv_tail = [client, json.dumps(w)]
 
     def run_on(address: str) -> tuple[dict[str, Any] | None, int]:
@@ -762,12 +809,29 @@ def quicken(w: dict[str, Any]) -> None:
         w["seconds"] /= 5
 
 
+def warm_up(bootstrap: str, seconds: float = 20.0) -> None:
+    """Produce to a freshly started JVM broker, unmeasured, until its JIT has compiled the produce path. A cold
+    broker answers the first runs up to twice as slowly, and the client that runs first in each repetition paid
+    for it (measured on Apache Kafka 4.4.0 here: confluent-kafka 829,041 records/s in its second run, 1,352,179 in
+    its fifth). Both batch sizes the workloads use (16 KiB, Java's default, and 1 MiB), until `seconds` pass."""
+    from ceiling import blast
+
+    topic = f"compare-warm-up-{os.getpid()}"
+    create_topic(bootstrap, topic)
+    deadline, written = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        for batch_size in (16384, 1_048_576):
+            written += blast(bootstrap, topic, 100, batch_size, 300_000)[0]
+    print(f"  warm-up: {written:,} records to the broker, unmeasured, in {seconds:.0f} s", file=sys.stderr)
+
+
 def measure(workloads: dict[str, dict[str, Any]], builds: list[str], reps: int,
             bootstrap: str | None = None, broker: str = "tansu") -> dict[str, dict[str, Summary]]:
     """Every workload's clients (each kafkajet client on each of `builds`), `reps` times, interleaved. With no
     bootstrap, broker "apache" starts one Apache Kafka node for them all, "tansu" a fresh embedded broker a run."""
     if bootstrap is None and broker == "apache":
         with open_broker("apache") as kafka:
+            warm_up(kafka.bootstrap_servers)
             return measure(workloads, builds, reps, kafka.bootstrap_servers)
 
     def with_builds(clients: list[str]) -> list[str]:
