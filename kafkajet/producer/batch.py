@@ -161,7 +161,10 @@ class ProducerBatch:
         self._done_event: threading.Event | None = None  # made by the first waiter: most batches have none
         self.last_error: KafkaError | None = None  # why the last attempt failed, for the delivery timeout
         self._lock = threading.Lock()
-        self._listeners: list[tuple[RecordFuture, int]] | None = None  # with the record's index here
+        # Futures to tell and their record's index here, flat (future, index, future, index, ...): a tuple per
+        # record lived as long as the batch and fed the garbage collector, which then cost a send() loop with
+        # done-callbacks more than the sending (the compiled build's callback-100B "future callback" row).
+        self._listeners: list[Any] | None = None
         # send(callback=): CallbackEntries, in send order. Appended only while the batch is open in its deque,
         # under the accumulator's lock, where it cannot complete: no batch lock.
         self.callbacks: CallbackEntries | None = None
@@ -425,7 +428,8 @@ class ProducerBatch:
                 fut.keep_callback(callback)
             if self._listeners is None:
                 self._listeners = []
-            self._listeners.append((fut, index))
+            self._listeners.append(fut)
+            self._listeners.append(index)
             return True
 
     def adopt_callback(self, index: int, fn: DeliveryCallback, timestamp: int, key_size: int,
@@ -463,7 +467,7 @@ class ProducerBatch:
             self._tell(*told)
         return True
 
-    def _set_done(self) -> tuple[list[tuple[RecordFuture, int]] | None, threading.Event | None]:
+    def _set_done(self) -> tuple[list[Any] | None, threading.Event | None]:
         """Under the lock, once the callbacks ran: done, and who is to be told (listeners, the waiters' event)."""
         self.done = True
         self._firing = None
@@ -471,11 +475,11 @@ class ProducerBatch:
         return listeners, self._done_event
 
     @staticmethod
-    def _tell(listeners: list[tuple[RecordFuture, int]] | None, event: threading.Event | None) -> None:
+    def _tell(listeners: list[Any] | None, event: threading.Event | None) -> None:
         if event is not None:
             event.set()
         if listeners:
-            for fut in dict.fromkeys(fut for fut, _ in listeners):
+            for fut in dict.fromkeys(listeners[::2]):
                 fut.batch_completed()
 
     def settled(self) -> bool:
@@ -519,7 +523,9 @@ class ProducerBatch:
                 listeners, event = self._set_done()
             if event is not None:
                 event.set()
-        for fut, index in listeners or ():
+        listeners = listeners or []
+        for i in range(0, len(listeners), 2):
+            fut, index = listeners[i], listeners[i + 1]
             part, where = moved[index]
             if not part.register(fut, where):  # a close() that aborted everything got there first
                 fut.batch_completed()

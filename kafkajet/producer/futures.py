@@ -69,7 +69,8 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     # Future.__init__ is skipped on purpose (it builds a Condition per record); the attributes that
     # concurrent.futures.wait() reaches for (_condition, _state, _waiters) are provided lazily below.
     # Set only on the few futures somebody waits on or attaches a callback to; None (here) for the rest.
-    _callbacks: list[Callable[[Any], object]] | None = None
+    # One callback as itself, a list from the second: a list per record fed the garbage collector.
+    _callbacks: Callable[[Any], object] | list[Callable[[Any], object]] | None = None
     _cond: threading.Condition | None = None
     _wait_list: list[Any] | None = None
     _notified = False  # batch_completed() has told this future's waiters (only tracked once _cond exists)
@@ -183,9 +184,13 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     def keep_callback(self, fn: Callable[[Any], object]) -> None:
         """For the batch: hold `fn` until batch_completed(). Called under the batch's lock, so a callback is
         either kept here and run at completion or refused (register() False) and run by the caller, never both."""
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(fn)
+        kept = self._callbacks
+        if kept is None:
+            self._callbacks = fn
+        elif isinstance(kept, list):
+            kept.append(fn)
+        else:
+            self._callbacks = [kept, fn]  # type: ignore[list-item]
 
     def batch_completed(self) -> None:
         """Called once by the batch (on the sender thread) when this record's outcome is known."""
@@ -201,8 +206,11 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
                     else:
                         waiter.add_exception(self)
                 self._cond.notify_all()
-        for fn in callbacks or ():
-            self._run_callback(fn)
+        if isinstance(callbacks, list):
+            for fn in callbacks:
+                self._run_callback(fn)
+        elif callbacks is not None:
+            self._run_callback(callbacks)
 
     def set_running_or_notify_cancel(self) -> bool:
         return True
