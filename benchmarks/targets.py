@@ -1,25 +1,31 @@
-"""Issue 30's targets in one table: kafkajet's compiled and pure-Python builds side by side with the client each
-target names, from one run of compare.py's workloads, then the per-record CPU (send_cost.py) of both builds and
-confluent-kafka. Prints Markdown for the README.
+"""The speed targets in one table: kafkajet's compiled and pure-Python builds side by side with the client each
+target names, from one run of compare.py's workloads on Apache Kafka (one node, warmed up), then the per-record
+CPU (send_cost.py) of both builds and confluent-kafka; with --spark, the three Spark scripts' kafkajet rows
+against Spark's own Kafka connector. Prints Markdown for docs/benchmarks.md.
 
-    .venv/bin/python benchmarks/targets.py            # medians of 3 (about 10 minutes on a quiet 2-CPU machine)
+    .venv/bin/python benchmarks/targets.py            # medians of 3 (about 15 minutes on a quiet 2-CPU machine)
+    .venv/bin/python benchmarks/targets.py --spark    # and the Spark source, sink and registered Avro (+10 min)
     .venv/bin/python benchmarks/targets.py --quick    # one repetition, a fifth of the records: checks it works
+    .venv/bin/python benchmarks/targets.py --broker tansu   # on the embedded broker instead
 
-Every client at its defaults, acks=all and linger.ms=5 (compare.py's workloads). The load average before and
-after the run is printed with the tables: figures from a loaded machine are not the ones to quote.
+Every client at its defaults, acks=all and linger.ms=5 (compare.py's workloads); fire-and-forget rows compare
+with clients called without a per-record callback. The load average before and after the run is printed with
+the tables: figures from a loaded machine are not the ones to quote.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 import compare  # noqa: E402
 import send_cost  # noqa: E402
@@ -28,10 +34,10 @@ from compare import CEILING, PURE, WORKLOADS, Summary  # noqa: E402
 BUFFER_MEMORY_MB = 32 * 1024 * 1024 / 1e6  # kafkajet's buffer.memory default (Java's), in compare.py's MB
 # Only the clients the targets name, so the run stays short.
 CLIENTS = {
-    "send-100B": ["kafkajet", "confluent-kafka"],
+    "send-100B": ["kafkajet", "confluent-kafka", "java"],
     "callback-100B": ["kafkajet", "confluent-kafka"],
     "asyncio-100B": ["kafkajet AIOProducer", "aiokafka"],
-    "send-1KiB": ["kafkajet", "confluent-kafka"],
+    "send-1KiB": ["kafkajet", "confluent-kafka", "java"],
     "batch-100B-5M": ["kafkajet send_batch", "kafkajet send_arrow", "aiokafka batch", "confluent-kafka", CEILING],
     "latency-20k": ["kafkajet", "confluent-kafka"],
 }
@@ -51,19 +57,31 @@ class Target:
 
 
 TARGETS = [
-    Target("send() fire-and-forget, 100 B, vs confluent-kafka produce()", "send-100B", "kafkajet",
-           "confluent-kafka", "rps", 1.2),
+    Target("send() fire-and-forget, 100 B, vs confluent-kafka produce() without a callback", "send-100B",
+           "kafkajet", "confluent-kafka", "rps", 1.0),
+    Target("send() fire-and-forget, 100 B, vs the Java producer's send()", "send-100B", "kafkajet", "java", "rps",
+           1.0),
     Target("send(callback=), 100 B, vs confluent-kafka on_delivery + poll(0)", "callback-100B", "kafkajet",
-           "confluent-kafka", "rps", 1.0),
+           "confluent-kafka", "rps", 1.2),
     Target("AIOProducer, gather shape, vs aiokafka send()", "asyncio-100B", "kafkajet AIOProducer", "aiokafka",
            "rps", 3.0),
     Target("1 KiB values, MB/s, vs confluent-kafka", "send-1KiB", "kafkajet", "confluent-kafka", "mbps", 1.2),
+    Target("1 KiB values, MB/s, vs the Java producer", "send-1KiB", "kafkajet", "java", "mbps", 1.0),
     *(Target(f"{api}, 100 B x 5 M, vs {ref}", "batch-100B-5M", f"kafkajet {api.removesuffix('()')}", theirs,
              "rps", goal)
       for api in ("send_batch()", "send_arrow()")
       for ref, theirs, goal in (("aiokafka's batch API", "aiokafka batch", 2.0),
                                 ("confluent-kafka", "confluent-kafka", 3.0),
                                 ("the broker's ceiling at 1 MiB batches", CEILING, 0.7))),
+]
+# --spark: each script's kafkajet job against Spark's own connector (its "spark-kafka" job), rows/s.
+SPARK_TARGETS = [
+    ("the Spark source vs Spark's Kafka source", "spark_source.py", ["--rows", "2000000"], "kafkajet source",
+     "spark-kafka", 1.5),
+    ("the Spark sink vs Spark's Kafka sink", "spark_sink.py", ["--rows", "2000000", "--jobs", "kafkajet sink,spark-kafka"],
+     "kafkajet sink", "spark-kafka", 1.2),
+    ("registered Avro through the source vs spark-kafka + from_avro", "spark_avro.py", ["--rows", "1000000"],
+     "kafkajet source (valueFormat=avro)", "spark-kafka from_avro", 1.5),
 ]
 
 
@@ -79,7 +97,7 @@ def _rate(attr: str) -> Callable[[float], str]:
 
 
 def target_table(summaries: dict[str, dict[str, Summary]]) -> str:
-    rows = ["| target (issue 30) | kafkajet compiled | kafkajet pure | reference | goal | met: compiled, pure |",
+    rows = ["| target | kafkajet compiled | kafkajet pure | reference | goal | met: compiled, pure |",
             "| --- | ---: | ---: | ---: | ---: | --- |"]
     for t in TARGETS:
         by_client = summaries.get(t.workload, {})
@@ -116,6 +134,35 @@ def target_table(summaries: dict[str, dict[str, Summary]]) -> str:
     return "\n".join(rows)
 
 
+def spark_rows(reps: int, broker: str, quick: bool) -> tuple[list[str], bool]:
+    """Run each Spark script (the compiled build, as installed) and read its kafkajet and spark-kafka medians from
+    the Markdown table it prints; the rows of the target table, and whether every job ran."""
+    rows, ok = [], True
+    for what, script, argv, ours, theirs, goal in SPARK_TARGETS:
+        if quick:
+            argv = [a if not a.isdigit() else str(int(a) // 10) for a in argv]
+        done = subprocess.run([sys.executable, str(HERE / script), *argv, "--reps", str(reps), "--broker", broker],
+                              capture_output=True, text=True, check=False)
+        rates = {cells[0]: cells[1] for line in done.stdout.splitlines()
+                 if line.startswith("| ") and len(cells := [c.strip() for c in line.strip("|").split("|")]) > 1}
+        mine, ref = _rows_per_s(rates.get(ours)), _rows_per_s(rates.get(theirs))
+        if done.returncode != 0 or mine is None or not ref:
+            ok = False
+            print(f"{script} failed (exit {done.returncode}):\n{done.stderr[-2000:]}", file=sys.stderr)
+            rows.append(f"| {what} | FAILED | - | - | >= {goal}x | - |")
+            continue
+        rows.append(f"| {what} | {mine:,.0f} rows/s = {mine / ref:.2f}x | - | {ref:,.0f} rows/s | >= {goal}x "
+                    f"| {'yes' if mine / ref >= goal else 'no'}, - |")
+    return rows, ok
+
+
+def _rows_per_s(cell: str | None) -> float | None:
+    try:
+        return None if cell is None else float(cell.replace(",", ""))
+    except ValueError:
+        return None  # FAILED
+
+
 def cost_table(costs: dict[str, send_cost.Cost | None]) -> str:
     rows = ["| per record, 100 B | build | records/s | caller's thread us | client's threads us | sum us |",
             "| --- | --- | ---: | ---: | ---: | ---: |"]
@@ -135,6 +182,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one repetition with a fifth of the records")
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3, or 1 with --quick)")
     ap.add_argument("--cost-records", type=int, default=300_000, help="records per send_cost.py run")
+    ap.add_argument("--spark", action="store_true", help="also the Spark source, sink and registered Avro rows")
+    compare.add_broker_option(ap)
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 3)
     workloads = {}
@@ -144,19 +193,20 @@ def main() -> None:
             compare.quicken(w)
         workloads[name] = w
     load_before, started = os.getloadavg(), time.time()
-    summaries = compare.measure(workloads, ["compiled", "pure"], reps)
+    summaries = compare.measure(workloads, ["compiled", "pure"], reps, broker=args.broker)
+    spark, spark_ok = spark_rows(reps, args.broker, args.quick) if args.spark else ([], True)
     costs = send_cost.measure(COST_CLIENTS, ["compiled", "pure"],
                               args.cost_records // 5 if args.quick else args.cost_records)
-    load_after = os.getloadavg()
     versions = compare.versions()
-    print(f"{time.strftime('%Y-%m-%d %H:%M')}, {versions['machine']}, Python {versions['python']}, kafkajet "
-          f"{versions['kafkajet']}, confluent-kafka {versions['confluent-kafka']}, aiokafka {versions['aiokafka']}; "
-          f"medians of {reps}{', --quick' if args.quick else ''}; {time.time() - started:.0f} s; "
-          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
-    print(target_table(summaries))
+    print(compare.context_line(compare.broker_name(args.broker, None), load_before) + "; "
+          f"confluent-kafka {versions['confluent-kafka']}, aiokafka {versions['aiokafka']}; medians of {reps}"
+          f"{', --quick' if args.quick else ''}; {time.time() - started:.0f} s; send_cost.py's per-record rows on "
+          "the embedded broker\n")
+    print("\n".join([target_table(summaries), *spark]))
     print()
     print(cost_table(costs))
-    if any(not s.ok for by_client in summaries.values() for s in by_client.values()) or None in costs.values():
+    if (any(not s.ok for by_client in summaries.values() for s in by_client.values()) or None in costs.values()
+            or not spark_ok):
         sys.exit(1)
 
 
