@@ -111,6 +111,7 @@ from _common import (
 )
 from _jvm import producer_bench_command
 from produce import RUNNERS as SEND_RUNNERS
+from produce import run_kafkajet as send_kafkajet
 from send_cost import run as timed_send_loop
 
 ROOT = Path(__file__).resolve().parent
@@ -179,18 +180,6 @@ def _kafkajet_chunks(bootstrap: str, w: dict[str, Any], send: Callable[[Any, int
                 ok += acked(pending.popleft())
         p.flush()
     return ok + sum(acked(f) for f in pending)
-
-
-def run_kafkajet_no_future(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
-    from kafkajet import Producer
-
-    value = b"x" * w["size"]
-    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=5) as p:
-        send = p.send_without_future
-        for _ in range(w["records"]):
-            send(topic, value, None, None, None, None, None)
-        p.flush()
-        return int(p.metrics()["record-send-total"])
 
 
 def run_kafkajet_batch(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
@@ -549,7 +538,7 @@ def _otel_runner(client: str) -> Callable[[str, str, dict[str, Any]], tuple[int,
 
 RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
     "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling,
-             NO_FUTURE: _send_runner(run_kafkajet_no_future)},
+             NO_FUTURE: _send_runner(partial(send_kafkajet, future=False))},
     "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
               "kafkajet send_arrow": _send_runner(run_kafkajet_arrow),
               "aiokafka batch": _send_runner(run_aiokafka_batch),

@@ -40,7 +40,10 @@ def _keys(n: int) -> list[bytes]:
     return [f"key-{i % 100_000:011d}".encode() for i in range(n)]
 
 
-def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
+def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any], future: bool = True) -> int:
+    """send(topic, value[, key]) as a fire-and-forget user writes it; with `future` False, the same producer and
+    records through the internal send_without_future (compare.py's "no future (option)" row: what a method
+    that returns no future would cost)."""
     from kafkajet import Producer
 
     value = b"x" * w["size"]
@@ -52,7 +55,11 @@ def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any]) -> int:
         # Fire and forget, then the producer's own count of acknowledged records, as confluent-kafka's runner
         # counts its delivery reports: keeping 500,000 futures would measure the caller's list, not the
         # producer (about 150 bytes a future).
-        if keys:
+        if not future:
+            bare = p.send_without_future
+            for k in keys or itertools.repeat(None, w["records"]):
+                bare(topic, value, k, None, None, None, None)
+        elif keys:
             for i in range(w["records"]):
                 send(topic, value, keys[i])
         else:
