@@ -8,6 +8,7 @@ import concurrent.futures
 import gc
 import logging
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -157,9 +158,13 @@ def test_done_callbacks_follow_their_records_through_a_split_and_run_once_each()
     b = batch()
     futs = [record(b, bytes([i]) * 300) for i in range(4)]
     seen: list[tuple[int, int]] = []
+
+    def noting(tag: int) -> Callable[[RecordFuture], None]:
+        return lambda f: seen.append((tag, f.result(0).offset))
+
     for i, f in enumerate(futs):
-        f.add_done_callback(lambda f, i=i: seen.append((i, f.result(0).offset)))
-    futs[3].add_done_callback(lambda f: seen.append((33, f.result(0).offset)))  # a second one on one future
+        f.add_done_callback(noting(i))
+    futs[3].add_done_callback(noting(33))  # a second one on one future
     parts = b.split(700, 0.0)
     b.mark_split()
     assert seen == []
