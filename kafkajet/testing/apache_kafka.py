@@ -143,6 +143,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def random_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A cluster id as Kafka's ``Uuid.randomUuid()`` makes one: URL-safe base64 of 16 random bytes.
+
+    Like Kafka, it draws again when the text would start with ``-``: the storage tool's argument parser reads
+    such an id as an option and refuses to format (one id in 64 did, failing a whole test session).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(random_bytes()).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """The broker's TLS identity, PEM files: its certificate chain, its private key (PKCS#8, unencrypted), and
@@ -249,7 +261,7 @@ class ApacheKafka:
         self._heap = heap
         self.start_timeout_s = start_timeout_s
         self.keep_logs = keep_logs
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = random_cluster_id()
         self._nodes: dict[int, _Node] = {}
         self._workdir: Path | None = None
         self._lock = threading.RLock()

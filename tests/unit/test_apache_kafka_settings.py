@@ -14,6 +14,7 @@ from kafkajet.testing.apache_kafka import (
     _Node,
     find_kafka_libs,
     kafka_version,
+    random_cluster_id,
 )
 
 
@@ -24,6 +25,14 @@ def test_missing_jars_say_what_to_run(tmp_path: Path, monkeypatch: pytest.Monkey
     message = str(raised.value)
     assert "make kafka" in message and "KAFKAJET_KAFKA_LIBS" in message and str(tmp_path) in message
     assert "\n" not in message  # one line, as a failing test shows it
+
+
+def test_a_cluster_id_never_starts_with_a_dash() -> None:
+    # 0xF8 encodes as "-" first: the storage tool would take such an id for an option and refuse to format.
+    draws = iter([b"\xf8" + bytes(15), b"\xf8" + bytes(15), bytes(range(16))])
+    assert random_cluster_id(lambda: next(draws)) == "AAECAwQFBgcICQoLDA0ODw"
+    ids = {random_cluster_id() for _ in range(500)}
+    assert len(ids) == 500 and all(len(i) == 22 and not i.startswith("-") for i in ids)
 
 
 def test_the_version_is_named_once_in_the_pom() -> None:
