@@ -523,12 +523,11 @@ class ProducerBatch:
                 listeners, event = self._set_done()
             if event is not None:
                 event.set()
-        listeners = listeners or []
-        for i in range(0, len(listeners), 2):
-            fut, index = listeners[i], listeners[i + 1]
-            part, where = moved[index]
-            if not part.register(fut, where):  # a close() that aborted everything got there first
-                fut.batch_completed()
+        if listeners:
+            for fut, index in zip(listeners[::2], listeners[1::2], strict=True):
+                part, where = moved[index]
+                if not part.register(fut, where):  # a close() that aborted everything got there first
+                    fut.batch_completed()
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic}-{self.partition}, records={self.count}, "

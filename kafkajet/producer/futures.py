@@ -190,7 +190,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         elif isinstance(kept, list):
             kept.append(fn)
         else:
-            self._callbacks = [kept, fn]  # type: ignore[list-item]
+            self._callbacks = [kept, fn]
 
     def batch_completed(self) -> None:
         """Called once by the batch (on the sender thread) when this record's outcome is known."""
