@@ -2,9 +2,15 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Three installs, each a stamp: the demo's (the `demo` extra: PyPI wheels and Java only, nothing that needs a
+# system package), the suite's on top of it (the `dev` extra), and the gssapi package, which has no Linux wheel
+# for every Python and builds against MIT Kerberos' headers: it waits for `krb5` (tests/unit/test_makefile.py
+# holds both orders).
+DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
+GSSAPI_STAMP := $(VENV)/.gssapi-installed
 
-.PHONY: demo test build lint typecheck docs reliability bench broker clean mutate kafka krb5
+.PHONY: demo test build lint typecheck docs reliability bench broker clean mutate kafka krb5 prerequisites
 
 # Apache Kafka for the suite's reference cluster (kafkajet.testing.ApacheKafka): Maven copies the broker's and
 # the tools' jars from Maven Central into an ignored cache the first time. The version is named once, in the pom.
@@ -12,25 +18,44 @@ KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:
 KAFKA_LIBS := .cache/apache-kafka-$(KAFKA_VERSION)
 
 # The Kerberos tests run a local KDC (Debian's krb5-kdc, krb5-admin-server; krb5-user's kinit for the
-# kafka-python referee; libkrb5-dev in case the gssapi package has to build): `make test` installs them once
-# with apt-get. The demo and the package need none of it. Without apt-get, the line below says what to install
-# by hand, and the Kerberos tests fail naming it (they are never skipped).
-KRB5_TOOLS := /usr/sbin/krb5kdc /usr/sbin/kdb5_util /usr/sbin/kadmin.local /usr/bin/kinit
+# kafka-python referee; libkrb5-dev's krb5-config and headers, which the gssapi package builds against):
+# `make test` installs them once with apt-get. The demo and the package need none of it. Without apt-get, the
+# line below says what to install by hand, and the Kerberos tests fail naming it (they are never skipped).
+KRB5_TOOLS := /usr/sbin/krb5kdc /usr/sbin/kdb5_util /usr/sbin/kadmin.local /usr/bin/kinit /usr/bin/krb5-config
 KRB5_PACKAGES := krb5-kdc krb5-admin-server krb5-user libkrb5-dev
 SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
 
+# Before anything is installed: Python >= 3.11 for the package, Java 17 (or later) for Spark and the brokers.
+prerequisites:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "make: kafkajet needs" \
+	  "Python >= 3.11, and $(PYTHON) is $$($(PYTHON) --version 2>&1 || echo missing): run make PYTHON=python3.11" >&2; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n 1); [ "$${v:-0}" -ge 17 ] || { \
+	  echo "make: Spark and the brokers need Java 17 or later on PATH, and java is $${v:-missing}" \
+	  "(Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+
 # The editable install compiles the send path in place (hatch_build.py; pure Python without a compiler).
-$(STAMP): pyproject.toml hatch_build.py
+$(DEMO_STAMP): pyproject.toml hatch_build.py | prerequisites
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[demo]'
+	touch $@
+
+$(STAMP): $(DEMO_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $@
+
+# After krb5 (an order, not just a listing: make -j keeps it); without krb5-config it says so and goes on.
+$(GSSAPI_STAMP): $(STAMP) | krb5
+	@if command -v krb5-config >/dev/null; then \
+	  echo "$(PY) -m pip install --quiet -e '.[gssapi]'"; $(PY) -m pip install --quiet -e '.[gssapi]' && touch $@; \
+	else echo "make: the gssapi package builds against MIT Kerberos' headers (krb5-config): install" \
+	  "$(KRB5_PACKAGES) (Debian) by hand, or the Kerberos tests fail" >&2; fi
 
 $(KAFKA_LIBS)/.complete: jvm/pom.xml
 	@command -v mvn >/dev/null || { echo "make: fetching Apache Kafka $(KAFKA_VERSION) for the tests needs Maven" \
 	  "(mvn; Debian: apt-get install maven) and Java 17" >&2; exit 1; }
 	rm -rf $(KAFKA_LIBS).tmp
-	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS).tmp || \
+	mvn -q -B -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS).tmp || \
 	  { echo "make: Maven could not fetch Apache Kafka $(KAFKA_VERSION) from Maven Central (above); the tests" \
 	  "on Apache Kafka need it: run \`make kafka\` again once the registry is reachable" >&2; exit 1; }
 	rm -rf $(KAFKA_LIBS) && mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS) && touch $@
@@ -50,7 +75,7 @@ krb5:
 	  { echo "make: apt-get could not install $(KRB5_PACKAGES)" >&2; exit 1; }; \
 	fi
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(PY) -m kafkajet demo
 
 # Recompiles the send path in place if a compiled module's source changed since the last build (under a
@@ -61,7 +86,7 @@ build: $(STAMP)
 # Both builds: everything on the compiled one (a silent fallback to Python fails it), then on the pure-Python
 # one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
 # readers decoding the batches this build's producer writes, per codec; about 20 s).
-test: $(STAMP) lint typecheck docs build kafka krb5
+test: $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock tests/interop
 
