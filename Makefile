@@ -10,6 +10,9 @@ DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
 GSSAPI_STAMP := $(VENV)/.gssapi-installed
 
+# `make` alone: the suite's virtual environment, everything but the Kerberos package.
+.DEFAULT_GOAL := $(STAMP)
+
 .PHONY: demo test build lint typecheck docs reliability bench broker clean mutate kafka krb5 prerequisites
 
 # Apache Kafka for the suite's reference cluster (kafkajet.testing.ApacheKafka): Maven copies the broker's and
