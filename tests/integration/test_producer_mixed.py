@@ -17,11 +17,15 @@ from tests.helpers.readback import read_topic
 TOTAL = 1_000_000
 THREADS = 8
 PARTITIONS = 6
+# acks=1 turns idempotence off, and then Java keeps a partition's order across a retry only with one request in
+# flight: on Apache Kafka a topic's first Produce can be refused (NOT_LEADER_OR_FOLLOWER) while the requests behind
+# it are stored, and the retried batch lands after them (issue 44 saw a thread's record at offset 3923 behind its
+# next one at 75). The order asserted below is what Java promises for these settings.
 SETTINGS = [
-    {"acks": "1", "compression.type": "none"},
+    {"acks": "1", "compression.type": "none", "max.in.flight.requests.per.connection": "1"},
     {"acks": "all", "compression.type": "none"},
     {"acks": "all", "compression.type": "gzip"},
-    {"acks": "1", "compression.type": "snappy"},
+    {"acks": "1", "compression.type": "snappy", "max.in.flight.requests.per.connection": "1"},
     {"acks": "all", "compression.type": "lz4"},
     {"acks": "all", "compression.type": "zstd"},
 ]
@@ -70,6 +74,7 @@ def test_mixed_records_from_8_threads_arrive_exactly_once_in_order(
             th.join(300)
         assert not errors, errors
         producer.flush(timeout=300)
+        retries = producer.metrics()["record-retry-total"]
 
     expected_count = THREADS * per_thread
     read = read_topic(broker.bootstrap_servers, topic_name, expected_count, timeout_s=300)
@@ -92,7 +97,7 @@ def test_mixed_records_from_8_threads_arrive_exactly_once_in_order(
             elif rec.get("key") is not None:
                 assert md.partition == partition_for_key(rec["key"], PARTITIONS)
             # Per partition, this thread's records sit in its send order.
-            assert md.offset > last_offset.get(md.partition, -1)
+            assert md.offset > last_offset.get(md.partition, -1), f"out of order after {retries:.0f} retried records"
             last_offset[md.partition] = md.offset
             sent_multiset[(rec.get("key"), rec["value"], tuple(rec.get("headers") or ()))] += 1
     read_multiset = Counter((r.key, r.value, r.headers) for r in read)
