@@ -397,6 +397,11 @@ class ProducerBatch:
                     raise AssertionError("a fresh batch sized for the record must accept it")
                 out.append(current)
             moved.append((current, index))  # type: ignore[arg-type]
+            if len(current.buf) >= batch_size:  # type: ignore[union-attr]
+                # A record larger than the split size keeps its part to itself: records after it would fit in
+                # the slack of its upper-bound estimate, and a part that holds more than the one record that
+                # cannot shrink would be refused and split the same way again until delivery.timeout.ms.
+                current = None
         for part in out:
             # Closed for appends, as Java closes split batches: a part can be the last batch of its deque, and
             # records sent after the split would otherwise join it and go out ahead of batches sent before them.

@@ -295,9 +295,18 @@ def test_a_record_larger_than_the_split_size_gets_a_batch_of_its_own() -> None:
     assert parts[1].capacity == BATCH_HEADER_SIZE + record_size_upper_bound(2, 3000, [("h", b"v")])
     assert parts[0].capacity == 500
     got = [[r.value for r in p.records()] for p in parts]
-    # The big record starts a part sized for it; what follows may share its slack.
-    assert got[0] == [b"small"] and got[1][0] == b"L" * 3000
-    assert [v for part in got for v in part] == [b"small", b"L" * 3000, b"tail"]
+    # The record after it would fit in the slack of the big one's upper bound, but goes to a part of its own.
+    assert got == [[b"small"], [b"L" * 3000], [b"tail"]]
+
+
+def test_a_batch_led_by_a_record_too_large_for_the_broker_splits_it_off() -> None:
+    # The broker refuses [big, small] as too large; the sender splits it to half its size. Were "small" to join
+    # big's part again, the split would give back the same batch, refused and split until delivery.timeout.ms.
+    b = new_batch(capacity=100_000)
+    b.try_append(1, None, b"L" * 60_000, None)
+    b.try_append(1, None, b"s", None)
+    parts = b.split(BATCH_HEADER_SIZE + (len(b.buf) - BATCH_HEADER_SIZE) // 2, now_ms=0.0)
+    assert [[r.value for r in p.records()] for p in parts] == [[b"L" * 60_000], [b"s"]]
 
 
 def test_futures_follow_their_records_through_a_split() -> None:
