@@ -431,7 +431,9 @@ class Sender:
         msg = p.get("error_message")
         err = make_error(code, f"{b.topic}-{b.partition}" + (f": {msg}" if msg else ""))
         assert err is not None
-        if code in _TOO_LARGE_CODES and b.count > 1:
+        # Past delivery.timeout.ms a batch is not split again but fails: a split that cannot shrink it must not
+        # go on for ever (in-flight batches have no other deadline here).
+        if code in _TOO_LARGE_CODES and b.count > 1 and now - b.created_ms < self.accumulator.delivery_timeout_ms:
             if idem is not None:
                 idem.remove_in_flight(b)
                 idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} split after {err.name}")

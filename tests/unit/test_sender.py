@@ -1404,6 +1404,18 @@ def test_message_too_large_for_a_single_record_fails_it_and_two_records_split() 
     assert not any(f.done() for f in pair)  # split and sent again, not failed
 
 
+def test_a_batch_refused_as_too_large_after_delivery_timeout_fails_instead_of_splitting() -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    pair = [rig.append(b"a"), rig.append(b"b")]
+    rig.run()
+    rig.clock.advance(5_000)  # the answer comes after delivery.timeout.ms
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], MessageTooLargeError.code))
+    rig.run()
+    assert all(isinstance(f.exception(timeout=0), MessageTooLargeError) for f in pair)
+    assert rig.sender.metrics.totals["batch-split-total"] == 0
+
+
 def test_an_idempotent_split_renumbers_under_a_new_epoch() -> None:
     rig = make_rig(idempotent=True)
     rig.connect()
