@@ -427,7 +427,9 @@ class RecordAccumulator:
         batch.wire = None  # futures keep following this batch to its parts: only its forwarding table stays
         if batch.pooled:
             self.pool.deallocate(batch.buf, batch.capacity)
-            batch.buf = bytearray()
+        # A part split again is not pooled, and the futures hold the chain of splits: its records live on in
+        # its parts, so its buffer goes now rather than with the last future.
+        batch.buf = bytearray()
         return len(parts)
 
     def _unmute(self, batch: ProducerBatch) -> None:

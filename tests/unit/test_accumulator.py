@@ -422,6 +422,12 @@ def test_split_halves_what_the_broker_refused_and_returns_the_memory() -> None:
     assert [r.value for p in parts for r in p.records()] == [b"%03d" % i * 30 for i in range(30)]
     assert acc.pool.available_memory() == 1 << 20  # the parts' memory is not the pool's
     assert set(acc.incomplete_batches()) == set(parts)
+    # A part refused and split again gives up its buffer too: the futures, which hold the whole chain of
+    # splits, must not keep every level's bytes alive.
+    [[again]] = acc.drain(two_node_cluster(), [1], 1 << 20, 0).values()
+    acc.split_and_reenqueue(again, 0)
+    assert len(again.buf) == 0 and again.is_split
+    assert [r.value for p in acc._queues[("t", 0)] for r in p.records()] == [b"%03d" % i * 30 for i in range(30)]
 
 
 def test_queued_batches_expire_at_the_delivery_timeout_with_the_last_cause() -> None:
