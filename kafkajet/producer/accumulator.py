@@ -363,7 +363,7 @@ class RecordAccumulator:
                             first_seq = idem.first_in_flight_sequence(first.tp)
                             if first_seq is not None and first_seq != first.base_sequence:
                                 continue
-                        elif idem.in_flight_count(first.tp) >= 5:
+                        elif not idem.may_pipeline(first.tp):
                             continue
                     dq.popleft()
                     if idem is not None:

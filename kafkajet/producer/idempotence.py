@@ -16,6 +16,7 @@ log = logging.getLogger("kafkajet.producer.idempotence")
 
 MAX_SEQUENCE = 2**31 - 1
 MAX_EPOCH = 2**15 - 1  # the epoch is an int16: past it only a new producer id helps
+MAX_IN_FLIGHT = 5  # batches of one partition the broker keeps sequence state for (Java's limit)
 
 
 class IdempotenceManager:
@@ -114,6 +115,19 @@ class IdempotenceManager:
     def is_first_in_flight(self, batch: ProducerBatch) -> bool:
         q = self._in_flight.get(batch.tp)
         return bool(q) and q[0] is batch  # type: ignore[index]
+
+    def may_pipeline(self, tp: TopicPartitionKey) -> bool:
+        """Whether a new batch of `tp` may go while others of it are in flight: up to MAX_IN_FLIGHT, and only
+        once the broker acknowledged a sequence of this partition under the current producer id and epoch.
+
+        Until then the broker may hold no state for this producer on the partition, and Apache Kafka takes a
+        batch whose first sequence is not 0 from such a producer as a new start (KIP-360): were the first batch
+        refused (NOT_LEADER_OR_FOLLOWER from a leader not yet ready on a topic just created, MESSAGE_TOO_LARGE
+        before a split), the batches pipelined behind it would be appended ahead of it, and every retry of it
+        then refused as out of order until delivery.timeout.ms. Costs one round trip per partition and epoch.
+        """
+        n = self.in_flight_count(tp)
+        return n == 0 or (n < MAX_IN_FLIGHT and tp in self._last_acked)
 
     def in_flight_count(self, tp: TopicPartitionKey) -> int:
         q = self._in_flight.get(tp)

@@ -334,18 +334,56 @@ def test_drain_without_a_producer_id_sends_nothing_then_numbers_batches() -> Non
     assert header.is_transactional and idem.in_flight_count(("t", 0)) == 1
 
 
+def acknowledge_a_first_batch(acc: RecordAccumulator, idem: IdempotenceManager, partition: int = 0) -> None:
+    """Send one batch of `partition` and acknowledge it: from then on the partition's batches may pipeline."""
+    acc.append("t", partition, 0, None, b"first", None, None)
+    acc._queues[("t", partition)][-1].full = True
+    acc._drain_index[1] = 0
+    (first,) = (b for bs in acc.drain(two_node_cluster(), [1], 1 << 20, 0).values() for b in bs)
+    idem.remove_in_flight(first)
+    idem.acknowledged(first)
+
+
 def test_at_most_five_batches_per_partition_in_flight_with_idempotence() -> None:
     idem = IdempotenceManager()
     idem.set_producer_id(1, 0)
     acc = make(Clock(), linger_ms=0, idempotence=idem)
+    acknowledge_a_first_batch(acc, idem)
     cluster = two_node_cluster()
     drained = []
     for i in range(7):
         acc.append("t", 0, 0, None, b"%d" % i, None, None)
         acc._queues[("t", 0)][-1].full = True  # one record per batch
         drained.extend(b for bs in acc.drain(cluster, [1], 1 << 20, 0).values() for b in bs)
-    assert [b.base_sequence for b in drained] == [0, 1, 2, 3, 4]
+    assert [b.base_sequence for b in drained] == [1, 2, 3, 4, 5]
     assert len(acc._queues[("t", 0)]) == 2
+
+
+def test_nothing_is_pipelined_behind_a_first_batch_the_broker_has_not_acknowledged() -> None:
+    # Apache Kafka takes a batch of a producer it has no state for as a new start whatever its sequence: a
+    # second batch sent behind an unanswered first one could be appended ahead of it if the first is refused.
+    idem = IdempotenceManager()
+    idem.set_producer_id(1, 0)
+    acc = make(Clock(), linger_ms=0, idempotence=idem)
+    cluster = two_node_cluster()
+    for i in range(3):
+        acc.append("t", 0, 0, None, b"%d" % i, None, None)
+        acc._queues[("t", 0)][-1].full = True
+    [[first]] = acc.drain(cluster, [1], 1 << 20, 0).values()
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {}
+    idem.remove_in_flight(first)
+    idem.acknowledged(first)
+    drained = [b for _ in range(2) for bs in acc.drain(cluster, [1], 1 << 20, 0).values() for b in bs]
+    assert [b.base_sequence for b in drained] == [1, 2]  # acknowledged: the rest pipelines
+    # A new epoch (bumped once nothing is in flight) starts from no state on the broker again.
+    for b in drained:
+        idem.remove_in_flight(b)
+    idem.set_producer_id(1, 1)
+    for i in range(2):
+        acc.append("t", 0, 0, None, b"%d" % i, None, None)
+        acc._queues[("t", 0)][-1].full = True
+    assert [b.base_sequence for bs in acc.drain(cluster, [1], 1 << 20, 0).values() for b in bs] == [0]
+    assert acc.drain(cluster, [1], 1 << 20, 0) == {}
 
 
 def test_a_retried_batch_goes_only_when_it_is_the_oldest_in_flight() -> None:
@@ -353,6 +391,7 @@ def test_a_retried_batch_goes_only_when_it_is_the_oldest_in_flight() -> None:
     idem.set_producer_id(1, 0)
     clock = Clock()
     acc = make(clock, linger_ms=0, idempotence=idem)
+    acknowledge_a_first_batch(acc, idem)
     cluster = two_node_cluster()
     batches = []
     for i in range(2):
@@ -365,7 +404,7 @@ def test_a_retried_batch_goes_only_when_it_is_the_oldest_in_flight() -> None:
     assert acc.drain(cluster, [1], 1 << 20, later) == {}  # sequence 1 must not overtake sequence 0
     acc.reenqueue(first, KafkaConnectionError("x"), 0)
     out = acc.drain(cluster, [1], 1 << 20, max(first.retry_at_ms, second.retry_at_ms) + 1)
-    assert out[1] == [first] and first.base_sequence == 0
+    assert out[1] == [first] and first.base_sequence == 1
 
 
 def test_max_in_flight_one_mutes_the_partition_until_its_batch_resolves() -> None:
@@ -748,6 +787,7 @@ def test_a_retry_behind_an_older_unresolved_batch_does_not_stop_other_partitions
     idem = IdempotenceManager()
     idem.set_producer_id(1, 0)
     acc = make(Clock(), linger_ms=0, idempotence=idem)
+    acknowledge_a_first_batch(acc, idem)
     cluster = two_node_cluster()
     flying = []
     for i in range(2):

@@ -1174,18 +1174,24 @@ def test_while_a_coordinator_request_is_sent_or_in_flight_no_produce_goes() -> N
     # produce data, even for partitions already in the transaction.
     rig, txn = txn_rig_producing()
     assert len(rig.produces()) == 1
+    # Acknowledged, so partition 0's next batch may go while another is in flight (may_pipeline).
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    rig.append(b"a2", 0)
+    rig.run()
+    assert len(rig.produces()) == 2
     txn.maybe_add_partition((TOPIC, 1))
     rig.append(b"b", 0)
     rig.append(b"c", 1)
     rig.run()  # AddPartitionsToTxn for partition 1 goes: nothing else in this pass
-    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1 and len(rig.produces()) == 1
+    assert len(rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN)) == 1 and len(rig.produces()) == 2
     rig.run()  # awaiting its answer
-    assert len(rig.produces()) == 1
+    assert len(rig.produces()) == 2
     rig.client.respond(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_answer(1))
     rig.run()
     rig.run()
-    assert len(rig.produces()) == 2 and sorted(rig.produces()[1].produce_partitions) == [(TOPIC, 0), (TOPIC, 1)]
-    assert rig.produces()[1].sent_ms == rig.clock.now
+    assert len(rig.produces()) == 3 and sorted(rig.produces()[2].produce_partitions) == [(TOPIC, 0), (TOPIC, 1)]
+    assert rig.produces()[2].sent_ms == rig.clock.now
 
 
 def test_a_coordinator_that_cannot_be_reached_does_not_hold_back_produce() -> None:
@@ -1366,25 +1372,29 @@ def test_a_sequence_error_behind_an_unresolved_batch_is_retried_not_failed(error
     code = getattr(errors, error).code
     rig = make_rig(idempotent=True, batch_size=256)
     rig.connect()
+    rig.append(b"acknowledged")  # so that the partition's batches may pipeline
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
     first = [rig.append(b"x" * 50) for _ in range(3)]  # one full batch
     rig.run()
     second = rig.append(b"y")
     rig.run()
-    assert len(rig.produces()) == 2
-    answer_out_of_order(rig, rig.produces()[1], code)  # the second answers first: the first is unresolved
+    assert len(rig.produces()) == 3
+    answer_out_of_order(rig, rig.produces()[2], code)  # the second answers first: the first is unresolved
     rig.run()
     assert not second.done(), "a batch behind an unresolved one must wait for it, not fail"
     assert rig.idempotence is not None and not rig.idempotence.bump_requested
     assert rig.sender.metrics.totals["record-retry-total"] == 1
-    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], base_offset=0))
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], base_offset=1))
     rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
     rig.run()
-    assert [f.result(timeout=0).offset for f in first] == [0, 1, 2]
+    assert [f.result(timeout=0).offset for f in first] == [1, 2, 3]
     b = batch_header(rig.produces()[-1])
-    assert b.base_sequence == 3 and b.records_count == 1  # the same numbers again
-    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=3))
+    assert b.base_sequence == 4 and b.records_count == 1  # the same numbers again
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=4))
     rig.run()
-    assert second.result(timeout=0).offset == 3
+    assert second.result(timeout=0).offset == 4
 
 
 def test_message_too_large_for_a_single_record_fails_it_and_two_records_split() -> None:
@@ -1425,9 +1435,14 @@ def test_an_idempotent_split_renumbers_under_a_new_epoch() -> None:
     rig.run()
     assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
     rig.run()
+    # Under the new epoch the broker may hold no state for this producer: the second half waits for the first.
+    assert len(rig.produces()) == 2
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1]))
+    rig.run()
+    rig.run()
     halves = [batch_header(r) for r in rig.produces()[1:]]
     assert [(b.producer_epoch, b.base_sequence, b.records_count) for b in halves] == [(1, 0, 5), (1, 5, 5)]
-    assert not any(f.done() for f in futs)
+    assert not all(f.done() for f in futs)
 
 
 def test_interceptors_get_topic_partition_and_no_offsets_under_acks_zero() -> None:
@@ -1476,3 +1491,108 @@ def test_queue_time_ends_when_the_request_leaves_not_when_the_pass_began() -> No
     assert len(rig.produces()) == 1
     s = rig.sender.metrics.snapshot()
     assert s["record-queue-time-max"] == 0 and s["record-queue-time-avg"] == 0  # not -40
+
+
+# --- a partition as Apache Kafka appends an idempotent producer's batches ---------------------------------------
+
+
+class KafkaPartitionLog:
+    """One partition with Apache Kafka 4.4's checks of an idempotent producer (ProducerAppendInfo.checkSequence):
+    for a producer it holds no state for, any first sequence is a new start (KIP-360); a higher epoch must start
+    at 0; a repeat of an appended batch is answered as success; any other gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
+    Its first `refusals` produces are answered NOT_LEADER_OR_FOLLOWER (a leader not yet ready to write), and a
+    batch over `max_message_bytes` MESSAGE_TOO_LARGE."""
+
+    def __init__(self, *, max_message_bytes: int = 1 << 20, refusals: int = 0) -> None:
+        self.values: list[bytes | None] = []
+        self.max_message_bytes = max_message_bytes
+        self.refusals = refusals
+        self.epoch = -1
+        self.last_sequence = -1
+        self.appended: dict[tuple[int, int], int] = {}  # (epoch, base sequence) -> base offset
+
+    def append(self, wire: bytes) -> tuple[int, int]:
+        """The error code and base offset the broker answers for one batch."""
+        from kafkajet.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+
+        if self.refusals:
+            self.refusals -= 1
+            return NotLeaderOrFollowerError.code, -1
+        if len(wire) > self.max_message_bytes:
+            return MessageTooLargeError.code, -1
+        (b,) = decode_batches(wire)
+        if (b.producer_epoch, b.base_sequence) in self.appended:
+            return 0, self.appended[(b.producer_epoch, b.base_sequence)]
+        if b.producer_epoch < self.epoch:
+            return InvalidProducerEpochError.code, -1
+        new_start = self.epoch == -1 or (b.producer_epoch > self.epoch and b.base_sequence == 0)
+        if not new_start and not (b.producer_epoch == self.epoch and b.base_sequence == self.last_sequence + 1):
+            return OutOfOrderSequenceNumberError.code, -1
+        self.epoch, self.last_sequence = b.producer_epoch, b.base_sequence + b.records_count - 1
+        self.appended[(b.producer_epoch, b.base_sequence)] = len(self.values)
+        self.values.extend(r.value for r in b.records)
+        return 0, self.appended[(b.producer_epoch, b.base_sequence)]
+
+
+def run_against(rig: Rig, logs: dict[int, KafkaPartitionLog], futures: list[RecordFuture]) -> None:
+    """Answer the sender's requests as the broker would, oldest first, until every record has its outcome."""
+    for _ in range(2000):
+        if all(f.done() for f in futures):
+            return
+        for _meta in rig.client.pending(ApiKey.METADATA):
+            rig.client.respond(ApiKey.METADATA, metadata_body(NODES, {TOPIC: [0] * len(logs)}))
+        pending = rig.client.pending(ApiKey.PRODUCE)
+        if not pending:
+            rig.run(RETRY_BACKOFF_MS)
+            continue
+        parts = []
+        for t in pending[0].body["topic_data"]:
+            for p in t["partition_data"]:
+                code, offset = logs[p["index"]].append(bytes(p["records"]))
+                parts.append({"index": p["index"], "error_code": code, "base_offset": offset,
+                              "log_append_time_ms": -1, "log_start_offset": 0})
+        rig.client.respond(ApiKey.PRODUCE, {"responses": [{"name": TOPIC, "partition_responses": parts}]})
+        rig.run()
+    raise AssertionError("the records did not all get an outcome")
+
+
+def test_a_split_first_batch_keeps_its_records_ahead_of_the_batches_sent_after_it() -> None:
+    # The broker refuses the partition's first batch as too large; batches sent after it must not land first
+    # (Apache Kafka would take them as a new start), and the split must not reorder or lose anything: every
+    # small record stored once, in send order, and the one record over the limit failing alone.
+    rig = make_rig(idempotent=True, batch_size=100_000)
+    log = KafkaPartitionLog(max_message_bytes=5_000)
+    rig.connect()
+    futures: list[RecordFuture] = []
+    sent: list[bytes] = []
+    for group in range(5):  # five batches, each drained as soon as it is appended: pipelined when allowed
+        for i in range(20):
+            value = b"L" * 6_000 if (group, i) == (0, 10) else b"%d-%d" % (group, i)
+            futures.append(rig.append(value))
+            sent.append(value)
+        rig.run()
+    run_against(rig, {0: log}, futures)
+    big = sent.index(b"L" * 6_000)
+    assert isinstance(futures[big].exception(timeout=0), MessageTooLargeError)
+    assert all(f.exception(timeout=0) is None for i, f in enumerate(futures) if i != big)
+    assert log.values == [v for v in sent if v != sent[big]]
+
+
+def test_a_first_batch_refused_by_a_leader_not_yet_ready_loses_nothing() -> None:
+    # Apache Kafka on a topic just created: the first Produce to a partition is refused NOT_LEADER_OR_FOLLOWER
+    # while the batches behind it would be taken as a new start; every retry of the first is then out of order.
+    rig = make_rig(idempotent=True, delivery_timeout_ms=30_000)
+    logs = {0: KafkaPartitionLog(refusals=1), 1: KafkaPartitionLog(refusals=2)}
+    rig.connect()
+    futures: list[RecordFuture] = []
+    sent: dict[int, list[bytes]] = {0: [], 1: []}
+    for group in range(5):
+        for p in (0, 1):
+            for i in range(3):
+                value = b"%d-%d-%d" % (p, group, i)
+                futures.append(rig.append(value, partition=p))
+                sent[p].append(value)
+        rig.run()
+    run_against(rig, logs, futures)
+    assert [f.exception(timeout=0) for f in futures] == [None] * len(futures)
+    assert {p: log.values for p, log in logs.items()} == sent
