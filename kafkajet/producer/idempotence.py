@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from enum import IntEnum
 
 from kafkajet.cluster import TopicPartitionKey
-from kafkajet.errors import KafkaError
+from kafkajet.errors import (
+    BrokerError,
+    InvalidProducerEpochError,
+    KafkaError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
+    UnknownProducerIdError,
+)
 from kafkajet.producer.batch import ProducerBatch
 
 log = logging.getLogger("kafkajet.producer.idempotence")
@@ -17,6 +25,20 @@ log = logging.getLogger("kafkajet.producer.idempotence")
 MAX_SEQUENCE = 2**31 - 1
 MAX_EPOCH = 2**15 - 1  # the epoch is an int16: past it only a new producer id helps
 MAX_IN_FLIGHT = 5  # batches of one partition the broker keeps sequence state for (Java's limit)
+
+# The broker's answers that speak of the producer's identity or sequence numbers.
+_SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
+_FENCED_CODES = (ProducerFencedError.code, InvalidProducerEpochError.code)
+
+
+class Verdict(IntEnum):
+    """What becomes of a batch the broker refused, as far as its sequence numbers decide (the end of Java's
+    Sender.canRetry, transactionManager.canRetry)."""
+
+    NOT_SEQUENCE = 0  # not about sequences: the sender's rules for retriable errors decide
+    RETRY_IN_ORDER = 1  # an earlier batch of the partition is unresolved: this one is retried behind it
+    BUMP_AND_RETRY = 2  # the broker lost the producer's state: retried under a new epoch (requested here)
+    FAIL = 3  # the batch fails (the sender closes the gap it leaves with an epoch bump)
 
 
 class IdempotenceManager:
@@ -103,6 +125,30 @@ class IdempotenceManager:
     def acknowledged(self, batch: ProducerBatch) -> None:
         if batch.has_sequence and batch.producer_epoch == self.producer_epoch:
             self._last_acked[batch.tp] = batch.base_sequence + batch.count - 1
+
+    def verdict(self, batch: ProducerBatch, error: BrokerError, transactional: bool) -> Verdict:
+        """Whether a batch the broker refused with `error` is retried (behind an unresolved batch, or under a
+        new epoch, whose bump this requests) or fails; NOT_SEQUENCE for the errors sequences have no say in."""
+        code = error.code
+        if transactional and code in _FENCED_CODES:
+            # A transactional producer whose epoch is refused has been fenced by a newer instance (Java).
+            return Verdict.FAIL
+        if code not in _SEQUENCE_CODES:
+            return Verdict.NOT_SEQUENCE
+        if self.bump_requested or not self.is_next_expected(batch):
+            # An earlier batch of this partition is unresolved; this one follows it in order.
+            return Verdict.RETRY_IN_ORDER
+        self.request_epoch_bump(f"{error.name} on {batch.topic}-{batch.partition}")
+        if code == UnknownProducerIdError.code:
+            # The broker forgot us (retention); nothing of this batch was appended: renumber and retry.
+            return Verdict.BUMP_AND_RETRY
+        return Verdict.FAIL
+
+    def batch_split(self, batch: ProducerBatch, error: BrokerError) -> None:
+        """A batch refused as too large is split: its parts are numbered afresh under a new epoch, ahead of the
+        batches sent behind it (which the broker refuses as out of order, and which are retried in order)."""
+        self.remove_in_flight(batch)
+        self.request_epoch_bump(f"batch for {batch.topic}-{batch.partition} split after {error.name}")
 
     def is_next_expected(self, batch: ProducerBatch) -> bool:
         """Whether the broker should accept this batch next: every earlier sequence was acknowledged.

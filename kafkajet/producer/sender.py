@@ -21,23 +21,19 @@ from kafkajet.errors import (
     AuthenticationError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
-    InvalidProducerEpochError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
-    OutOfOrderSequenceNumberError,
     ProducerClosedError,
-    ProducerFencedError,
     RecordListTooLargeError,
     TransactionAbortedError,
-    UnknownProducerIdError,
     make_error,
 )
 from kafkajet.network import ClientResponse, NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
-from kafkajet.producer.idempotence import IdempotenceManager
+from kafkajet.producer.idempotence import IdempotenceManager, Verdict
 from kafkajet.producer.metadata import Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
@@ -48,8 +44,6 @@ log = logging.getLogger("kafkajet.producer.sender")
 # Produce answers the sender treats by kind rather than by retriability.
 _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
-_SEQUENCE_CODES = (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code, InvalidProducerEpochError.code)
-_FENCED_CODES = (ProducerFencedError.code, InvalidProducerEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 ResponseHandler = Callable[[ClientResponse], None]
 
@@ -435,29 +429,20 @@ class Sender:
         # go on for ever (in-flight batches have no other deadline here).
         if code in _TOO_LARGE_CODES and b.count > 1 and now - b.created_ms < self.accumulator.delivery_timeout_ms:
             if idem is not None:
-                idem.remove_in_flight(b)
-                idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} split after {err.name}")
+                idem.batch_split(b, err)
             n = self.accumulator.split_and_reenqueue(b, now)
             self.metrics.batch_split()
             log.info("split a batch of %d records for %s-%d into %d after %s", b.count, b.topic, b.partition, n, err.name)  # pragma: no mutate (log text)
             return
-        if self.transactions is not None and code in _FENCED_CODES:
-            # Java: a transactional producer whose epoch is refused has been fenced by a newer instance.
-            self._fail(b, err)
-            return
-        if idem is not None and code in _SEQUENCE_CODES:
-            if idem.bump_requested or not idem.is_next_expected(b):
-                # An earlier batch of this partition is unresolved; this one follows it in order.
+        if idem is not None:
+            # The sequence rules are the idempotence manager's (Java's canRetry ends with the TransactionManager's).
+            verdict = idem.verdict(b, err, self.transactions is not None)
+            if verdict == Verdict.FAIL:
+                self._fail(b, err)
+                return
+            if verdict != Verdict.NOT_SEQUENCE:  # retried in order, or under the new epoch it asked for
                 self._reenqueue(b, err, now)
                 return
-            if code == UnknownProducerIdError.code:
-                # The broker forgot us (retention); nothing of this batch was appended: renumber and retry.
-                idem.request_epoch_bump(f"{err.name} on {b.topic}-{b.partition}")
-                self._reenqueue(b, err, now)
-                return
-            idem.request_epoch_bump(f"{err.name} on {b.topic}-{b.partition}")
-            self._fail(b, err)
-            return
         if err.invalid_metadata:
             self.metadata.request_update()
         self._retry_or_fail(b, err, now)

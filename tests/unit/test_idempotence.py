@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkajet.producer.idempotence import MAX_EPOCH, IdempotenceManager
+import pytest
+
+from kafkajet.errors import (
+    BrokerError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    MessageTooLargeError,
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
+    UnknownProducerIdError,
+)
+from kafkajet.producer.idempotence import MAX_EPOCH, IdempotenceManager, Verdict
 
 
 @dataclass
@@ -194,3 +206,91 @@ def test_changes_of_identity_are_logged_for_the_operator(caplog) -> None:  # typ
         ("INFO", f"producer id 7 epoch {MAX_EPOCH} cannot be bumped: asking for a new producer id"),
         ("INFO", f"producer id -1 epoch -1 (was 7/{MAX_EPOCH})"),
     ]
+
+
+# --- the verdict on a refused batch (Java's TransactionManager.canRetry) --------------------------------------
+
+
+@dataclass
+class RefusedBatch(FakeBatch):
+    topic: str = "t"
+    partition: int = 0
+
+
+def acknowledged_up_to(last: int) -> IdempotenceManager:
+    """A manager whose partition t-0 has sequences 0..last acknowledged."""
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    idem.acknowledged(RefusedBatch(("t", 0), last + 1, base_sequence=0, producer_epoch=0))  # type: ignore[arg-type]
+    return idem
+
+
+def refused(idem: IdempotenceManager, base_sequence: int, error: BrokerError, transactional: bool = False) -> Verdict:
+    return idem.verdict(RefusedBatch(("t", 0), 2, base_sequence=base_sequence, producer_epoch=0),  # type: ignore[arg-type]
+                        error, transactional)
+
+
+@pytest.mark.parametrize("error", [NotLeaderOrFollowerError(), MessageTooLargeError(), InvalidRecordError(),
+                                   ProducerFencedError()])
+def test_errors_that_are_not_about_sequences_are_left_to_the_sender(error: BrokerError) -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 5, error) is Verdict.NOT_SEQUENCE
+    assert not idem.bump_requested
+
+
+def test_out_of_order_for_the_next_expected_batch_fails_it_and_requests_a_bump() -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 5, OutOfOrderSequenceNumberError()) is Verdict.FAIL
+    assert idem.bump_requested and idem.bump_reason == "OUT_OF_ORDER_SEQUENCE_NUMBER on t-0"
+
+
+@pytest.mark.parametrize("error", [OutOfOrderSequenceNumberError(), UnknownProducerIdError(),
+                                   InvalidProducerEpochError()])
+def test_a_sequence_error_behind_an_unresolved_batch_is_retried_in_order_without_a_bump(error: BrokerError) -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 7, error) is Verdict.RETRY_IN_ORDER  # sequences 5 and 6 are still unresolved
+    assert not idem.bump_requested
+
+
+def test_once_a_bump_is_requested_every_sequence_error_waits_for_it() -> None:
+    idem = acknowledged_up_to(4)
+    idem.request_epoch_bump("an earlier batch failed")
+    assert refused(idem, 5, OutOfOrderSequenceNumberError()) is Verdict.RETRY_IN_ORDER
+    assert idem.bump_reason == "an earlier batch failed"
+
+
+def test_unknown_producer_id_for_the_next_expected_batch_retries_it_under_a_new_epoch() -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 5, UnknownProducerIdError()) is Verdict.BUMP_AND_RETRY
+    assert idem.bump_requested and idem.bump_reason == "UNKNOWN_PRODUCER_ID on t-0"
+
+
+def test_invalid_epoch_for_the_next_expected_idempotent_batch_fails_it_and_requests_a_bump() -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 5, InvalidProducerEpochError()) is Verdict.FAIL
+    assert idem.bump_requested
+
+
+@pytest.mark.parametrize("error", [ProducerFencedError(), InvalidProducerEpochError()])
+def test_a_transactional_producer_whose_epoch_is_refused_is_fenced_whatever_the_sequence(error: BrokerError) -> None:
+    idem = acknowledged_up_to(4)
+    assert refused(idem, 9, error, transactional=True) is Verdict.FAIL
+    assert not idem.bump_requested  # fenced: no new epoch of its own can help
+
+
+def test_the_first_batch_of_a_partition_is_the_next_expected() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    assert refused(idem, 0, OutOfOrderSequenceNumberError()) is Verdict.FAIL
+    idem.set_producer_id(7, 1)
+    assert refused(idem, 2, OutOfOrderSequenceNumberError()) is Verdict.RETRY_IN_ORDER
+
+
+def test_a_split_batch_leaves_the_in_flight_list_and_asks_for_a_new_epoch() -> None:
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    batch = RefusedBatch(("t", 0), 4, base_sequence=0)
+    idem.add_in_flight(batch)  # type: ignore[arg-type]
+    idem.batch_split(batch, MessageTooLargeError())  # type: ignore[arg-type]
+    assert idem.in_flight_count(("t", 0)) == 0
+    assert idem.bump_requested and idem.bump_reason == "batch for t-0 split after MESSAGE_TOO_LARGE"
