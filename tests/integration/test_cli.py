@@ -81,6 +81,9 @@ def test_produce_reports_failures_and_exits_non_zero(broker: EmbeddedBroker, top
     assert "kafkajet produce: error: line 2: RecordTooLargeError" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own input and option checks and their wording, made before a record is "
+    "sent"))
 def test_produce_bad_line_and_bad_options_are_clear(broker: EmbeddedBroker, topic_name: str) -> None:
     base = ("produce", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic_name)
     r = cli(*base, "--property", "parse.key=true", stdin="nokey\n")

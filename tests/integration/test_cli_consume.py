@@ -191,6 +191,8 @@ def test_consume_read_committed_leaves_out_aborted_transactions(broker: Embedded
     assert everything.stdout.splitlines() == ["committed", "aborted", "after"]
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own option parsing and wording, refused before a broker is asked"))
 def test_consume_usage_mistakes_exit_2(broker: EmbeddedBroker, topic_name: str) -> None:
     for args, says in ((("--offset", "3"), "--offset needs --partition"),
                        (("--partition", "0", "--group", "g"), "cannot be given together"),

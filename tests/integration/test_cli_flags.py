@@ -24,6 +24,8 @@ def test_every_command_help_has_its_usage_line_and_a_description(command: str) -
         assert "--bootstrap-server HOST:PORT" in usage and "--bootstrap-servers" in r.stdout
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own argument parsing"))
 def test_v_is_taken_before_or_after_the_command(broker: EmbeddedBroker, topic_name: str) -> None:
     with Admin(broker.bootstrap_servers) as admin:
         admin.create_topics(topic_name, timeout_s=30)

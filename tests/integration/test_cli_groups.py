@@ -156,6 +156,8 @@ def test_reset_offsets_refuses_a_group_with_active_members(broker: EmbeddedBroke
     assert _committed(broker, group, topic_name) == [2, 5]
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own option parsing and wording, refused before a broker is asked"))
 def test_reset_offsets_usage_mistakes_exit_2(broker: EmbeddedBroker) -> None:
     for args, says in ((("--reset-offsets", "--group", "g", "--to-earliest"), "--topic TOPIC or --all-topics"),
                        (("--reset-offsets", "--group", "g", "--topic", "t"), "needs one of --to-earliest"),

@@ -173,6 +173,8 @@ def test_aioproducer_records_get_their_spans_through_the_wrapped_send(broker: Em
         assert read[(md.partition, md.offset)]["traceparent"] == traceparent(spans[(md.partition, md.offset)])
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is which send methods kafkajet installs, which no broker changes"))
 def test_with_the_setting_off_the_send_methods_are_the_plain_ones(broker: EmbeddedBroker, topic_name: str) -> None:
     exporter, _ = sdk()
     with Producer(bootstrap_servers=broker.bootstrap_servers) as p:
@@ -229,6 +231,8 @@ _NO_SDK_YET = textwrap.dedent("""
 """)
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's trace-context handling in the client, which no broker changes"))
 def test_without_an_sdk_a_record_passes_on_only_the_current_context_and_an_sdk_set_later_is_used(
         broker: EmbeddedBroker, topic_name: str) -> None:
     """opentelemetry.enable on a service with no SDK yet: a send (send_batch, send_arrow) with no trace context

@@ -55,6 +55,8 @@ def make_topic(broker: EmbeddedBroker, topic: str, partitions: int = 3) -> None:
         admin.create_topics([topic], num_partitions=partitions)
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own output format, which no broker changes"))
 def test_output_parses_with_java_formats_and_counts_match(broker: EmbeddedBroker, topic_name: str) -> None:
     make_topic(broker, topic_name)
     r = perf("--topic", topic_name, "--num-records", "3000", "--record-size", "100", "--throughput", "3000",
@@ -114,6 +116,8 @@ def test_payload_file_payloads_are_what_a_consumer_reads(
     assert set(read) == {p.encode() for p in payloads}  # each chosen at random; 2000 draws hit all four
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is how kafkajet's perf tool reads settings into the producer"))
 def test_producer_props_and_config_file_reach_the_producer(
     broker: EmbeddedBroker, topic_name: str, tmp_path: Path
 ) -> None:
@@ -136,6 +140,8 @@ def test_producer_props_and_config_file_reach_the_producer(
     assert "Metric Name" in r.stdout
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is how kafkajet's perf tool reads a setting"))
 def test_producer_props_accept_linger_zero(broker: EmbeddedBroker, topic_name: str) -> None:
     make_topic(broker, topic_name)
     r = perf("--topic", topic_name, "--num-records", "500", "--record-size", "10",
@@ -191,6 +197,8 @@ def test_transactions_commit_every_duration_as_in_kafkas_tool(broker: EmbeddedBr
     assert all(b.is_transactional for b in batches)
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own output format, which no broker changes"))
 def test_warmup_records_get_a_steady_state_summary(broker: EmbeddedBroker, topic_name: str) -> None:
     make_topic(broker, topic_name)
     r = perf("--topic", topic_name, "--num-records", "3000", "--warmup-records", "1000", "--record-size", "20",
@@ -238,6 +246,8 @@ def test_failed_records_are_counted_and_fail_the_exit_code(tmp_path: Path) -> No
     assert acked + int(failed[1].replace(",", "")) + unsent == n
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's own output format, which no broker changes"))
 def test_progress_bar_on_a_terminal_and_plain_lines_on_a_pipe(broker: EmbeddedBroker, topic_name: str) -> None:
     make_topic(broker, topic_name)
     master, slave = pty.openpty()

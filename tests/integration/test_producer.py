@@ -102,6 +102,8 @@ def test_close_zero_fails_pending_futures_at_once(broker: EmbeddedBroker, topic_
         p.send(topic_name, b"after close")
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's closed state, refused without asking a broker"))
 def test_partitions_for_a_new_topic_after_close_is_refused_at_once(broker: EmbeddedBroker, topic_name: str) -> None:
     # The closed producer has no sender thread to fetch metadata: the call must not wait out max.block.ms.
     # A topic it knew still answers from what it had, as Java's partitionsFor does.
@@ -207,6 +209,8 @@ def _send_in_child(producer: Producer, topic: str, q: multiprocessing.Queue) -> 
         q.put(f"IllegalStateError: {e}")
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's fork check in the child, which no broker changes"))
 def test_a_producer_used_after_fork_raises_instead_of_hanging(broker: EmbeddedBroker, topic_name: str) -> None:
     with Producer(bootstrap_servers=broker.bootstrap_servers) as p:
         p.send(topic_name, b"parent").result(timeout=30)
@@ -280,6 +284,8 @@ def test_batch_apis_in_a_forked_child_explain_the_fork_not_a_close() -> None:
     assert got["send_arrow"] == got["send"]
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is the future protocol of kafkajet's RecordFuture, which no broker changes"))
 def test_futures_work_with_concurrent_futures_wait_and_callbacks(broker: EmbeddedBroker, topic_name: str) -> None:
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=50) as p:
         seen: list[RecordMetadata] = []
@@ -308,6 +314,8 @@ class CountingInterceptor:
         self.closed = True
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's serializer and interceptor chain"))
 def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, topic_name: str) -> None:
     create_topic(broker.bootstrap_servers, topic_name, 3)
     icp = CountingInterceptor()
@@ -331,6 +339,8 @@ def test_serializers_interceptors_and_partitions_for(broker: EmbeddedBroker, top
     assert metrics["record-send-total"] == 20
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "input is refused by kafkajet before a record is queued, whatever the broker"))
 def test_bad_input_is_refused_with_a_clear_error(broker: EmbeddedBroker, topic_name: str) -> None:
     from kafkajet import RecordTooLargeError, SerializationError
     from kafkajet.errors import InvalidPartitionError

@@ -247,6 +247,8 @@ def test_producer_writes_avro_that_confluent_decodes(broker: EmbeddedBroker, reg
     assert theirs.get_latest_version(f"{topic_name}-key").schema.schema_str == '{"type":"string"}'
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's serializer interface taking confluent-kafka's serializer"))
 def test_confluents_own_serializer_plugs_into_the_producer(broker: EmbeddedBroker, theirs: ConfluentClient,
                                                            topic_name: str, ours: SchemaRegistryClient) -> None:
     user = {"id": 5, "name": "c", "score": None, "tags": [], "kind": "A", "ts": 0}

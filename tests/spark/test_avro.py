@@ -224,6 +224,8 @@ def test_the_avro_java_library_spark_ships_decodes_kafkajets_payload(spark: Any,
     assert data[0] == 0
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "option checking is kafkajet's own logic, refused before any record is read"))
 def test_options_are_checked_at_planning(spark: Any, broker: EmbeddedBroker, registry: SchemaRegistry) -> None:
     topic = make_topic(broker, "avro-options", partitions=1)
     with pytest.raises(Exception, match="schema.registry.url"):

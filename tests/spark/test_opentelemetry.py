@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from opentelemetry import trace
 
 from kafkajet.otel import spark_trace_context
@@ -31,6 +32,8 @@ def test_the_sink_continues_the_trace_the_driver_runs_in(spark: Any, broker: Emb
     assert parents == {trace_id}
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is kafkajet's sink option, which no broker changes"))
 def test_without_the_setting_the_sink_writes_no_trace_headers(spark: Any, broker: EmbeddedBroker,
                                                               topic_name: str) -> None:
     sdk()

@@ -240,6 +240,9 @@ spark.stop()
 """
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is how Spark finds the format by name in a fresh session (kafkajet's entry point), which "
+    "no broker changes"))
 def test_the_format_works_without_register_in_a_fresh_session(broker: EmbeddedBroker, topic_name: str,
                                                               tmp_path: Any) -> None:
     # Forgetting register() ended in 156 lines of Py4J ending in ClassNotFoundException: kafkajet.DefaultSource.

@@ -98,6 +98,9 @@ spark.stop()
 """
 
 
+@pytest.mark.broker_kinds("tansu", reason=(
+    "its subject is Spark's cluster mode (executors in their own JVMs, pickling, the workers' Python "
+    "path) on the broker the demo runs; the sink and source on each broker are tested in local mode"))
 def test_a_write_and_a_stream_through_a_standalone_cluster_are_exact(
     standalone: str, broker: EmbeddedBroker, topic_name: str, tmp_path: Path
 ) -> None:
