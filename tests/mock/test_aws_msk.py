@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("botocore")
-pytest.importorskip("aws_msk_iam_sasl_signer")
+from tests.helpers.requires import require
+
+require("botocore")
+require("aws_msk_iam_sasl_signer")
 
 from kafkajet import AuthenticationError, ConfigError, Producer  # noqa: E402
 from kafkajet.testing.aws_msk import MskIamVerifier  # noqa: E402

@@ -15,9 +15,10 @@ from kafkajet import AuthenticationError, ConfigError, KafkaError, Producer
 from kafkajet.testing.kdc import LocalKdc
 from kafkajet.testing.mock.cluster import MockCluster
 from kafkajet.testing.mock.gssapi import GssapiServer
+from tests.helpers.requires import require
 from tests.helpers.waiting import wait_for
 
-pytest.importorskip("gssapi")
+require("gssapi")
 
 
 @pytest.fixture
@@ -241,7 +242,7 @@ def test_referee_kafka_python_gssapi_against_the_same_acceptor(kdc: LocalKdc, cl
     and both clients' records are in the one log."""
     import subprocess
 
-    kafka = pytest.importorskip("kafka")
+    kafka = require("kafka")
     keytab = kdc.add_principal("heidi")
     cache = f"FILE:{tmp_path}/ccache"
     subprocess.run(["kinit", "-kt", keytab, "-c", cache, kdc.principal("heidi")], check=True, timeout=30,

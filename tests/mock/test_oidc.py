@@ -15,6 +15,7 @@ from kafkajet import AuthenticationError, Producer
 from kafkajet.testing.mock.cluster import MockCluster
 from kafkajet.testing.mock.sasl import TokenValidator
 from kafkajet.testing.oidc import OidcProvider
+from tests.helpers.requires import require
 from tests.helpers.waiting import wait_for
 
 SECRET = "app-Client-S3cret"
@@ -191,7 +192,7 @@ def test_identity_provider_outage_is_retried_without_losing_a_record(idp: OidcPr
 def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp: OidcProvider) -> None:
     """librdkafka's own OIDC (sasl.oauthbearer.method=oidc) against the same endpoint and acceptor, side by
     side with kafkajet, both through a token refresh and re-authentication."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+    confluent_kafka = require("confluent_kafka")
     idp.token_lifetime_s = 5
     validator = RecordingValidator(idp.validator(scope="kafka"))
     with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_oauthbearer_validator=validator) as cluster:

@@ -15,6 +15,7 @@ from kafkajet.admin import Admin
 from kafkajet.config import config_markdown, parse_producer_config, security_config
 from kafkajet.security.connection import connection_security
 from kafkajet.testing.mock.cluster import MockCluster
+from tests.helpers.requires import require
 
 PASSWORD = "Sup3r-S3cret-Pa55"
 WRONG = "Wr0ng-Guess-Pa55"
@@ -175,7 +176,7 @@ def test_oidc_secrets_tokens_and_keys_never_leak(caplog: pytest.LogCaptureFixtur
 @pytest.mark.parametrize("form", ["OAUTHBEARER", "AWS_MSK_IAM"])
 def test_aws_msk_iam_secret_key_and_signatures_never_leak(form: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
                                                           caplog: pytest.LogCaptureFixture) -> None:
-    pytest.importorskip("aws_msk_iam_sasl_signer")
+    require("aws_msk_iam_sasl_signer")
     from kafkajet.testing.aws_msk import MskIamVerifier
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDKAFKAJETEXAMPLE")
@@ -247,7 +248,7 @@ def test_kerberos_keytab_contents_never_leak(kdc: Any, caplog: pytest.LogCapture
     import base64
     import shutil
 
-    pytest.importorskip("gssapi")
+    require("gssapi")
     keytab = kdc.add_principal("secret-scan")
     stale = keytab + ".stale"
     shutil.copy(keytab, stale)

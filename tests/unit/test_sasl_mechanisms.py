@@ -33,6 +33,7 @@ from kafkajet.testing.mock.sasl import (
     ScramServer,
     scram_credential,
 )
+from tests.helpers.requires import require
 
 SECRET = "s3cr3t-pa55word-XYZZY"
 TOKEN = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
@@ -323,7 +324,7 @@ def test_config_errors_name_the_problem_and_never_the_secret(cfg: dict[str, Any]
 ])
 def test_without_a_keytab_an_empty_ticket_cache_is_named_with_what_to_do(
         cfg: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("gssapi")
+    require("gssapi")
     from kafkajet.security.token_refresh import TokenFetchError
 
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path}/no-such-cache")

@@ -12,6 +12,7 @@ import kafkajet
 from kafkajet.schema_registry import formats
 from kafkajet.schema_registry.schema_format import InvalidSchemaError
 from kafkajet.testing.schema_registry.store import SCHEMA_TYPES, RegistryError, canonical, validate
+from tests.helpers.requires import require
 
 PACKAGE = Path(kafkajet.__file__).parent
 NAMES = {(f.registry_name, f.spark_name) for f in formats.FORMATS}
@@ -67,7 +68,7 @@ def test_avro_references_resolve_through_the_named_types_of_the_referenced_texts
 
 
 def test_every_format_has_its_spark_pieces_beside_it() -> None:
-    pytest.importorskip("pyspark")
+    require("pyspark")
     from kafkajet.spark.formats import spark_format
 
     given = set()

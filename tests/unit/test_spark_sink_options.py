@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark")
+from tests.helpers.requires import require
+
+require("pyspark")
 
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType  # noqa: E402
 
