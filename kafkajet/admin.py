@@ -231,13 +231,16 @@ class Admin:
                         log.warning("topic %r exists already with %d partitions, not %d: left as it is "
                                     "(if_not_exists)", name, has, count)
 
-    def delete_topics(self, names: Sequence[str] | str, timeout_s: float | None = None, *, if_exists: bool = False) -> None:
-        """Delete topics on the controller and wait until metadata no longer lists them."""
+    def delete_topics(self, names: Sequence[str] | str, timeout_s: float | None = None, *,
+                      if_exists: bool = False) -> list[str]:
+        """Delete topics on the controller and wait until metadata no longer lists them. Returns the names it
+        deleted: with if_exists, one that did not exist is left out (so a caller never reports it deleted)."""
         timeout_s = self._timeout(timeout_s)
         topic_names = [names] if isinstance(names, str) else list(names)
         with self._lock:
             deadline = self._deadline(timeout_s)
             pending = {n: n for n in topic_names}
+            absent: set[str] = set()
 
             def attempt() -> None:
                 conn = self._controller(deadline)
@@ -247,13 +250,18 @@ class Admin:
                     "timeout_ms": self._request_timeout_ms(deadline),
                 }
                 response = conn.request(ApiKey.DELETE_TOPICS, body, timeout_s=self._request_timeout_s(deadline))
-                self._settle(response.get("responses") or [], pending,
+                results = response.get("responses") or []
+                if if_exists:
+                    absent.update(str(r.get("name")) for r in results
+                                  if r.get("error_code") == UnknownTopicOrPartitionError.code)
+                self._settle(results, pending,
                              ok_codes={UnknownTopicOrPartitionError.code} if if_exists else set(), what="delete",
                              fatal_codes={UnknownTopicOrPartitionError.code})
 
             self._retry(deadline, timeout_s, f"deleting topic(s) {_names(topic_names)}", attempt)
             self._retry(deadline, timeout_s, f"waiting for topic(s) {_names(topic_names)} to disappear",
                         lambda: self._check_gone(topic_names, deadline))
+        return [n for n in topic_names if n not in absent]
 
     def list_topics(self, timeout_s: float | None = None, *, include_internal: bool = False) -> dict[str, TopicDescription]:
         timeout_s = self._timeout(timeout_s)

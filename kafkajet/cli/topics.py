@@ -110,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             print(f"Created topic {args.topic}.")
         elif args.delete:
-            admin.delete_topics(args.topic, args.timeout, if_exists=args.if_exists)
-            print(f"Deleted topic {args.topic}.")
+            # As Kafka's tool: with --if-exists, a topic that was not there is a no-op that says nothing.
+            if admin.delete_topics(args.topic, args.timeout, if_exists=args.if_exists):
+                print(f"Deleted topic {args.topic}.")
         elif args.list:
             for name in sorted(admin.list_topics(args.timeout)):
                 print(name)

@@ -39,11 +39,11 @@ def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:
             admin.create_topics([topic_name], num_partitions=6)
         admin.create_topics([NewTopic(topic_name, 6)], if_not_exists=True)
 
-        admin.delete_topics([topic_name], timeout_s=20)
+        assert admin.delete_topics([topic_name], timeout_s=20) == [topic_name]
         assert topic_name not in admin.list_topics(timeout_s=10)
         with pytest.raises(UnknownTopicOrPartitionError, match=topic_name):
             admin.delete_topics(topic_name, timeout_s=10)
-        admin.delete_topics(topic_name, timeout_s=10, if_exists=True)
+        assert admin.delete_topics(topic_name, timeout_s=10, if_exists=True) == []  # nothing deleted
         with pytest.raises(UnknownTopicOrPartitionError, match=topic_name):
             admin.describe_topics(topic_name, timeout_s=5)
 
