@@ -8,7 +8,6 @@ until then kafkajet._build runs this source.
 
 from __future__ import annotations
 
-import logging
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ from typing import Any, Final
 
 from kafkajet._build import kernel
 from kafkajet.errors import KafkaError
-from kafkajet.producer.futures import DeliveryCallback, RecordFuture, RecordMetadata
+from kafkajet.producer.futures import DeliveryCallback, RecordFuture, RecordMetadata, callback_failed
 from kafkajet.producer.metrics import BatchStats
 from kafkajet.records import (
     BATCH_HEADER_SIZE,
@@ -42,8 +41,6 @@ _HEADER_ROOM = bytes(BATCH_HEADER_SIZE)
 CallbackEntries = list[Any]
 _ENTRY: Final = 5
 
-# The futures' logger: a failing delivery callback is logged where a failing future callback is.
-_callback_log = logging.getLogger("kafkajet.producer.futures")
 # Final: compiled, a C static rather than a module-dict look-up per record.
 _RecordFuture: Final = RecordFuture
 _new_tuple: Final = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
@@ -71,7 +68,7 @@ def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:
             try:
                 fn(failed, error)
             except Exception:
-                _callback_log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
+                callback_failed(f"{failed!r} (failed: {error!r})")  # pragma: no mutate
         return
     base, append_time = batch.base_offset, batch.log_append_time
     new_metadata = _new_metadata  # a local: the pure build's loop tests it per record
@@ -87,7 +84,7 @@ def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:
         try:
             fn(md, None)
         except Exception:
-            _callback_log.exception("exception in the delivery callback %r", fn)  # pragma: no mutate
+            callback_failed(repr(md))  # pragma: no mutate
 
 
 @dataclass(slots=True, frozen=True)

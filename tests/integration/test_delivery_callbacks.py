@@ -3,9 +3,12 @@ partition, and what the callbacks report is what a consumer reads."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +152,37 @@ def test_a_callback_may_read_its_batchs_records_but_not_flush(broker: EmbeddedBr
         p.flush(30)
     assert seen[0] == (True, 1)
     assert len(seen) == 2 and "flush() invocation inside a callback is not permitted" in str(seen[1])
+
+
+# Without logging set up, with it set up to stderr, and to a file only: what a plain concurrent.futures.Future
+# does with a callback's exception (printed by Python's last resort in the first case, left to the handlers
+# in the others, once).
+_SET_UP = {"none": "", "stderr": "import logging; logging.basicConfig()\n",
+           "file": "import logging, sys; logging.basicConfig(filename=sys.argv[1])\n"}
+
+
+@pytest.mark.parametrize("set_up", list(_SET_UP))
+def test_a_raising_callback_is_printed_as_concurrent_futures_prints_it(broker: EmbeddedBroker, topic_name: str,
+                                                                       set_up: str, tmp_path: Path) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, timeout_s=30)
+    script = _SET_UP[set_up] + f"""
+from kafkajet import Producer
+with Producer(bootstrap_servers={broker.bootstrap_servers!r}) as p:
+    fut = p.send({topic_name!r}, b"v", callback=lambda md, exc: 1 / 0)
+    fut.add_done_callback(lambda f: [][1])
+    p.flush(60)
+    print(fut.result(0).offset, flush=True)
+"""
+    log_file = tmp_path / "app.log"
+    r = subprocess.run([sys.executable, "-c", script, str(log_file)], capture_output=True, text=True, timeout=120)
+    # The record's outcome is untouched: delivered, at its offset, and the script exits 0.
+    assert (r.returncode, r.stdout) == (0, "0\n"), r.stderr
+    said = log_file.read_text() if set_up == "file" else r.stderr
+    assert said.count("exception calling callback for") == 2, said
+    assert said.count("Traceback (most recent call last)") == 2
+    assert f"exception calling callback for RecordMetadata(topic='{topic_name}', partition=0, offset=0" in said
+    assert "ZeroDivisionError" in said
+    assert "exception calling callback for <RecordFuture " in said and "IndexError" in said
+    if set_up == "file":
+        assert r.stderr == ""  # the application sent its log elsewhere: nothing printed behind its back

@@ -101,7 +101,7 @@ def test_a_failing_callback_is_logged_and_the_others_still_run(caplog: pytest.Lo
     with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
         b.complete(1, -1, None)
     assert calls == [1]
-    assert "exception in a record future's callback" in caplog.text and "user bug" in caplog.text
+    assert "exception calling callback for <RecordFuture" in caplog.text and "user bug" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
         fut.add_done_callback(bad)  # after completion: run at once, and logged the same way
@@ -490,7 +490,7 @@ def test_log_messages_and_refusals_say_exactly_what_happened(caplog: pytest.LogC
     fut.add_done_callback(bad)
     with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
         b.complete(1, -1, None)
-    assert [r.getMessage() for r in caplog.records] == [f"exception in a record future's callback {bad!r}"]
+    assert [r.getMessage() for r in caplog.records] == [f"exception calling callback for {fut!r}"]
     with pytest.raises(RuntimeError, match="^a record's future is completed by the producer, not by callers$"):
         fut.set_result(None)
     bf, _ = batch_future((1,))
