@@ -37,7 +37,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.fetch import FetchClient
-from kafkajet.network.blocking import BlockingConnection
+from kafkajet.network.blocking import BlockingConnection, warn_unreachable
 from kafkajet.network.connection import NotKafkaError
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
@@ -572,8 +572,7 @@ class Admin:
                     raise  # no address of the list is a Kafka broker: waiting will not make one
                 if address not in self._unreachable:  # as the producer's network client: once per run of failures
                     self._unreachable.add(address)
-                    name = format_address(*address)
-                    log.warning("%s%s; retrying within the call's timeout", "" if name in str(e) else f"{name}: ", e)
+                    warn_unreachable(log, address, e)
                 continue
             self._unreachable.discard(address)
             return conn

@@ -237,6 +237,14 @@ class BlockingConnection:
         return f"BlockingConnection({self.address}, {'closed' if self.closed else 'open'})"
 
 
+def warn_unreachable(logger: logging.Logger, address: tuple[str, int], error: KafkaError) -> None:
+    """Say at once that `address` failed while the call goes on trying within its timeout, as the producer's
+    network client does: a wrong address is told in the first second, not after a silent minute. The caller
+    warns once per run of failures of an address."""
+    name = format_address(*address)
+    logger.warning("%s%s; retrying within the call's timeout", "" if name in str(error) else f"{name}: ", error)
+
+
 def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,
                        client_id: str = "kafkajet", security: ConnectionSecurity | None = None) -> dict[str, Any]:
     """Metadata from the first bootstrap server that answers, trying each in turn until the deadline."""
@@ -246,6 +254,7 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
     last: KafkaError | None = None
     pauses = ExponentialBackoff(50, 2, 1000, 0)  # 50 ms doubling to 1 s, no jitter
     rounds = 0
+    warned: set[tuple[str, int]] = set()
     while True:
         not_kafka = 0
         for host, port in addresses:
@@ -265,7 +274,11 @@ def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None 
                 if not_kafka == len(addresses):
                     raise  # no server of the list is a Kafka broker: waiting will not make one
             except KafkaError as e:
-                log.debug("bootstrap server %s failed: %s", format_address(host, port), e)
+                if (host, port) in warned:
+                    log.debug("bootstrap server %s failed: %s", format_address(host, port), e)
+                else:
+                    warned.add((host, port))
+                    warn_unreachable(log, (host, port), e)
                 last = e
         remaining = deadline - time.monotonic()
         if remaining <= 0:

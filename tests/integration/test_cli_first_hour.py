@@ -37,6 +37,7 @@ def start(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
     ["produce", "--topic", "t"],
     ["perf", "--topic", "t", "--num-records", "10", "--record-size", "10"],
     ["topics", "--list"],
+    ["consume", "--topic", "t"],
     ["demo"],
 ])
 def test_a_refused_address_is_reported_at_once_for_every_bootstrap_server(command: list[str]) -> None:
