@@ -134,7 +134,7 @@ class BlockingConnection:
             while request is not None:
                 sent = now_ms()  # a SASL session lifetime runs from the broker's answer, after this
                 payload = self._round_trip(request.api_key, request.version, request.body, deadline,
-                                           step=request.step)
+                                           step=request.step, correlation_id=request.correlation_id)
                 request = self._setup.on_response(request.api_key, request.version, payload, sent, now_ms())
         except BaseException:
             self.close()
@@ -169,13 +169,15 @@ class BlockingConnection:
             raise CorruptStreamError(f"cannot decode {api.name} v{version} response from {self.address}: {e}") from e
         return decoded
 
-    def _round_trip(self, api: ApiKey, version: int, body: dict[str, Any], deadline: float, *, step: str) -> bytes:
+    def _round_trip(self, api: ApiKey, version: int, body: dict[str, Any], deadline: float, *, step: str,
+                    correlation_id: int | None = None) -> bytes:
         sock = self._sock
         if sock is None:
             raise KafkaConnectionError(f"connection to {self.address} is closed")
-        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        frame = encode_request(api, version, self._correlation_id, self.client_id, body)
-        self._conn.send_request(frame, correlation_id=self._correlation_id, api_key=int(api),
+        if correlation_id is None:
+            self._correlation_id = correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(api, version, correlation_id, self.client_id, body)
+        self._conn.send_request(frame, correlation_id=correlation_id, api_key=int(api),
                                 api_version=version, now=now_ms())
         try:
             self._set_timeout(sock, deadline, step)

@@ -234,7 +234,7 @@ class BrokerConnection:
             self.last_activity_ms = now
             return None
         assert self.conn is not None
-        correlation_id = self._next_id()
+        correlation_id = action.correlation_id if action.correlation_id is not None else self._next_id()
         frame = encode_request(action.api_key, action.version, correlation_id, self.settings.client_id, action.body)
         self.conn.send_request(frame, correlation_id=correlation_id, api_key=int(action.api_key),
                                api_version=action.version, now=now, context=SETUP_REQUEST)

@@ -57,6 +57,14 @@ CONNECTED_STATES = (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING
 SETUP_TIMED_STATES = (ConnectionState.CONNECTING, ConnectionState.TLS_HANDSHAKE)
 
 
+# The correlation id of ApiVersions, a connection's first request (any id is valid: the broker echoes it). Its
+# bytes are newlines: a line-based server on a wrong port, such as an HTTP/1 server that waits for the end of
+# the request line (Python's http.server, kafkajet's Schema Registry), answers at once, and the framing's text
+# check (connection.NotKafkaError) names it. Otherwise only a client id 10 characters long (its length prefix
+# is a newline: "producer-1") got an answer, and every other connection waited out its request timeout.
+PROBE_CORRELATION_ID = 0x0A0A0A0A
+
+
 @dataclass(frozen=True, slots=True)
 class SendRequest:
     """Send this request of the setup; its response goes back to `SetupMachine.on_response`."""
@@ -64,6 +72,11 @@ class SendRequest:
     api_key: ApiKey
     version: int
     body: dict[str, Any]
+
+    @property
+    def correlation_id(self) -> int | None:
+        """The id this request carries, or None for the connection's next one."""
+        return PROBE_CORRELATION_ID if self.api_key == ApiKey.API_VERSIONS else None
 
     @property
     def step(self) -> str:

@@ -12,9 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafkajet import Producer
 from kafkajet.admin import Admin
+from kafkajet.errors import KafkaTimeoutError
 from kafkajet.fetch import FetchClient
 from kafkajet.network import NotKafkaError
+from kafkajet.testing.schema_registry import SchemaRegistry
 
 
 @pytest.fixture
@@ -66,6 +69,41 @@ def test_topics_on_an_http_port_exits_1_at_once_in_one_line(http_port: int) -> N
         f"python -m kafkajet topics: error: NotKafkaError: 127.0.0.1:{http_port} is not a Kafka broker (an HTTP server)")
 
 
+@pytest.fixture
+def registry_address() -> Iterator[str]:
+    """kafkajet's Schema Registry: an HTTP server that reads a request line before it answers anything."""
+    with SchemaRegistry(0) as registry:
+        yield f"127.0.0.1:{registry.port}"
+
+
+# A client id whose length is not 10: the request then held no newline and the registry waited with us.
+@pytest.mark.parametrize("client_id", ["adminclient-1", "x"])
+def test_a_registry_port_is_named_by_every_client_at_once(registry_address: str, client_id: str) -> None:
+    said = f"{registry_address} is not a Kafka broker (an HTTP server): it answered with text"
+    config = {"bootstrap.servers": registry_address, "client.id": client_id}
+    started = time.monotonic()
+    with Admin(config) as admin, pytest.raises(NotKafkaError, match=re.escape(said)):
+        admin.list_topics(timeout_s=30)
+    with FetchClient(config) as fetch, pytest.raises(NotKafkaError, match=re.escape(said)):
+        fetch.partitions("t")
+    assert time.monotonic() - started < 10  # not the 30 s request timeout
+    with Producer(config, max_block_ms=5000) as p, pytest.raises(KafkaTimeoutError) as failed:
+        p.send("t", b"v")
+    # The producer keeps Java's wait (max.block.ms), but names the cause.
+    assert f"({registry_address}) is not a Kafka broker (an HTTP server)" in str(failed.value)
+
+
+@pytest.mark.parametrize("command", [["topics", "--list"], ["consume", "--topic", "t"]])
+def test_topics_and_consume_on_the_registry_port_exit_1_at_once(registry_address: str, command: list[str]) -> None:
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "kafkajet", command[0], "--bootstrap-server", registry_address,
+                        *command[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert time.monotonic() - started < 20  # once 64 s, ending in REQUEST_TIMED_OUT
+    assert r.returncode == 1, r.stderr
+    assert (f"python -m kafkajet {command[0]}: error: NotKafkaError: {registry_address} is not a Kafka broker "
+            "(an HTTP server)") in r.stderr
+
+
 def test_every_client_waits_for_a_wrong_address_as_long_by_default() -> None:
     # Once 60 s for the producer, `produce` and the Spark sink, but 30 s for topics, groups and the Spark source.
     from kafkajet.config import ADMIN, FETCH, PRODUCER
@@ -76,8 +114,6 @@ def test_every_client_waits_for_a_wrong_address_as_long_by_default() -> None:
 
 
 def test_admin_and_fetch_wait_default_api_timeout_ms_for_a_refused_address() -> None:
-    from kafkajet.errors import KafkaTimeoutError
-
     config = {"bootstrap.servers": f"127.0.0.1:{_free_port()}", "default.api.timeout.ms": 1500}
     for call in (lambda: Admin(config).list_topics(), lambda: FetchClient(config).partitions("t")):
         started = time.monotonic()
