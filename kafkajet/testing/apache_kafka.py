@@ -2,9 +2,9 @@
 processes on free loopback ports, with the listeners and security a test asks for, and nodes that can be
 killed, stopped and restarted mid-test.
 
-The jars come from Maven Central: in a clone of kafkajet, `make kafka` copies them into `.cache/` (the version is
-named once, in `jvm/pom.xml`); elsewhere, point KAFKAJET_KAFKA_LIBS at the `libs/` folder of an Apache Kafka
-download. Java 17 or later runs them (JAVA_HOME, else `java` on the PATH).
+The jars come from Maven Central: in a clone of kafkajet, `make kafka` copies them into
+`.cache/apache-kafka-<version>` (the version is named once, in `jvm/pom.xml`); an installed kafkajet (pip) finds
+no clone, so point KAFKAJET_KAFKA_LIBS at that folder, or at the `libs/` folder of an Apache Kafka download. Java 17 or later runs them (JAVA_HOME, else `java` on the PATH).
 
 >>> with ApacheKafka(brokers=3) as kafka:
 ...     producer = Producer(bootstrap_servers=kafka.bootstrap_servers)
@@ -112,15 +112,24 @@ def default_libs() -> Path:
 
 def find_kafka_libs(libs: str | Path | None = None) -> Path:
     """The folder of Apache Kafka's jars: the argument, else KAFKAJET_KAFKA_LIBS, else the clone's cache."""
-    chosen = libs or os.environ.get(LIBS_ENV) or default_libs()
-    path = Path(chosen)
-    if not (path.is_dir() and any(path.glob("kafka_2.13-*.jar"))):
+    chosen = libs or os.environ.get(LIBS_ENV)
+    path = Path(chosen) if chosen else default_libs()
+    if path.is_dir() and any(path.glob("kafka_2.13-*.jar")):
+        return path
+    version = kafka_version()
+    folders = (f"the folder `make kafka` fills in a clone of kafkajet (<clone>/.cache/apache-kafka-{version}, "
+               f"Apache Kafka {version} from Maven Central) or the libs/ folder of an Apache Kafka download")
+    if chosen:
+        raise ApacheKafkaUnavailable(f"Apache Kafka's jars are not in {path} "
+                                     f"({'given' if libs else LIBS_ENV}): name {folders}")
+    if _POM.is_file():  # a clone: its own cache is looked in without the variable
         raise ApacheKafkaUnavailable(
             f"Apache Kafka's jars are not in {path}: run `make kafka` in the kafkajet clone (Maven fetches "
-            f"Apache Kafka {kafka_version()} from Maven Central into .cache/), or set {LIBS_ENV} to the libs/ "
-            "folder of an Apache Kafka download"
-        )
-    return path
+            f"Apache Kafka {version} from Maven Central into it), or set {LIBS_ENV} to the libs/ folder of an "
+            "Apache Kafka download")
+    # An installed kafkajet (pip): the folder beside the package is site-packages, where `make kafka` never
+    # writes, so naming it, or `make kafka` alone, would send the user to the wrong place.
+    raise ApacheKafkaUnavailable(f"Apache Kafka's jars: {LIBS_ENV} is not set; set it to {folders}")
 
 
 def find_java() -> str:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,14 +21,54 @@ from kafkajet.testing.apache_kafka import (
     random_cluster_id,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def test_missing_jars_say_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KAFKAJET_KAFKA_LIBS", raising=False)
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+def test_missing_jars_say_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    if how == "variable":
+        monkeypatch.setenv("KAFKAJET_KAFKA_LIBS", str(tmp_path))
+    else:
+        monkeypatch.delenv("KAFKAJET_KAFKA_LIBS", raising=False)
     with pytest.raises(ApacheKafkaUnavailable) as raised:
-        find_kafka_libs(tmp_path)
+        find_kafka_libs(tmp_path if how == "argument" else None)
     message = str(raised.value)
-    assert "make kafka" in message and "KAFKAJET_KAFKA_LIBS" in message and str(tmp_path) in message
+    assert str(tmp_path) in message and "make kafka" in message
+    assert f".cache/apache-kafka-{kafka_version()}" in message  # the folder `make kafka` fills, by name
+    assert ("KAFKAJET_KAFKA_LIBS" in message) == (how == "variable")
     assert "\n" not in message  # one line, as a failing test shows it
+
+
+def test_an_installed_kafkajet_names_the_variable_and_the_folder_make_kafka_fills(tmp_path: Path) -> None:
+    # The package alone in a folder on the path, as pip installs it into site-packages: no clone around it.
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "kafkajet", site / "kafkajet", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAJET_KAFKA_LIBS"}
+    code = ("from kafkajet.testing import ApacheKafka\n"
+            "from kafkajet.testing.apache_kafka import ApacheKafkaUnavailable, find_kafka_libs\n"
+            "import kafkajet, sys\n"
+            "assert kafkajet.__file__.startswith(sys.argv[1]), kafkajet.__file__\n"
+            "try:\n"
+            "    with ApacheKafka():\n"
+            "        pass\n"
+            "except ApacheKafkaUnavailable as e:\n"
+            "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(site)], env={**env, "PYTHONPATH": str(site)}, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    message = r.stdout.strip()
+    # Once: "not in <site-packages>/.cache/...: run `make kafka` in the kafkajet clone", wrong after doing so.
+    assert message.startswith("Apache Kafka's jars: KAFKAJET_KAFKA_LIBS is not set; set it to the folder "
+                              "`make kafka` fills in a clone of kafkajet "
+                              f"(<clone>/.cache/apache-kafka-{kafka_version()}, "), message
+    assert str(site) not in message and "libs/ folder of an Apache Kafka download" in message
+    # And the variable is all it takes: the folder `make kafka` filled, named from the installed package.
+    filled = ROOT / ".cache" / f"apache-kafka-{kafka_version()}"
+    r = subprocess.run([sys.executable, "-c", "from kafkajet.testing.apache_kafka import find_kafka_libs; "
+                        "print(find_kafka_libs())"], env={**env, "PYTHONPATH": str(site), "KAFKAJET_KAFKA_LIBS":
+                                                          str(filled)},
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, str(filled)), r.stderr
 
 
 def test_a_cluster_id_never_starts_with_a_dash() -> None:
@@ -39,6 +83,9 @@ def test_the_version_is_named_once_in_the_pom() -> None:
     pom = (Path(__file__).resolve().parents[2] / "jvm" / "pom.xml").read_text()
     assert f"<kafka.version>{kafka_version()}</kafka.version>" in pom
     assert pom.count("4.4.0") == 1
+    # The testing page names the folder `make kafka` fills, for KAFKAJET_KAFKA_LIBS: it follows the pom.
+    page = (ROOT / "docs" / "testing.md").read_text()
+    assert f"`<clone>/.cache/apache-kafka-{kafka_version()}`" in page
 
 
 def _settings(kafka: ApacheKafka, tmp_path: Path) -> dict[int, dict[str, str]]:
