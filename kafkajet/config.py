@@ -581,10 +581,32 @@ class ClientConfig(Mapping[str, Any]):
 ProducerConfig = ClientConfig
 
 
+# librdkafka's (confluent-kafka's) names for Java's settings, which users bring along: spelled too differently for
+# difflib to find the Java name, and some differ in unit or in what they count, which the hint says.
+LIBRDKAFKA_NAMES: dict[str, tuple[str, str]] = {
+    "queue.buffering.max.ms": ("linger.ms", "the same milliseconds"),
+    "batch.num.messages": ("batch.size", "a batch is bounded in bytes, not records; batch.max.size caps its growth"),
+    "message.max.bytes": ("max.request.size", "the largest request, in bytes"),
+    "queue.buffering.max.kbytes": ("buffer.memory", "in bytes, not KiB"),
+    "queue.buffering.max.messages": ("buffer.memory", "the buffer is bounded in bytes, not records"),
+    "message.timeout.ms": ("delivery.timeout.ms", "the same milliseconds"),
+    "message.send.max.retries": ("retries", "the same count"),
+    "compression.codec": ("compression.type", "the same codecs"),
+    "topic.metadata.refresh.interval.ms": ("metadata.max.age.ms", "the same milliseconds"),
+    "socket.timeout.ms": ("request.timeout.ms", "the same milliseconds"),
+}
+
+
 def _unknown(table: ClientTable, key: str, snake: bool) -> ConfigError:
     names = list(table.by_snake) if snake else list(table.by_name)
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    librdkafka = LIBRDKAFKA_NAMES.get(key.replace("_", ".") if snake else key)
+    if librdkafka is not None and librdkafka[0] in table.by_name:
+        java, difference = librdkafka
+        spelled = _snake(java) if snake else java
+        hint = f"; that is librdkafka's name: kafkajet takes Java's, '{spelled}' ({difference})"
+    else:
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
     where = "" if table is PRODUCER else f" --client {table.client}"
     return ConfigError(f"unknown {table.client} setting '{key}'{hint} "
                        f"(python -m kafkajet config{where} lists them all)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -40,6 +41,20 @@ def test_snake_case_kwargs_mean_the_java_keys() -> None:
 def test_unknown_key_names_the_nearest_valid_one(key: str, hint: str) -> None:
     with pytest.raises(ConfigError, match=f"unknown producer setting '{key}'.*did you mean '{hint}'"):
         parse_producer_config({**B, key: 1})
+
+
+@pytest.mark.parametrize("key,java", [("queue.buffering.max.ms", "linger.ms"), ("batch.num.messages", "batch.size"),
+                                      ("message.max.bytes", "max.request.size"),
+                                      ("queue.buffering.max.kbytes", "buffer.memory")])
+def test_librdkafkas_names_are_mapped_to_javas(key: str, java: str) -> None:
+    # difflib finds nothing near these (or something wrong: receive.buffer.bytes for the kbytes one).
+    with pytest.raises(ConfigError, match=f"unknown producer setting '{re.escape(key)}'; that is librdkafka's name: "
+                                          f"kafkajet takes Java's, '{re.escape(java)}' \\("):
+        parse_producer_config({**B, key: 1})
+    snake_key, snake_java = key.replace(".", "_"), java.replace(".", "_")
+    with pytest.raises(ConfigError, match=f"'{snake_key}'; that is librdkafka's name: kafkajet takes Java's, "
+                                          f"'{snake_java}'"):
+        parse_producer_config(B, **{snake_key: 1})
 
 
 def test_unknown_kwarg_suggests_the_snake_case_spelling() -> None:
