@@ -103,7 +103,14 @@ def _timestamps_column(column: Any) -> list[int | None]:
 
 def rows_of(data: Any) -> ArrowRows:
     """Read a pyarrow Table or RecordBatch; TypeError/ValueError naming the column if it cannot be sent."""
-    import pyarrow as pa
+    try:
+        import pyarrow as pa
+    except ModuleNotFoundError as e:
+        if e.name != "pyarrow":
+            raise
+        # A base install has no pyarrow: name the extra that brings it, as every optional part does.
+        raise ModuleNotFoundError("send_arrow() needs pyarrow: pip install 'kafkajet[spark]' (or pyarrow alone)",
+                                  name="pyarrow") from e
 
     if isinstance(data, pa.Table):
         batches = data.combine_chunks().to_batches()

@@ -85,3 +85,13 @@ def test_the_demo_with_an_old_java_names_its_version(tmp_path: Path) -> None:
     assert r.returncode == 1 and r.stdout == "", r.stderr
     assert len(r.stderr.splitlines()) == 1
     assert f"needs Java 17: {java} (JAVA_HOME={tmp_path / 'jdk11'}) is Java 11; install" in r.stderr
+
+
+def test_send_arrow_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkajet import Producer
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # imported as a missing module is
+    # Nothing is sent: the rows are read before any broker is asked.
+    with Producer(bootstrap_servers="127.0.0.1:9") as p, pytest.raises(
+            ModuleNotFoundError, match=r"^send_arrow\(\) needs pyarrow: pip install 'kafkajet\[spark\]'"):
+        p.send_arrow("t", {"value": [b"v"]})
