@@ -129,8 +129,10 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                    help="whose table (default producer); admin and fetch take the keys common to all clients")
     c.set_defaults(func=_cmd_config)
     # -v after the command too (`kafkajet topics --list -v`); SUPPRESS keeps a -v given before it. perf parses
-    # its own options and takes -v itself.
+    # its own options and takes -v itself. Every command's errors name it ("kafkajet broker: error: ..."), not
+    # only those whose module keeps its parser.
     for name, command in sub.choices.items():
+        command.set_defaults(parser=command)
         if name != "perf":
             command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                                  help="log at INFO level")

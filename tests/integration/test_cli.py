@@ -4,6 +4,7 @@ subprocess) against the real embedded broker; what produce wrote is read back wi
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,17 @@ def test_broker_without_the_extra_prints_only_the_hint(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "pip install 'kafkajet[broker]'" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and "BrokerStartError" not in r.stderr  # the hint alone, one line
+    assert r.stderr.startswith("python -m kafkajet broker: error: "), r.stderr  # as every command's errors
+
+
+@pytest.mark.parametrize("command", ["broker", "schema-registry"])
+def test_a_taken_port_is_an_error_of_the_command(command: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        r = cli(command, "--port", str(port))
+    assert r.returncode == 1
+    # Once "python -m kafkajet: error: ...", where topics, produce and the rest name themselves.
+    assert r.stderr.startswith(f"python -m kafkajet {command}: error: cannot listen on 127.0.0.1:{port}"), r.stderr
 
 
 def test_demo_without_pyspark_says_what_to_install(tmp_path: Path) -> None:
