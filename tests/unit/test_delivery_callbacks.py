@@ -173,7 +173,31 @@ def test_a_raising_callback_is_logged_and_the_others_still_run(caplog: pytest.Lo
     assert calls.tags() == [0, 2]
     assert [md.offset for _, md, _ in calls.calls] == [0, 2]
     assert "callback bug" in caplog.text
+    # concurrent.futures' words, naming the record the callback was called for.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"exception calling callback for {RecordMetadata(TOPIC, 0, 1, 0, -1, 1)!r}"]
     assert rig.accumulator.has_incomplete() is False  # the batch still completed and freed its memory
+
+
+def test_a_callback_raising_for_a_failed_record_names_the_record_and_its_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    rig = make_rig(delivery_timeout_ms=5_000)
+    rig.connect()
+    rig.client.disconnect(0)
+    calls = Calls()
+
+    def boom(md: RecordMetadata, exc: BaseException | None) -> None:
+        raise RuntimeError("callback bug")
+
+    rig.accumulator.append(TOPIC, 1, 1_000, None, b"a", None, None, boom)
+    send(rig, calls, 1, partition=1)
+    with caplog.at_level(logging.ERROR, logger="kafkajet.producer.futures"):
+        rig.run(5_000)
+    assert calls.tags() == [1]  # the next record's callback still ran
+    (logged,) = caplog.records
+    assert logged.getMessage().startswith(
+        f"exception calling callback for {RecordMetadata(TOPIC, 1, -1, -1, -1, -1)!r} (failed: DeliveryTimeoutError(")
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
 
 
 def test_futures_are_resolved_when_the_callback_runs() -> None:
