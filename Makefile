@@ -100,7 +100,10 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy kafkajet pyspark_kafkajet
 
 # The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a broken link or API reference.
+# docs/settings.md is generated from the config table: a key added without regenerating the page fails here.
 docs: $(STAMP)
+	@$(PY) -m kafkajet.config | diff -u docs/settings.md - || { echo "make: docs/settings.md differs from" \
+	  "kafkajet/config.py's table: python -m kafkajet.config > docs/settings.md" >&2; exit 1; }
 	$(VENV)/bin/mkdocs build --strict -d site
 
 reliability: $(STAMP)
