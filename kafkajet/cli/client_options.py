@@ -80,10 +80,14 @@ def parse_assignments(items: Iterable[str] | None, option: str) -> dict[str, str
     return out
 
 
-def add_bootstrap_option(parser: argparse.ArgumentParser, help: str = "the cluster (required)") -> None:
-    """--bootstrap-server (Kafka's tools' spelling; --bootstrap-servers too), read by client_config()."""
-    parser.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server", default=None,
-                        metavar="HOST:PORT[,...]", help=help)
+def add_bootstrap_option(parser: argparse.ArgumentParser, help: str = "the cluster (required)", *,
+                         broker_list: bool = False) -> None:
+    """--bootstrap-server (Kafka's tools' spelling; --bootstrap-servers too), read by client_config().
+
+    broker_list: also --broker-list, the console producer's older name for it, which scripts and tutorials
+    written for Kafka's tool still pass."""
+    flags = ["--bootstrap-server", "--bootstrap-servers"] + (["--broker-list"] if broker_list else [])
+    parser.add_argument(*flags, dest="bootstrap_server", default=None, metavar="HOST:PORT[,...]", help=help)
 
 
 def add_config_options(parser: argparse.ArgumentParser, *, producer: bool = False, consumer: bool = False) -> None:

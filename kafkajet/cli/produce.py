@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "produce", help="send lines from stdin or a file to a topic (like kafka-console-producer)",
         description="Send each input line as one record. Prints the counts of delivered and failed records "
                     "to stderr at the end; exits 1 if any failed.")
-    add_bootstrap_option(p)
+    add_bootstrap_option(p, "the cluster (required; --broker-list is the console producer's older name)",
+                         broker_list=True)
     p.add_argument("--topic", required=True, help="topic to send to")
     p.add_argument("--file", default=None, help="read lines from this file instead of stdin")
     p.add_argument("--property", dest="reader_props", metavar="KEY=VALUE", action="append", default=[],

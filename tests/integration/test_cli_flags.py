@@ -57,3 +57,14 @@ def test_topics_alter_says_it_is_not_supported_and_changes_nothing(broker: Embed
     assert r.returncode == 2 and "--alter needs --partitions N or --config" in r.stderr, r.stderr
     md = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(topic_name, timeout=30)
     assert len(md.topics[topic_name].partitions) == 1
+
+
+@pytest.mark.broker_kinds("tansu", reason="the subject is the option's spelling, which no broker sees")
+def test_produce_takes_the_console_producers_broker_list(broker: EmbeddedBroker, topic_name: str) -> None:
+    from tests.helpers.readback import read_topic
+
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics(topic_name, timeout_s=30)
+    r = cli("produce", "--broker-list", broker.bootstrap_servers, "--topic", topic_name, stdin="one\ntwo\n")
+    assert r.returncode == 0, r.stderr
+    assert [rec.value for rec in read_topic(broker.bootstrap_servers, topic_name, 2)] == [b"one", b"two"]
