@@ -139,6 +139,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _prog_parser(args: argparse.Namespace) -> argparse.ArgumentParser:
+    parser = getattr(args, "parser", None)
+    return parser if isinstance(parser, argparse.ArgumentParser) else build_parser()
+
+
 def _prog_of(args: argparse.Namespace) -> str:
     parser = getattr(args, "parser", None)
     return parser.prog if isinstance(parser, argparse.ArgumentParser) else program_name()
@@ -149,7 +154,13 @@ def _exit_on_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        # The top-level parser would print its own usage for what the command's parser left over (the second
+        # value of `--command-property a=1 b=2`): the command's usage is the one that helps.
+        hint = ("; an option takes one KEY=VALUE: repeat the option for each" if any(
+            "=" in e and not e.startswith("-") for e in extra) else "")
+        _prog_parser(args).error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     # A closed terminal hangs up its process group, which no longer holds the embedded broker, and `kill`
     # reaches only the tool: without this the tool would die at once and leave the broker running.
     with signal_handlers({signal.SIGHUP: _exit_on_signal, signal.SIGTERM: _exit_on_signal}):
