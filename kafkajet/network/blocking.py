@@ -247,6 +247,37 @@ def warn_unreachable(logger: logging.Logger, address: tuple[str, int], error: Ka
     logger.warning("%s%s; retrying within the call's timeout", "" if name in str(error) else f"{name}: ", error)
 
 
+def definitely_unreachable(servers: Any, window_s: float, connect_timeout_s: float = 2.0) -> KafkaConnectionError | None:
+    """Why no server of `servers` can be reached, when every one fails for a reason waiting will not change
+    (the connection is refused, the name does not resolve) through `window_s` of tries; None as soon as one
+    accepts a TCP connection, or does not answer at all within `connect_timeout_s` (a slow or filtered network
+    is left to the client's own wait). For a caller that can fail at once with the address instead of waiting
+    out a timeout whose message names something else (the Spark sink's "Topic not present in metadata")."""
+    addresses = parse_servers(servers)
+    deadline = time.monotonic() + window_s
+    pauses = ExponentialBackoff(100, 2, 1000, 0)
+    rounds = 0
+    while True:
+        causes: list[str] = []
+        for host, port in addresses:
+            try:
+                socket.create_connection((host, port), timeout=connect_timeout_s).close()
+                return None
+            except TimeoutError:
+                return None
+            except ConnectionRefusedError as e:
+                causes.append(f"connect to {format_address(host, port)} refused ({e.strerror or e})")
+            except socket.gaierror as e:
+                causes.append(f"cannot resolve {format_address(host, port)} ({e.strerror or e})")
+            except OSError:
+                return None  # unreachable network, reset...: not certain enough to cut the wait short
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return KafkaConnectionError("; ".join(causes))
+        time.sleep(min(pauses.backoff(rounds) / 1000, remaining))
+        rounds += 1
+
+
 def bootstrap_metadata(servers: Any, timeout_s: float, topics: list[str] | None = None, *,
                        client_id: str = "kafkajet", security: ConnectionSecurity | None = None) -> dict[str, Any]:
     """Metadata from the first bootstrap server that answers, trying each in turn until the deadline."""

@@ -63,23 +63,29 @@ class KafkaDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from kafkajet.errors import ConfigError
-        from kafkajet.spark.writer import KafkaArrowWriter, KafkaExactlyOnceWriter
+        from kafkajet.spark.writer import KafkaArrowWriter, KafkaExactlyOnceWriter, refuse_unreachable_servers
 
         if overwrite:
             raise ConfigError("save mode overwrite is not supported: Kafka topics are append-only; use "
                               "mode(\"append\")")
         opts = self.sink_options(schema)
+        refuse_unreachable_servers(opts.producer)
         if opts.exactly_once:
             return KafkaExactlyOnceWriter(opts, opts.transactional_ids(streaming=False))
         return KafkaArrowWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802
         from kafkajet.errors import ConfigError
-        from kafkajet.spark.writer import KafkaExactlyOnceStreamWriter, KafkaStreamArrowWriter
+        from kafkajet.spark.writer import (
+            KafkaExactlyOnceStreamWriter,
+            KafkaStreamArrowWriter,
+            refuse_unreachable_servers,
+        )
 
         # Output mode complete arrives as overwrite: each trigger appends the whole result table, as Spark's
         # Kafka sink does (a topic cannot be truncated; readers take the latest record per key).
         opts = self.sink_options(schema)
+        refuse_unreachable_servers(opts.producer)
         if opts.exactly_once:
             if opts.topic is None:
                 raise ConfigError("exactlyOnce streams need .option(\"topic\", name): the micro-batch ids that "

@@ -123,6 +123,24 @@ def _raise_failures(pending: list[Any]) -> None:
             raise RuntimeError(f"{len(errors)} record(s) failed to reach Kafka; first: {err!r}") from err
 
 
+# How long the driver retries servers that refuse connections before failing the write: a broker restarting
+# is back within it; a wrong address or port never is.
+UNREACHABLE_WINDOW_S = 3.0
+
+
+def refuse_unreachable_servers(cfg: Mapping[str, Any]) -> None:
+    """Fail on the driver, before any task, when no bootstrap server can be connected to (refused, no such
+    host): each task's producer would otherwise wait max.block.ms and fail with "Topic not present in metadata",
+    and Spark print that once per task and again for the job."""
+    from kafkajet.errors import KafkaConnectionError
+    from kafkajet.network.blocking import definitely_unreachable
+
+    why = definitely_unreachable(cfg["bootstrap.servers"], UNREACHABLE_WINDOW_S)
+    if why is not None:
+        raise KafkaConnectionError(f"the kafkajet sink cannot reach kafka.bootstrap.servers: {why}; check the "
+                                   "address, or start the broker (nothing was written)")
+
+
 class KafkaArrowWriter(DataSourceArrowWriter):
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
