@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from kafkajet.errors import KafkaError, KafkaTimeoutError
+from kafkajet.last_resort import log_even_unconfigured
 
 log = logging.getLogger("kafkajet.producer.futures")
 
@@ -26,32 +26,9 @@ log = logging.getLogger("kafkajet.producer.futures")
 
 def callback_failed(subject: str) -> None:
     """Log the exception being handled, raised by a callback (send()'s or a future's) for `subject`, as
-    concurrent.futures does: "exception calling callback for ...", with the traceback, never raised.
-
-    kafkajet's logger holds a NullHandler (kafkajet/__init__.py) so that its warnings stay quiet until the
-    application configures logging; that also hides Python's last-resort stderr handler. A callback's exception
-    is the user's own bug, which a plain Future prints without set-up: so while no handler but that NullHandler
-    would take the record, it goes to the last resort, as it would without the NullHandler."""
-    if not log.isEnabledFor(logging.ERROR):
-        return
-    if _configured(log):
-        log.error("exception calling callback for %s", subject, exc_info=True)
-        return
-    last_resort = logging.lastResort
-    if last_resort is not None and logging.ERROR >= last_resort.level:
-        last_resort.handle(log.makeRecord(log.name, logging.ERROR, __file__, 0, "exception calling callback for %s",
-                                          (subject,), sys.exc_info()))
-
-
-def _configured(logger: logging.Logger) -> bool:
-    """Whether a record on `logger` reaches a handler other than the library's own NullHandler (Python's rule
-    for using the last resort: no handler at all on the way up)."""
-    current: logging.Logger | None = logger
-    while current is not None:
-        if any(not (current.name == "kafkajet" and isinstance(h, logging.NullHandler)) for h in current.handlers):
-            return True
-        current = current.parent if current.propagate else None
-    return False
+    concurrent.futures does: "exception calling callback for ...", with the traceback, never raised; on stderr
+    even without logging set up, as a plain Future prints it (last_resort.py)."""
+    log_even_unconfigured(log, logging.ERROR, "exception calling callback for %s", subject, exc_info=True)
 
 
 _PENDING = "PENDING"
