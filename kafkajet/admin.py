@@ -37,6 +37,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.fetch import FetchClient
+from kafkajet.last_resort import log_even_unconfigured
 from kafkajet.network.blocking import BlockingConnection, warn_unreachable
 from kafkajet.network.connection import NotKafkaError
 from kafkajet.protocol import ApiKey
@@ -189,8 +190,8 @@ class Admin:
         if_not_exists: bool = False,
     ) -> None:
         """Create topics on the controller and wait until every partition of each has a leader. With
-        if_not_exists, a topic that exists already is left as it is (a warning if its partition count is not
-        the one asked for)."""
+        if_not_exists, a topic that exists already is left as it is, with a warning if its partition count is not
+        the one asked for (on stderr even when the application has not configured logging)."""
         timeout_s = self._timeout(timeout_s)
         specs = _topic_specs(topics, num_partitions, replication_factor, configs)
         with self._lock:
@@ -228,8 +229,9 @@ class Admin:
                 for name, count in asked.items():
                     has = len(md.partitions_for(name)) if name in md.partitions else None
                     if has is not None and has != count:
-                        log.warning("topic %r exists already with %d partitions, not %d: left as it is "
-                                    "(if_not_exists)", name, has, count)
+                        # The caller's own request not met: said on stderr even before logging is set up.
+                        log_even_unconfigured(log, logging.WARNING, "topic %r exists already with %d partitions, "
+                                              "not %d: left as it is (if_not_exists)", name, has, count)
 
     def delete_topics(self, names: Sequence[str] | str, timeout_s: float | None = None, *,
                       if_exists: bool = False) -> list[str]:

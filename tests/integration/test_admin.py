@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -130,6 +132,22 @@ def test_bootstrap_metadata_skips_dead_servers(broker: EmbeddedBroker) -> None:
     with pytest.raises(KafkaTimeoutError, match=rf"127\.0\.0\.1:{dead}") as info:
         bootstrap_metadata([("127.0.0.1", dead)], timeout_s=0.5)
     assert isinstance(info.value.cause, KafkaConnectionError)
+
+
+@pytest.mark.broker_kinds("tansu", reason="the subject is where kafkajet's warning goes, not the broker's answer")
+def test_if_not_exists_warns_of_a_partition_difference_without_logging_configured(
+        broker: EmbeddedBroker, topic_name: str) -> None:
+    # kafkajet's NullHandler kept this warning from Python's last resort: a program that had not configured
+    # logging was told nothing, where `kafkajet topics --create --if-not-exists` warns.
+    program = ("import sys\nfrom kafkajet import Admin\n"
+               "with Admin(sys.argv[1]) as admin:\n"
+               "    admin.create_topics(sys.argv[2], num_partitions=2, timeout_s=30)\n"
+               "    admin.create_topics(sys.argv[2], num_partitions=4, if_not_exists=True, timeout_s=30)\n")
+    r = subprocess.run([sys.executable, "-c", program, broker.bootstrap_servers, topic_name], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count(f"topic '{topic_name}' exists already with 2 partitions, not 4: left as it is") == 1, \
+        r.stderr
 
 
 def test_configured_like_the_producer(broker: EmbeddedBroker, topic_name: str) -> None:
