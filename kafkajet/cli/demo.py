@@ -122,14 +122,24 @@ class Interruption:
 
     PySpark's own SIGINT handler calls into the JVM from inside the call the main thread is blocked in, a
     reentrant Py4J call that logs four tracebacks; here the handler only records the request. A second
-    Ctrl-C interrupts at once."""
+    Ctrl-C interrupts at once, once Spark is up. While it starts, every Ctrl-C waits for it (seconds): PySpark
+    waits for its JVM in a loop that a KeyboardInterrupt would leave with the JVM running on, ignoring
+    SIGINT, for good."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self) -> None:
         self.requested = threading.Event()
-        self._spark = spark
+        self._spark: Any = None
         self._previous = signal.signal(signal.SIGINT, self._handle)
 
+    def started(self, spark: Any) -> None:
+        """Spark is up: a Ctrl-C from now on cancels its jobs (one that came while it started: at check())."""
+        self._spark = spark
+        signal.signal(signal.SIGINT, self._handle)  # the SparkContext put PySpark's handler in place of ours
+
     def _handle(self, signum: int, frame: object) -> None:
+        if self._spark is None:
+            self.requested.set()
+            return
         if self.requested.is_set():
             raise KeyboardInterrupt
         self.requested.set()
@@ -217,12 +227,14 @@ def run_demo(args: argparse.Namespace, config: dict[str, Any]) -> int:
         totals_topic = f"{topic}-per-user"
         with Admin(config) as admin:
             admin.create_topics([topic, totals_topic], num_partitions=PARTITIONS, if_not_exists=True)
+        interruption = Interruption()  # before Spark starts: see Interruption
+        stack.callback(interruption.restore)
         spark = (SparkSession.builder.master("local[2]").appName("kafkajet-demo")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
                  .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         stack.callback(spark.stop)
-        interruption = Interruption(spark)
-        stack.callback(interruption.restore)
+        interruption.started(spark)
+        interruption.check()
         try:
             return _pipeline(spark, args, kafka, topic, totals_topic, stack, interruption)
         except Exception:

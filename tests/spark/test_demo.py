@@ -14,7 +14,7 @@ import pytest
 from kafkajet.testing import EmbeddedBroker
 from kafkajet.testing.embedded_broker import free_port
 from tests.helpers.tls_proxy import CertificateAuthority, TlsProxy
-from tests.helpers.waiting import read_line
+from tests.helpers.waiting import read_line, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,6 +71,40 @@ def test_ctrl_c_in_the_demo_stops_spark_and_the_broker_without_a_traceback() -> 
     assert "demo: interrupted" in stderr
     with pytest.raises(OSError):  # the embedded broker was stopped with the demo
         socket.create_connection(("127.0.0.1", broker_port), timeout=5).close()
+
+
+def _group_processes(pgid: int) -> list[str]:
+    """The command lines of the processes in process group `pgid` (Linux's /proc)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended while listed
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[2]) == pgid:
+            found.append(cmdline)
+    return found
+
+
+def test_ctrl_c_while_spark_starts_leaves_no_jvm_behind() -> None:
+    # PySpark waits for its JVM in a loop; a KeyboardInterrupt there left the JVM (which ignores SIGINT)
+    # running on after the demo exited, holding its terminal's output open.
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "demo", "--records", "1000"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    try:
+        # Spark's JVM, not the `java -version` the demo checks Java with first.
+        wait_for(lambda: any("SparkSubmit" in c for c in _group_processes(proc.pid)), 120, "Spark's JVM to start")
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)  # returns once nothing holds the pipes open
+        wait_for(lambda: not _group_processes(proc.pid), 30, "every process of the demo to end")
+    finally:
+        if _group_processes(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stdout + stderr[-3000:]
+    assert "demo: interrupted" in stderr and "Traceback" not in stderr, stderr[-3000:]
 
 
 def test_the_demo_runs_against_a_tls_cluster_given_its_security_settings(tmp_path: Path) -> None:
