@@ -73,19 +73,42 @@ def check_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     config = check_arguments(args)  # before PySpark, a broker and Spark start: a typo should cost nothing
-    try:
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError:
-        raise CliError("the demo runs a PySpark job: install it with `pip install 'kafkajet[spark]'`") from None
-    if importlib.util.find_spec("fastavro") is None:  # else every Spark task fails, 300 lines of traceback each
-        raise CliError("the demo's values are registered Avro, which needs fastavro: "
-                       "pip install 'kafkajet[avro]'")
+    check_extras(embedded=not args.bootstrap_server)
     check_java()
     try:
         return run_demo(args, config)
     except KeyboardInterrupt:
         print("demo: interrupted; Spark and the broker stopped", file=sys.stderr, flush=True)
         return 130
+
+
+def _importable(module: str) -> bool:
+    """Whether `module` imports: one that is there but fails to import is as missing to the demo."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def check_extras(*, embedded: bool) -> None:
+    """CliError naming every extra the demo needs and this install lacks, in one pip command: told one at a
+    time, a base install took three runs to get going."""
+    missing: list[tuple[str, str]] = []  # (extra, what it brings)
+    if not (_importable("pyspark") and _importable("pyarrow")):
+        missing.append(("spark", "PySpark and pyarrow, for the job"))
+    if not _importable("fastavro"):  # else every Spark task fails, 300 lines of traceback each
+        missing.append(("avro", "fastavro, for the registered Avro values"))
+    if embedded:
+        from kafkajet.testing.embedded_broker import BrokerStartError, find_tansu
+
+        try:
+            find_tansu()
+        except BrokerStartError:
+            missing.append(("broker", "the embedded Tansu broker (or give --bootstrap-server)"))
+    if missing:
+        raise CliError("the demo needs " + "; ".join(f"{why} (kafkajet[{extra}])" for extra, why in missing)
+                       + f": pip install 'kafkajet[{','.join(extra for extra, _ in missing)}]'")
 
 
 JAVA_ADVICE = ("install a JDK or JRE 17 or later (e.g. apt-get install openjdk-17-jre-headless, or "

@@ -56,8 +56,25 @@ def test_the_demo_without_fastavro_says_which_extra_in_one_line() -> None:
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().splitlines() == [
-        "python -m kafkajet demo: error: the demo's values are registered Avro, which needs fastavro: pip install 'kafkajet[avro]'"]
+        "python -m kafkajet demo: error: the demo needs fastavro, for the registered Avro values (kafkajet[avro]): "
+        "pip install 'kafkajet[avro]'"]
     assert r.stdout == ""
+
+
+def test_the_demo_on_a_base_install_names_every_missing_extra_at_once(tmp_path: Path) -> None:
+    # Once told one at a time: install [spark], run again to hear of [avro], again to hear of [broker].
+    code = ("import sys; sys.modules['pyspark'] = sys.modules['fastavro'] = None; "
+            "from kafkajet.cli.main import main; sys.exit(main(['demo']))")
+    env = {**os.environ, "KAFKAJET_TANSU_BIN": str(tmp_path / "no-tansu-here")}  # the broker extra missing too
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "(kafkajet[spark])" in line and "(kafkajet[avro])" in line and "(kafkajet[broker])" in line, line
+    assert line.endswith("pip install 'kafkajet[spark,avro,broker]'"), line
+    # With a cluster of one's own, the embedded broker is not needed and not asked for.
+    r = subprocess.run([sys.executable, "-c", code.replace("['demo']", "['demo', '--bootstrap-server', 'h:9092']")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1 and r.stderr.strip().endswith("pip install 'kafkajet[spark,avro]'"), r.stderr
 
 
 def _demo_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
