@@ -153,8 +153,10 @@ class _Retry(Exception):
 class Admin:
     """Topic and cluster administration. Thread-safe: calls are serialised.
 
-    >>> with Admin({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
-    ...     admin.create_topics("events", num_partitions=6)
+    ```python
+    with Admin({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
+        admin.create_topics("events", num_partitions=6)
+    ```
 
     Configured like the Producer, with the common client keys (`python -m kafkajet config --client admin`):
     Java names in a mapping, snake_case keywords, or both; unknown keys and bad values raise ConfigError.

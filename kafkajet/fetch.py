@@ -60,12 +60,16 @@ class FetchClient:
         self.close()
 
     def close(self) -> None:
+        """Close every connection to the leaders; the client is not to be used after it (`with` calls it)."""
         for conn in self._conns.values():
             conn.close()
         self._conns.clear()
         self.security.close()
 
     def partitions(self, topic: str) -> list[int]:
+        """The partition numbers of `topic`, from the cluster's metadata (which also tells the client each
+        partition's leader). Raises UnknownTopicOrPartitionError for a topic the cluster does not have, and
+        KafkaTimeoutError when no bootstrap server answers within default.api.timeout.ms."""
         md = bootstrap_metadata(self.servers, self.api_timeout_s, topics=[topic], client_id=self.client_id,
                                 security=self.security)
         cluster = Cluster.from_metadata_response(md)

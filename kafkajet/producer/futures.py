@@ -36,12 +36,24 @@ _FINISHED = "FINISHED"
 
 
 class RecordMetadata(NamedTuple):
+    """Where a record was written, as a send()'s future resolves (Java's RecordMetadata); a tuple, so
+    `topic, partition, offset, *_ = md` works too. A failed record's callback gets one with the topic and
+    partition and -1 elsewhere."""
+
     topic: str
+    """The topic the record went to."""
     partition: int
-    offset: int  # -1 when unknown (acks=0, or a duplicate the broker answered without an offset)
+    """The partition the record went to."""
+    offset: int
+    """The record's offset in the partition; -1 when unknown (acks=0, or a duplicate the broker answered
+    without an offset)."""
     timestamp: int
-    serialized_key_size: int  # -1 for a null key
-    serialized_value_size: int  # -1 for a null value
+    """The record's timestamp in milliseconds since the epoch: the one sent (CreateTime), or the broker's
+    when the topic uses LogAppendTime."""
+    serialized_key_size: int
+    """The key's size in bytes after serialization; -1 for a null key."""
+    serialized_value_size: int
+    """The value's size in bytes after serialization; -1 for a null value."""
 
 
 DeliveryCallback = Callable[[RecordMetadata, "BaseException | None"], object]

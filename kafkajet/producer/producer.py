@@ -104,8 +104,10 @@ atexit.register(_close_at_exit)
 class Producer:
     """A thread-safe Kafka producer with the Java producer's semantics.
 
-    >>> with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
-    ...     p.send("events", value=b"v", key=b"k").result(timeout=30)
+    ```python
+    with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+        p.send("events", value=b"v", key=b"k").result(timeout=30)
+    ```
     """
 
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:

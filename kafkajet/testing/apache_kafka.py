@@ -6,9 +6,11 @@ The jars come from Maven Central: in a clone of kafkajet, `make kafka` copies th
 `.cache/apache-kafka-<version>` (the version is named once, in `jvm/pom.xml`); an installed kafkajet (pip) finds
 no clone, so point KAFKAJET_KAFKA_LIBS at that folder, or at the `libs/` folder of an Apache Kafka download. Java 17 or later runs them (JAVA_HOME, else `java` on the PATH).
 
->>> with ApacheKafka(brokers=3) as kafka:
-...     producer = Producer(bootstrap_servers=kafka.bootstrap_servers)
-...     kafka.kill(kafka.leader_of("events", 0))
+```python
+with ApacheKafka(brokers=3) as kafka:
+    producer = Producer(bootstrap_servers=kafka.bootstrap_servers)
+    kafka.kill(kafka.leader_of("events", 0))
+```
 """
 
 from __future__ import annotations

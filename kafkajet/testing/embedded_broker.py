@@ -108,8 +108,10 @@ def _answers_api_versions(port: int, timeout_s: float) -> bool:
 class EmbeddedBroker:
     """Start Tansu on a free 127.0.0.1 port; stop it on exit (also when the body raised).
 
-    >>> with EmbeddedBroker() as broker:
-    ...     producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+    ```python
+    with EmbeddedBroker() as broker:
+        producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+    ```
     """
 
     node_id = 111  # Tansu's fixed node id

@@ -297,9 +297,11 @@ class _TopicLog:
 class SchemaRegistry:
     """A Schema Registry on 127.0.0.1 (a free port unless given) for tests, demos and local work.
 
-    >>> with SchemaRegistry() as registry:            # schemas in memory, gone when it stops
-    ...     client = SchemaRegistryClient({"url": registry.url})
-    >>> SchemaRegistry(bootstrap_servers=broker.bootstrap_servers)  # kept in the broker's _schemas topic
+    ```python
+    with SchemaRegistry() as registry:            # schemas in memory, gone when it stops
+        client = SchemaRegistryClient({"url": registry.url})
+    SchemaRegistry(bootstrap_servers=broker.bootstrap_servers)  # kept in the broker's _schemas topic
+    ```
 
     Compatibility levels NONE, BACKWARD (the default), FORWARD, FULL and the *_TRANSITIVE ones are checked
     by each format's rules (kafkajet.schema_registry.formats): Avro's resolution rules, Confluent's for JSON
