@@ -268,6 +268,8 @@ class Admin:
         return [n for n in topic_names if n not in absent]
 
     def list_topics(self, timeout_s: float | None = None, *, include_internal: bool = False) -> dict[str, TopicDescription]:
+        """Every topic of the cluster by name, each with its partitions (leader, replicas, ISR); internal
+        topics (__consumer_offsets, __transaction_state) only with include_internal."""
         timeout_s = self._timeout(timeout_s)
         with self._lock:
             deadline = self._deadline(timeout_s)
@@ -434,6 +436,7 @@ class Admin:
         return ConsumerGroupDescription(group_id, rows)
 
     def close(self) -> None:
+        """Close the connections; later calls raise (`with Admin(...)` calls it)."""
         with self._lock:
             self._closed = True
             for conn in self._connections.values():

@@ -183,10 +183,12 @@ class AIOProducer:
         self._deliver()
 
     async def partitions_for(self, topic: str) -> list[Any]:
+        """The topic's partitions, as Producer.partitions_for(), waited for without blocking the loop."""
         p = self.producer
         return await asyncio.get_running_loop().run_in_executor(None, p.partitions_for, topic)
 
     def metrics(self) -> dict[str, float]:
+        """The producer's metrics by Java's names, as Producer.metrics()."""
         return self.producer.metrics()
 
     # --- waiting without blocking the loop ---------------------------------------------------------------

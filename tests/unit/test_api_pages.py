@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import kafkajet
 
 PACKAGE = Path(kafkajet.__file__).parent
@@ -50,11 +52,14 @@ def test_record_metadata_shows_every_field() -> None:
     assert undocumented == []
 
 
-def test_fetch_clients_public_methods_all_have_docstrings() -> None:
-    # A method without one is left off the page: partitions() and close() were missing.
-    cls = _class(PACKAGE / "fetch.py", "FetchClient")
-    bare = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")
-            and ast.get_docstring(n) is None]
+@pytest.mark.parametrize(("module", "name"), [("fetch.py", "FetchClient"), ("admin.py", "Admin"),
+                                           ("producer/aio_producer.py", "AIOProducer")])
+def test_the_clients_public_methods_all_have_docstrings(module: str, name: str) -> None:
+    # A method without one is left off the page: FetchClient's partitions() and close() were missing, and
+    # Admin's list_topics() and close(), AIOProducer's partitions_for() and metrics().
+    cls = _class(PACKAGE / module, name)
+    bare = [n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not n.name.startswith("_") and ast.get_docstring(n) is None]
     assert bare == []
 
 
