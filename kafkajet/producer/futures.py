@@ -150,6 +150,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     # --- public Future API ---------------------------------------------------------------------
 
     def done(self) -> bool:
+        """Whether the record's outcome is known (delivered or failed)."""
         batch = self._batch
         # settled(), not done: a delivery callback sees its own batch's records as done, as result() does.
         return batch.settled() and (not batch.is_split or self.locate()[0].settled())
@@ -161,7 +162,8 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return False
 
     def cancel(self) -> bool:
-        return False  # a record handed to the producer cannot be recalled, as in Java
+        """Always False: a record handed to the producer cannot be recalled, as in Java."""
+        return False
 
     def _wait(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -178,6 +180,9 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
             batch.wait_done(remaining)  # a split wakes it too: the loop then follows the record
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
+        """The record's RecordMetadata once the broker acknowledged it, or its error raised (DeliveryTimeoutError
+        after delivery.timeout.ms, with the last cause). KafkaTimeoutError if `timeout` seconds pass first: the
+        record is still pending, and the producer keeps trying."""
         self._wait(timeout)
         batch, index = self.locate()
         if batch.error is not None:
@@ -185,6 +190,7 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return self._metadata(batch, index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The record's error, or None once it was delivered; waits as result() does."""
         self._wait(timeout)
         return self.locate()[0].error
 
@@ -194,6 +200,9 @@ class RecordFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return RecordMetadata(batch.topic, batch.partition, offset, ts, self._key_size, self._value_size)
 
     def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        """Call fn(future) once the outcome is known: on the producer's thread, or at once on the caller's if
+        it is known already. An exception fn raises is logged (on stderr even without logging set up), as
+        concurrent.futures does, never raised."""
         if not self._listen(fn):
             self._run_callback(fn)
 
@@ -319,9 +328,12 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return errors[0][1] if errors else None
 
     def cancel(self) -> bool:
-        return False  # records handed to the producer cannot be recalled, as in Java
+        """Always False: records handed to the producer cannot be recalled, as in Java."""
+        return False
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The first failed record's error (by input order), or None when every record was delivered; waits
+        as wait() does."""
         self.wait(timeout)
         return self._first_error()
 
@@ -344,6 +356,7 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return [batch.locate(index) for index in range(first, first + count)]
 
     def done(self) -> bool:
+        """Whether every record's outcome is known."""
         for batch, first, idx in self._segments:
             if not batch.settled():
                 return False
@@ -352,6 +365,8 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return True
 
     def wait(self, timeout: float | None = None) -> None:
+        """Return once every record's outcome is known; KafkaTimeoutError if `timeout` seconds pass first (the
+        records still pending, the producer still trying)."""
         self._wait_until(None if timeout is None else time.monotonic() + timeout, timeout)
 
     def _wait_until(self, deadline: float | None, timeout: float | None) -> None:
@@ -369,6 +384,8 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
                 pending.extend((b, i, 1) for b, i in self._located(batch, first, count))
 
     def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        """Every failed record as (its index in the input, its error), in input order; empty when all were
+        delivered. Waits as wait() does."""
         self.wait(timeout)
         out: list[tuple[int, BaseException]] = []
         for batch, first, idx in self._segments:
@@ -397,6 +414,8 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return f"<{type(self).__name__} records={self._n} {state} failed={failed}>"
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        """Every record's RecordMetadata in input order, or the first failure raised (errors() lists them
+        all). Waits as wait() does."""
         failed = self.errors(timeout)
         if failed:
             log.debug("record %d of a send_batch() call failed", failed[0][0])
