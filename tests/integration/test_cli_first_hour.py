@@ -136,7 +136,7 @@ def test_the_broker_command_on_a_port_in_use_says_so_in_one_line_before_claiming
         port = other.getsockname()[1]
         r = cli("broker", "--port", str(port))
     assert (r.returncode, r.stdout) == (1, ""), r
-    assert r.stderr == f"python -m kafkajet: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert r.stderr == f"python -m kafkajet broker: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
 
 
 def test_a_broker_command_killed_outright_takes_its_broker_with_it() -> None:
