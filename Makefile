@@ -13,7 +13,7 @@ GSSAPI_STAMP := $(VENV)/.gssapi-installed
 # `make` alone: the suite's virtual environment, everything but the Kerberos package.
 .DEFAULT_GOAL := $(STAMP)
 
-.PHONY: demo test build lint typecheck docs reliability bench broker clean mutate kafka krb5 prerequisites
+.PHONY: demo test test-compiled test-pure build lint typecheck docs reliability bench broker clean mutate kafka krb5 prerequisites
 
 # Apache Kafka for the suite's reference cluster (kafkajet.testing.ApacheKafka): Maven copies the broker's and
 # the tools' jars from Maven Central into an ignored cache the first time. The version is named once, in the pom.
@@ -86,12 +86,18 @@ demo: $(DEMO_STAMP)
 build: $(STAMP)
 	$(PY) hatch_build.py
 
-# Both builds: everything on the compiled one (a silent fallback to Python fails it), then on the pure-Python
+# Both builds: everything on the compiled one (a silent fallback to Python fails it), and on the pure-Python
 # one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
-# readers decoding the batches this build's producer writes, per codec; about 20 s).
+# readers decoding the batches this build's producer writes, per codec). Side by side, each run's output printed
+# whole when it ends: the compiled run waits on brokers and JVMs for most of its time (about a third of two
+# cores busy), and the pure run's CPU fits in those gaps (CONTRIBUTING.md has the figures).
 test: $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure
+
+test-compiled:
 	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
-	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/unit tests/mock tests/interop
+test-pure:
+	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/mock tests/interop
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kafkajet pyspark_kafkajet tests benchmarks tools hatch_build.py
