@@ -30,10 +30,18 @@ SYSTEM_STEP = re.compile(r"apt-get install -y")
 PIP_EXTRAS = re.compile(r"pip install .*-e '\.\[([a-z,-]+)\]'")
 
 
+def clean_env(**changes: str) -> dict[str, str]:
+    """The environment without a parent make's: `make test` runs these tests inside its own recipe, whose
+    jobserver and level a child make would inherit (and warn about)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    env.update(changes)
+    return env
+
+
 def make_plan(*targets: str, jobs: int = 1) -> list[str]:
     """The recipe lines `make` would run for `targets` from nothing (-B: as on a fresh machine), in order."""
     out = subprocess.run(["make", "-n", "-B", f"-j{jobs}", "-C", str(REPO), *targets], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
+                         text=True, timeout=60, check=True, env=clean_env()).stdout
     return [line for line in out.splitlines() if not line.startswith("make[")]
 
 
@@ -90,7 +98,7 @@ def test_the_demo_install_resolves_with_no_system_tools_and_builds_only_pure_pyt
     the headers present, which hides the first check on this machine but not the second."""
     requirements = extras_closure(["demo"])
     report = tmp_path / "report.json"
-    env = {**os.environ, "PATH": path_without(tmp_path, SYSTEM_TOOLS)}
+    env = clean_env(PATH=path_without(tmp_path, SYSTEM_TOOLS))
     run = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                           "--report", str(report), *requirements],
                          env=env, capture_output=True, text=True, timeout=300)
@@ -124,7 +132,7 @@ def test_every_pip_step_that_builds_against_system_headers_comes_after_the_syste
 
 def test_make_demo_without_java_says_so_in_one_line_before_installing_anything(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    env = {**os.environ, "PATH": path_without(tmp_path, ("java",))}
+    env = clean_env(PATH=path_without(tmp_path, ("java",)))
     run = subprocess.run(["make", "-s", "-C", str(REPO), f"VENV={venv}", "demo"], env=env, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode != 0
@@ -139,7 +147,7 @@ def test_make_demo_with_an_old_python_says_so_in_one_line_before_installing_anyt
     old.chmod(0o755)
     venv = tmp_path / "venv"
     run = subprocess.run(["make", "-s", "-C", str(REPO), f"VENV={venv}", f"PYTHON={old}", "demo"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, env=clean_env())
     assert run.returncode != 0
     errors = [line for line in run.stderr.splitlines() if not line.startswith("make: ***")]
     assert len(errors) == 1 and "Python >= 3.11" in errors[0] and "3.9.2" in errors[0], run.stderr
