@@ -34,7 +34,7 @@ prerequisites:
 	  "Python >= 3.11, and $(PYTHON) is $$($(PYTHON) --version 2>&1 || echo missing): run make PYTHON=python3.11" >&2; exit 1; }
 	@v=$$(java -version 2>&1 | sed -n 's/.* version "\([0-9]*\).*/\1/p' | head -n 1); [ "$${v:-0}" -ge 17 ] || { \
 	  echo "make: Spark and the brokers need Java 17 or later on PATH, and java is $${v:-missing}" \
-	  "(Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+	  "(Debian's package openjdk-17-jre-headless)" >&2; exit 1; }
 
 # The editable install compiles the send path in place (hatch_build.py; pure Python without a compiler).
 $(DEMO_STAMP): pyproject.toml hatch_build.py | prerequisites

@@ -84,8 +84,7 @@ def path_without(tmp_path: Path, hidden: tuple[str, ...]) -> str:
 
 def test_the_demo_plan_has_no_system_step_and_installs_the_demo_extra() -> None:
     plan = make_plan("demo")
-    tools = [line for line in plan if re.search(r"\b(apt-get|sudo|mvn|kinit)\b", line)
-             and "echo" not in line and "Debian:" not in line]
+    tools = [line for line in plan if re.search(r"\b(apt-get|sudo|mvn|kinit|krb5)\b", line)]
     assert not tools, f"make demo runs a system tool: {tools}"
     installed = [m.group(1) for line in plan for m in [PIP_EXTRAS.search(line)] if m]
     assert installed == ["demo"], f"make demo should install the `demo` extra only, not {installed}"
