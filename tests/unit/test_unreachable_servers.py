@@ -10,14 +10,13 @@ from collections.abc import Iterator
 import pytest
 
 from kafkajet.network.blocking import definitely_unreachable
+from kafkajet.testing.embedded_broker import free_port
 
 
 @pytest.fixture
 def closed_port() -> int:
     """A port nothing listens on: bound, then released (connecting to it is refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_port()
 
 
 @pytest.fixture
