@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from kafkajet.testing import EmbeddedBroker, MockCluster
 from kafkajet.testing.apache_kafka import ApacheKafka
@@ -21,6 +22,12 @@ from kafkajet.testing.kdc import LocalKdc, kdc_available
 from tests.helpers.apache import running_apache_kafka
 
 _topic_counter = itertools.count()
+
+# Hypothesis' per-example deadline (200 ms) is a timed assertion: on a busy machine (the suite runs its workers
+# side by side, CI beside other jobs) a round trip of a few bytes once took 273 ms. The properties are what is
+# tested; how fast an example runs is the benchmarks' business.
+settings.register_profile("kafkajet", deadline=None)
+settings.load_profile("kafkajet")
 
 BROKER_KINDS = ("apache", "tansu")
 
@@ -58,6 +65,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+
+
+def _worker_group(item: pytest.Item) -> str:
+    """Which tests `make test` runs in one pytest-xdist worker (--dist loadgroup): a file's tests together, so a
+    module's fixtures start once, and every Spark test in one worker, so one Spark JVM runs at a time (two
+    beside the brokers on 2 cores once kept a Python worker from connecting back within Spark's fixed 10 s)."""
+    path = item.path.relative_to(item.config.rootpath).as_posix()
+    return "spark" if path.startswith("tests/spark/") else path
 
 
 @pytest.fixture(scope="session")
