@@ -95,7 +95,7 @@ test: $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure
 
 test-compiled:
-	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q
+	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q -n 3 --dist loadgroup
 test-pure:
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/mock tests/interop
 
