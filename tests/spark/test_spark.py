@@ -176,7 +176,9 @@ def test_overwrite_mode_and_unreachable_broker_are_refused(spark: Any, topic_nam
             .option("topic", "t").save()
     with pytest.raises(Exception, match="127.0.0.1:1"):
         (spark.read.format("kafkajet").option("kafka.bootstrap.servers", "127.0.0.1:1")
-         .option("subscribe", topic_name).option("kafkajet.timeout.ms", "2000").load().collect())
+         .option("subscribe", topic_name).option("kafkajet.timeout.ms", "2000")
+         # how long a wrong address is waited for (60 s by default): the subject is the message, not the wait
+         .option("kafka.default.api.timeout.ms", "3000").load().collect())
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["batch", "streaming"])
