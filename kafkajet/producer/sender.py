@@ -235,7 +235,7 @@ class Sender:
         if node is None or not self.client.ready(node, now):
             lost = node is not None and self.client.last_error(node) is not None
             txn.request_not_sent(req, now, forget_coordinator=lost)
-            delay = self.client.connection_delay(node, now) if node is not None else self.retry_backoff_ms
+            delay = self.client.poll_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
         version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)
         log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)  # pragma: no mutate (log text)
@@ -291,7 +291,7 @@ class Sender:
             if self.client.ready(node, now):
                 sendable.append(node)
             else:
-                delay = self.client.connection_delay(node, now)
+                delay = self.client.poll_delay(node, now)  # a reconnect backoff, or a quota's throttle
                 if delay > 0:
                     timeout = min(timeout, delay)
         # Passes go on while connections take more: this thread gets the GIL in slices between the callers'
@@ -346,6 +346,9 @@ class Sender:
         # Each request carries its completion handler as its context (Java's RequestCompletionHandler): a
         # new kind of request brings its own, and nothing can be dropped for want of a matching tag.
         handler: ResponseHandler = response.context
+        if response.body is not None:
+            # Java's produce-throttle-time sensor is the NetworkClient's: every answer counts, Produce or not.
+            self.metrics.throttle_time(response.body.get("throttle_time_ms", 0))
         handler(response)
 
     def _handle_metadata(self, response: ClientResponse) -> None:
@@ -404,7 +407,6 @@ class Sender:
             for b in batches:
                 self._complete(b, -1, -1)
             return
-        self.metrics.throttle_time(response.body.get("throttle_time_ms", 0))
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.body.get("responses", ()):
             for p in topic.get("partition_responses", ()):
