@@ -69,10 +69,11 @@ def test_a_byte_rate_quota_is_waited_out_window_by_window(tmp_path: Path) -> Non
         bench = json.loads(java_out.decode().strip().splitlines()[-1])
 
         with FetchClient(bootstrap_servers=kafka.bootstrap_servers) as reader:
-            values = []
+            values: list[bytes] = []
             for partition in reader.partitions("quota-kafkajet"):
                 start, end = reader.offsets("quota-kafkajet", partition)
-                values.extend(bytes(r.value[:8]) for r in reader.fetch_range("quota-kafkajet", partition, start, end)
+                values.extend(bytes(r.value or b"")[:8] for r in reader.fetch_range("quota-kafkajet", partition,
+                                                                                     start, end)
                               if r.value != b"warm-up")
 
     rate = RECORDS * VALUE / elapsed
