@@ -449,9 +449,7 @@ class RecordAccumulator:
             self._muted.discard(batch.tp)
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
-        if batch.complete(base_offset, log_append_time, error):
-            if error is not None and batch.unheard and self.on_unheard_failure is not None:
-                self.on_unheard_failure(batch, error)
+        if batch.complete(base_offset, log_append_time, error, self.on_unheard_failure if batch.unheard else None):
             self._unmute(batch)
             with self._lock:
                 self._incomplete.discard(batch)

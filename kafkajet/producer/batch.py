@@ -452,9 +452,12 @@ class ProducerBatch:
             self._keep_callback(index, fn, timestamp, key_size, value_size)
             return True
 
-    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
+    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None,
+                 on_unheard_failure: Callable[[ProducerBatch, KafkaError], None] | None = None) -> bool:
         """Resolve every record of the batch exactly once; False if it was already resolved. As Java: the
-        delivery callbacks in send order, then done (waiters go), then the futures' listeners."""
+        delivery callbacks in send order, then done (waiters go), then the futures' listeners. A failure is
+        first told to `on_unheard_failure` (the records produce() queued without a callback have no other
+        outcome), once, before done: flush() returns after it."""
         with self._lock:
             if self.completed:
                 return False
@@ -462,6 +465,8 @@ class ProducerBatch:
             self.log_append_time = log_append_time
             self.error = error
             self.completed = True
+            if error is not None and on_unheard_failure is not None:
+                on_unheard_failure(self, error)
             callbacks, self.callbacks = self.callbacks, None
             if callbacks is None:
                 told = self._set_done()  # nothing to run first: done in the same lock hold

@@ -325,7 +325,7 @@ class Producer:
 
     def _unheard_failed(self, batch: Any, error: KafkaError) -> None:
         """A failed batch holds records produce() queued without a callback: their one outcome is this report.
-        Called where the batch completes (the sender thread, or close()'s)."""
+        Called as the batch completes (on the sender thread, or close()'s), under its lock, before flush() can return."""
         self._report_unheard(batch.unheard, batch.topic, batch.partition, error)
 
     def _unheard_record(self, md: Any, error: BaseException | None) -> None:
