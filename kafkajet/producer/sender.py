@@ -473,11 +473,17 @@ class Sender:
             idem.remove_in_flight(b)
             # A failed numbered batch leaves a gap later batches would trip over: renumber from here.
             idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}")
+        # Counted first, as _complete() counts (and Java's failBatch): completing wakes flush(), and a metrics()
+        # read right after it must include the batch.
+        self.metrics.records_failed(b.count)
         self.accumulator.complete(b, -1, -1, err)
-        self._on_failed(b)
+        self._after_failure(b)
 
     def _on_failed(self, b: ProducerBatch) -> None:
         self.metrics.records_failed(b.count)
+        self._after_failure(b)
+
+    def _after_failure(self, b: ProducerBatch) -> None:
         if self.transactions is not None and b.error is not None:
             self.transactions.on_batch_failed(b.error)
         if self.interceptors:
