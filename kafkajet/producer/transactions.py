@@ -779,7 +779,8 @@ class TransactionManager:
                 return
             failed = KafkaError(f"Failed to abort transaction: {err}")
             failed.__cause__ = err
-            err = failed
+            self._fatal(failed)
+            return
         self._fatal(err)
 
 
