@@ -18,6 +18,7 @@ from typing import Any
 from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import (
     NO_ERROR,
+    ApplicationRecoverableError,
     BrokerError,
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
@@ -32,6 +33,7 @@ from kafkajet.errors import (
     OperationNotAttemptedError,
     ProducerFencedError,
     RequestTimedOutError,
+    TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
     UnknownProducerIdError,
@@ -95,6 +97,14 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
     State.FATAL_ERROR: frozenset(),
     State.PREPARED: frozenset(),  # the producer is done: only close() (which leaves the transaction open)
 }
+
+
+class _AbortableRefusal(IllegalStateError, TransactionAbortableError):
+    """send() refused in a transaction that must be aborted."""
+
+
+class _RecoverableRefusal(IllegalStateError, ApplicationRecoverableError):
+    """send() refused by a producer that was fenced: close it and create a new one."""
 
 
 class TransactionalResult:
@@ -281,7 +291,12 @@ class TransactionManager:
     def send_refusal(self) -> KafkaError:
         """Why send() is refused right now, in Java's words where Java has them."""
         if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR):
-            err = IllegalStateError(
+            # Still an IllegalStateError, and of the category that says what to do (KIP-1050).
+            refusal: type[IllegalStateError] = (
+                _AbortableRefusal if self.state is State.ABORTABLE_ERROR
+                else _RecoverableRefusal if isinstance(self.last_error, ApplicationRecoverableError)
+                else IllegalStateError)
+            err = refusal(
                 "Cannot perform send because at least one previous transactional or idempotent request has failed "
                 f"with errors: {self.last_error}. "
                 + ("Call abort_transaction() and begin a new transaction." if self.state is State.ABORTABLE_ERROR
@@ -442,7 +457,8 @@ class TransactionManager:
                           f"transaction.timeout.ms ({self.transaction_timeout_ms} ms) of its first attempt, after "
                           f"{req.attempts} attempt(s){last}")
             if req.api == ApiKey.END_TXN:
-                fatal = KafkaError(
+                # Close and create a new producer: what ApplicationRecoverableError asks of the application.
+                fatal = ApplicationRecoverableError(
                     f"{unanswered}: the outcome of the transaction is unknown. This producer can only be closed; a "
                     "new producer's init_transactions() with the same transactional.id completes or aborts the "
                     "transaction. (A broker that closes the connection instead of answering PRODUCER_FENCED, as "
@@ -450,7 +466,8 @@ class TransactionManager:
                 fatal.__cause__ = req.last_error
                 self._fatal(fatal)
                 return True
-            err = KafkaError(f"{unanswered}. Call abort_transaction().")
+            # Java wraps the retriable error it gave up on the same way ("aborted after exhausting retries").
+            err = TransactionAbortableError(f"{unanswered}. Call abort_transaction().")
             err.__cause__ = req.last_error
             if req.result is not None:
                 req.result.done(err)
@@ -480,8 +497,8 @@ class TransactionManager:
     def _fail_if_error(self) -> None:
         self._fail_if_fatal()
         if self.state is State.ABORTABLE_ERROR:
-            err = KafkaError("Cannot execute transactional method because we are in an error state: "
-                             f"{self.last_error}. Call abort_transaction().")
+            err = TransactionAbortableError("Cannot execute transactional method because we are in an error "
+                                            f"state: {self.last_error}. Call abort_transaction().")
             err.__cause__ = self.last_error
             raise err
 
@@ -572,7 +589,7 @@ class TransactionManager:
         self._pending = [r for r in self._pending if r.api != ApiKey.END_TXN]
         self._transition(State.ABORTABLE_ERROR)
         if commit is not None and not commit.is_done:
-            failed = KafkaError(f"commit_transaction() failed: {error}. Call abort_transaction().")
+            failed = TransactionAbortableError(f"commit_transaction() failed: {error}. Call abort_transaction().")
             failed.__cause__ = error
             commit.done(failed)
 
@@ -753,6 +770,16 @@ class TransactionManager:
             # The coordinator forgot us (the transaction timed out and was aborted): the abort is done.
             self.idempotence.request_epoch_bump(f"{err.name} on EndTxn")
             self._complete_transaction(req.result)
+            return
+        if code == TransactionAbortableError.code:
+            # Java's EndTxnHandler: a commit the coordinator refuses this way can still be aborted; an abort
+            # refused so cannot be completed by this producer.
+            if req.extra["commit"]:
+                self._abortable(err)
+                return
+            failed = KafkaError(f"Failed to abort transaction: {err}")
+            failed.__cause__ = err
+            self._fatal(failed)
             return
         self._fatal(err)
 
