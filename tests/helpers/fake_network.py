@@ -12,7 +12,8 @@ from typing import Any
 
 from kafkajet.errors import AuthenticationError, KafkaConnectionError, KafkaError
 from kafkajet.network import ClientResponse
-from kafkajet.protocol import ApiKey
+from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, negotiate
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 
 
 class FakeClock:
@@ -39,6 +40,7 @@ class SentRequest:
     context: Any
     correlation_id: int
     answered: bool = False
+    version: int | None = None  # as the sender asked; None: the client's negotiated version
 
     @property
     def produce_partitions(self) -> list[tuple[str, int]]:
@@ -56,6 +58,8 @@ class FakeNetworkClient:
     _auth_failures: list[AuthenticationError] = field(default_factory=list)
     wakeups: int = 0
     closed: bool = False
+    # What ApiVersions finalized (transaction version 2 when transaction.version >= 2).
+    features: FinalizedFeatures = NO_FEATURES
     disconnects: int = 0
 
     # --- what the Sender calls -------------------------------------------------------------------------
@@ -82,10 +86,17 @@ class FakeNetworkClient:
         candidates = [n for n in self.nodes if n not in self.down]
         return min(candidates, key=self.in_flight_count) if candidates else None
 
+    def api_version(self, node_id: int, api_key: int) -> int:
+        return negotiate({int(api): r for api, r in SUPPORTED_VERSIONS.items()}, api_key)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self.features
+
     def send(self, node_id: int, api_key: int, body: dict[str, Any], now: float, *, version: int | None = None,
              expect_response: bool = True, context: Any = None) -> int:
         assert self.ready(node_id, now), f"the sender sent to node {node_id}, which is not ready"
-        req = SentRequest(node_id, ApiKey(api_key), body, now, expect_response, context, len(self.requests))
+        req = SentRequest(node_id, ApiKey(api_key), body, now, expect_response, context, len(self.requests),
+                          version=version)
         self.requests.append(req)
         if not expect_response:
             req.answered = True
