@@ -798,6 +798,13 @@ class TransactionManager:
         if self._common(req, code, now):
             return
         err = self._error_of(req, code)
+        if code == InvalidTxnStateError.code and req.extra.get("tv2"):
+            # Under transaction version 2 the coordinator that aborted a transaction on its own (it outlived
+            # transaction.timeout.ms) has bumped the epoch, and answers the producer's EndTxn with this, not
+            # PRODUCER_FENCED. Fatal, as in Java's EndTxnHandler; the message names the likely cause.
+            err = InvalidTxnStateError(
+                f"{err}: the coordinator no longer has this transaction open; most likely it aborted it after "
+                f"transaction.timeout.ms ({self.transaction_timeout_ms} ms). This producer can only be closed")
         if code in _LOST_ID and not req.extra["commit"]:
             # The coordinator forgot us (the transaction timed out and was aborted): the abort is done.
             self.idempotence.request_epoch_bump(f"{err.name} on EndTxn")
