@@ -48,7 +48,7 @@ from kafkajet.errors import (
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
 from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
-from kafkajet.network.versions import VersionRanges, negotiate
+from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, VersionRanges, negotiate
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, encode_request_buffers
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
@@ -99,6 +99,7 @@ class NetworkClient:
         self._pending: list[ClientResponse] = []
         self._auth_failures: list[AuthenticationError] = []
         self._server_disconnects = 0
+        self._features = NO_FEATURES
         self._correlation_id = 0
         self._closed = False
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
@@ -233,6 +234,16 @@ class NetworkClient:
         """The broker's advertised (min, max) per api key, once ApiVersions has completed."""
         ranges = None if (node := self._nodes.get(node_id)) is None else node.setup.api_versions
         return None if ranges is None else dict(ranges)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        """The latest finalized features any broker has answered in ApiVersions (highest epoch), kept across
+        reconnections as Java's ApiVersions keeps them; NO_FEATURES before any (or from brokers that never
+        finalize features: epoch -1)."""
+        for node in self._nodes.values():
+            features = node.setup.features
+            if features is not None and features.epoch > self._features.epoch:
+                self._features = features
+        return self._features
 
     def least_loaded_node(self, now: float) -> int | None:
         """A ready node with the fewest requests in flight, else one connecting, else one connectable.

@@ -30,6 +30,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.network import ClientResponse, NetworkClient
+from kafkajet.network.versions import for_transaction_version
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
@@ -93,6 +94,7 @@ class Sender:
         if transactions is not None:
             transactions.on_fatal = self._fatal
             transactions.on_epoch = accumulator.reset_sequences
+            transactions.features = client.finalized_features
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -238,6 +240,8 @@ class Sender:
             delay = self.client.poll_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
         version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)
+        if req.transaction_version is not None:
+            version = for_transaction_version(req.api, version, req.transaction_version)
         log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)  # pragma: no mutate (log text)
         self.client.send(node, req.api, req.build(), now, version=version, context=partial(self._handle_txn, req=req))
         return float("inf"), False
@@ -332,7 +336,12 @@ class Sender:
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
         }
-        self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
+        version = None
+        if self.transactions is not None and not self.transactions.tv2:
+            # Produce v12+ would add the partitions to the transaction implicitly, which a transaction of
+            # version 1 does with AddPartitionsToTxn (Java's ProduceRequest.builder(data, useTransactionV1Version)).
+            version = for_transaction_version(ApiKey.PRODUCE, self.client.api_version(node, ApiKey.PRODUCE), 1)
+        self.client.send(node, ApiKey.PRODUCE, body, now, version=version, expect_response=self.acks != 0,
                          context=partial(self._handle_produce, batches=batches))
         # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
         # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained

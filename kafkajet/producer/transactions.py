@@ -40,6 +40,7 @@ from kafkajet.errors import (
     UnknownTopicOrPartitionError,
     make_error,
 )
+from kafkajet.network.versions import TRANSACTION_VERSION, FinalizedFeatures
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.protocol import ApiKey
 from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR
@@ -149,6 +150,7 @@ class TxnRequest:
     no_answer_logged_at: float | None = None  # when its missing answer was last logged (ms)
     no_answer_unlogged: int = 0  # missing answers since then, not logged
     extra: dict[str, Any] = field(default_factory=dict)
+    transaction_version: int | None = None  # for EndTxn: the version (1 or 2) it is sent under
 
     @property
     def priority(self) -> int:
@@ -185,6 +187,13 @@ class TransactionManager:
         self.on_state: Callable[[State], None] | None = None
         self.on_fatal: Callable[[KafkaError], None] | None = None
         self.on_epoch: Callable[[], None] | None = None  # the producer id or epoch changed: renumber batches
+        # Transaction version 2 (KIP-890 part 2): the brokers finalize transaction.version >= 2. Produce v12+
+        # then adds partitions to the transaction itself, and EndTxn v5 answers a new epoch for every
+        # transaction. The sender gives `features` (the network client's latest finalized features).
+        self.tv2 = False
+        self._features_epoch = -1
+        self.features: Callable[[], FinalizedFeatures] | None = None
+        self._bump_for_tv2 = False  # TV2 came on between transactions: the epoch is bumped before the next
 
     # --- user API ---------------------------------------------------------------------------------
 
@@ -202,6 +211,25 @@ class TransactionManager:
             result = self._results["init_transactions"] = self._new_result("InitProducerId")
             self._enqueue_init_producer_id(result, bump=False)
             return result
+
+    def maybe_update_tv2(self, on_init: bool) -> None:
+        """Java 4.4's TransactionManager.maybeUpdateTransactionV2Enabled: read the brokers' finalized
+        transaction.version when their features epoch has grown. Called once init_transactions() is done and when
+        a transaction is being completed (after its EndTxn is built), so the version never changes inside a
+        transaction. Turned on between transactions, it takes an epoch bump first (InitProducerId), as Java's
+        clientSideEpochBumpRequired does."""
+        if self.features is None:
+            return
+        features = self.features()
+        if self._features_epoch >= features.epoch:
+            return
+        self._features_epoch = features.epoch
+        was = self.tv2
+        self.tv2 = features.levels.get(TRANSACTION_VERSION, 0) >= 2
+        log.debug("TransactionalId %s: transaction version 2 %s (finalized features epoch %d)",
+                  self.transactional_id, "on" if self.tv2 else "off", features.epoch)
+        if not on_init and not was and self.tv2:
+            self._bump_for_tv2 = True
 
     def begin(self) -> None:
         with self._lock:
@@ -223,7 +251,13 @@ class TransactionManager:
         with self._lock:
             if self.state is not State.IN_TRANSACTION:
                 raise self.send_refusal()
-            if tp not in self._in_txn and tp not in self._adding:
+            if self.tv2:
+                # Produce v12+ adds the partition at the broker: no AddPartitionsToTxn. The transaction counts
+                # as started from the first send, as Java's does, since a batch may reach the broker even when
+                # its answer is lost.
+                self._in_txn.add(tp)
+                self.transaction_started = True
+            elif tp not in self._in_txn and tp not in self._adding:
                 self._new.add(tp)
 
     def is_send_allowed(self, tp: TopicPartitionKey) -> bool:
@@ -286,7 +320,7 @@ class TransactionManager:
                                         "flight: flush() first")
             self._transition(State.PREPARED)
             return PreparedTransaction(self.transactional_id, self.idempotence.producer_id,
-                                       self.idempotence.producer_epoch)
+                                       self.idempotence.producer_epoch, 2 if self.tv2 else 1)
 
     def send_refusal(self) -> KafkaError:
         """Why send() is refused right now, in Java's words where Java has them."""
@@ -516,9 +550,13 @@ class TransactionManager:
         # Always through the sender, even when the coordinator never heard of the transaction: the sender
         # first fails what an abort leaves unsent and waits for what is in flight (see next_request).
         pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+        # The version is fixed with the request, as Java's EndTxnRequest.Builder takes isTransactionV2Enabled.
         self._pending.append(TxnRequest(ApiKey.END_TXN, lambda: {
             "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
-            "committed": commit}, "txn", self.transactional_id, result, extra={"commit": commit}))
+            "committed": commit}, "txn", self.transactional_id, result,
+            transaction_version=2 if self.tv2 else 1,
+            extra={"commit": commit, "tv2": self.tv2}))
+        self.maybe_update_tv2(on_init=False)
         return result
 
     def _complete_transaction(self, result: TransactionalResult) -> None:
@@ -526,6 +564,9 @@ class TransactionManager:
         self._new.clear()
         self._adding.clear()
         self.transaction_started = False
+        if self._bump_for_tv2:
+            self._bump_for_tv2 = False
+            self.idempotence.request_epoch_bump("transaction version 2 came on between transactions")
         if self.idempotence.bump_requested:
             # A batch of the aborted transaction failed and left a sequence gap: ask the coordinator for the
             # next epoch of the same producer id (KIP-360) before the next transaction.
@@ -663,6 +704,8 @@ class TransactionManager:
                 self.on_epoch()
             self.last_error = None
             self._transition(State.READY)
+            if req.result is self._results.get("init_transactions"):
+                self.maybe_update_tv2(on_init=True)
             req.result.done()
             return
         if self._common(req, code, now):
@@ -761,11 +804,24 @@ class TransactionManager:
         code = body.get("error_code", NO_ERROR)
         assert req.result is not None
         if code == NO_ERROR:
+            if req.extra.get("tv2") and body.get("producer_id", -1) >= 0:
+                # EndTxn v5 ends every transaction with a new epoch (and, when the epoch ran out, a new id):
+                # the next transaction's batches start their sequences at 0 under it.
+                self.idempotence.set_producer_id(body["producer_id"], body["producer_epoch"])
+                if self.on_epoch is not None:
+                    self.on_epoch()
             self._complete_transaction(req.result)
             return
         if self._common(req, code, now):
             return
         err = self._error_of(req, code)
+        if code == InvalidTxnStateError.code and req.extra.get("tv2"):
+            # Under transaction version 2 the coordinator that aborted a transaction on its own (it outlived
+            # transaction.timeout.ms) has bumped the epoch, and answers the producer's EndTxn with this, not
+            # PRODUCER_FENCED. Fatal, as in Java's EndTxnHandler; the message names the likely cause.
+            err = InvalidTxnStateError(
+                f"{err}: the coordinator no longer has this transaction open; most likely it aborted it after "
+                f"transaction.timeout.ms ({self.transaction_timeout_ms} ms). This producer can only be closed")
         if code in _LOST_ID and not req.extra["commit"]:
             # The coordinator forgot us (the transaction timed out and was aborted): the abort is done.
             self.idempotence.request_epoch_bump(f"{err.name} on EndTxn")

@@ -14,6 +14,7 @@ from typing import Any
 from kafkajet.errors import AuthenticationError, KafkaConnectionError, KafkaError
 from kafkajet.network import ClientResponse
 from kafkajet.network.throttle import client_throttle_ms
+from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, negotiate
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 
 
@@ -41,7 +42,7 @@ class SentRequest:
     context: Any
     correlation_id: int
     answered: bool = False
-    version: int | None = None  # as the sender asked; None: the client's highest, as the real one negotiates
+    version: int | None = None  # as the sender asked; None: the client's negotiated version
 
     @property
     def produce_partitions(self) -> list[tuple[str, int]]:
@@ -59,6 +60,8 @@ class FakeNetworkClient:
     _auth_failures: list[AuthenticationError] = field(default_factory=list)
     wakeups: int = 0
     closed: bool = False
+    # What ApiVersions finalized (transaction version 2 when transaction.version >= 2).
+    features: FinalizedFeatures = NO_FEATURES
     disconnects: int = 0
     throttled_until: dict[int, float] = field(default_factory=dict)
 
@@ -90,6 +93,12 @@ class FakeNetworkClient:
     def least_loaded_node(self, now: float) -> int | None:
         candidates = [n for n in self.nodes if n not in self.down and self.throttled_until.get(n, float("-inf")) <= now]
         return min(candidates, key=self.in_flight_count) if candidates else None
+
+    def api_version(self, node_id: int, api_key: int) -> int:
+        return negotiate({int(api): r for api, r in SUPPORTED_VERSIONS.items()}, api_key)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self.features
 
     def send(self, node_id: int, api_key: int, body: dict[str, Any], now: float, *, version: int | None = None,
              expect_response: bool = True, context: Any = None) -> int:
@@ -161,7 +170,7 @@ class FakeNetworkClient:
 
     @staticmethod
     def _response(req: SentRequest, body: dict[str, Any] | None, error: KafkaError | None) -> ClientResponse:
-        version = req.version if req.version is not None else SUPPORTED_VERSIONS[req.api_key][1]
+        version = req.version if req.version is not None else self.api_version(req.node, req.api_key)
         return ClientResponse(req.node, int(req.api_key), version, req.correlation_id, body, error, req.context, 1.0)
 
 
