@@ -170,7 +170,7 @@ class FakeNetworkClient:
 
     @staticmethod
     def _response(req: SentRequest, body: dict[str, Any] | None, error: KafkaError | None) -> ClientResponse:
-        version = req.version if req.version is not None else self.api_version(req.node, req.api_key)
+        version = req.version if req.version is not None else negotiate({int(api): r for api, r in SUPPORTED_VERSIONS.items()}, req.api_key)
         return ClientResponse(req.node, int(req.api_key), version, req.correlation_id, body, error, req.context, 1.0)
 
 
