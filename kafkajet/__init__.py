@@ -23,6 +23,7 @@ from kafkajet.errors import (
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
@@ -72,7 +73,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "Admin", "ApplicationRecoverableError", "AuthenticationError", "BatchFuture", "BufferExhaustedError",
     "ConfigError",
-    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "InvalidRecordError", "KafkaError",
+    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "InvalidRecordError", "InvalidTxnStateError",
+    "KafkaError",
     "KafkaTimeoutError",
     "NewTopic", "PartitionInfo", "PreparedTransaction", "Producer", "ProducerClosedError",
     "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
