@@ -46,9 +46,8 @@ batch.size (16 KiB for kafkajet and Java, 1 MB for librdkafka) unless the row na
                send(callback=), Java send(record, callback), confluent-kafka on_delivery, kafka-python and aiokafka
                their futures' callbacks; "kafkajet future callback" a done-callback on send()'s future), after one
                record sent and acknowledged outside the clock; Java's with Kafka's own ThroughputThrottler
-  "kafkajet no future (option)", in send-100B: not an API kafkajet offers, but the
-               figure for a decision: send() without the RecordFuture it returns (the internal send_without_future
-               AIOProducer uses), what a fire-and-forget method such as confluent-kafka's produce() would cost
+  "kafkajet produce()", in send-100B: the same loop through produce(), send() without the RecordFuture
+               a fire-and-forget caller drops (no callback), against confluent-kafka's produce() + poll(0)
   otel-100B    what OpenTelemetry costs a send() (issue 31), in CPU microseconds per record over the send loop
                (all threads, and the caller's alone), by send_cost.py's loops: kafkajet plain; with
                opentelemetry.enable and no SDK ("otel no-sdk": the cost when tracing is off in the service);
@@ -117,11 +116,11 @@ from send_cost import run as timed_send_loop
 ROOT = Path(__file__).resolve().parent
 BATCH_CHUNK = 10_000  # records per send_batch() call: the size of a typical DataFrame/Arrow batch
 CEILING = "broker ceiling"
-NO_FUTURE = "kafkajet no future (option)"
+PRODUCE = "kafkajet produce()"
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "send-100B": {"kind": "send", "records": 2_000_000, "size": 100,
-                  "clients": ["kafkajet", NO_FUTURE, "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
+                  "clients": ["kafkajet", PRODUCE, "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     "send-1KiB": {"kind": "send", "records": 500_000, "size": 1024,
                   "clients": ["kafkajet", "kafka-python", "aiokafka", "confluent-kafka", "java", CEILING]},
     # Every client with the same batch.size: Java's 16 KiB default (confluent-kafka's is 1 MB, so at defaults it
@@ -538,7 +537,7 @@ def _otel_runner(client: str) -> Callable[[str, str, dict[str, Any]], tuple[int,
 
 RUNNERS: dict[str, dict[str, Callable[[str, str, dict[str, Any]], tuple[int, dict[str, Any]]]]] = {
     "send": {**{name: _send_runner(fn) for name, fn in SEND_RUNNERS.items()}, CEILING: run_broker_ceiling,
-             NO_FUTURE: _send_runner(partial(send_kafkajet, future=False))},
+             PRODUCE: _send_runner(partial(send_kafkajet, api="produce"))},
     "batch": {"kafkajet send_batch": _send_runner(run_kafkajet_batch),
               "kafkajet send_arrow": _send_runner(run_kafkajet_arrow),
               "aiokafka batch": _send_runner(run_aiokafka_batch),

@@ -40,10 +40,9 @@ def _keys(n: int) -> list[bytes]:
     return [f"key-{i % 100_000:011d}".encode() for i in range(n)]
 
 
-def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any], future: bool = True) -> int:
-    """send(topic, value[, key]) as a fire-and-forget user writes it; with `future` False, the same producer and
-    records through the internal send_without_future (compare.py's "no future (option)" row: what a method
-    that returns no future would cost)."""
+def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any], api: str = "send") -> int:
+    """send(topic, value[, key]) as a fire-and-forget user writes it; with api="produce", the same producer and
+    records through produce(), which makes no future (compare.py's "kafkajet produce()" row)."""
     from kafkajet import Producer
 
     value = b"x" * w["size"]
@@ -51,15 +50,11 @@ def run_kafkajet(bootstrap: str, topic: str, w: dict[str, Any], future: bool = T
     extra = {"batch_size": w["batch_size"]} if w.get("batch_size") else {}
     with Producer(bootstrap_servers=bootstrap, acks=str(w["acks"]) if w["acks"] != -1 else "all",
                   compression_type=w["compression"], linger_ms=5, **extra) as p:
-        send = p.send
         # Fire and forget, then the producer's own count of acknowledged records, as confluent-kafka's runner
         # counts its delivery reports: keeping 500,000 futures would measure the caller's list, not the
         # producer (about 150 bytes a future).
-        if not future:
-            bare = p.send_without_future
-            for k in keys or itertools.repeat(None, w["records"]):
-                bare(topic, value, k, None, None, None, None)
-        elif keys:
+        send = p.produce if api == "produce" else p.send
+        if keys:
             for i in range(w["records"]):
                 send(topic, value, keys[i])
         else:

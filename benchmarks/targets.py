@@ -34,7 +34,7 @@ from compare import CEILING, PURE, WORKLOADS, Summary  # noqa: E402
 BUFFER_MEMORY_MB = 32 * 1024 * 1024 / 1e6  # kafkajet's buffer.memory default (Java's), in compare.py's MB
 # Only the clients the targets name, so the run stays short.
 CLIENTS = {
-    "send-100B": ["kafkajet", "confluent-kafka", "java"],
+    "send-100B": ["kafkajet", "kafkajet produce()", "confluent-kafka", "java"],
     "callback-100B": ["kafkajet", "confluent-kafka"],
     "asyncio-100B": ["kafkajet AIOProducer", "aiokafka"],
     "send-1KiB": ["kafkajet", "confluent-kafka", "java"],
@@ -57,6 +57,8 @@ class Target:
 
 
 TARGETS = [
+    Target("produce(), 100 B, vs confluent-kafka produce() + poll(0), no callback", "send-100B",
+           "kafkajet produce()", "confluent-kafka", "rps", 1.3),
     Target("send() fire-and-forget, 100 B, vs confluent-kafka produce() without a callback", "send-100B",
            "kafkajet", "confluent-kafka", "rps", 1.0),
     Target("send() fire-and-forget, 100 B, vs the Java producer's send()", "send-100B", "kafkajet", "java", "rps",

@@ -2,7 +2,7 @@
 
 Everything a user names is importable from here: the clients (Producer, Admin), what they return
 (RecordMetadata, RecordFuture, BatchFuture, TopicPartition, PartitionInfo, NewTopic, Record, PreparedTransaction) and
-the errors users catch
+the errors users catch, among them Java's categories (KIP-1050) for the recovery a failure calls for
 (the whole hierarchy is in kafkajet.errors).
 """
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kafkajet import _build  # noqa: F401  (isort: keep first)
 from kafkajet._version import __version__
 from kafkajet.errors import (
+    ApplicationRecoverableError,
     AuthenticationError,
     BufferExhaustedError,
     ConfigError,
@@ -22,12 +23,15 @@ from kafkajet.errors import (
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerFencedError,
     RecordTooLargeError,
+    RefreshRetriableError,
     SerializationError,
+    TransactionAbortableError,
     TransactionAbortedError,
 )
 from kafkajet.producer.futures import BatchFuture, RecordFuture, RecordMetadata
@@ -67,10 +71,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "Admin", "AuthenticationError", "BatchFuture", "BufferExhaustedError", "ConfigError",
-    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "InvalidRecordError", "KafkaError",
+    "Admin", "ApplicationRecoverableError", "AuthenticationError", "BatchFuture", "BufferExhaustedError",
+    "ConfigError",
+    "DeliveryTimeoutError", "IllegalStateError", "InvalidPartitionError", "InvalidRecordError", "InvalidTxnStateError",
+    "KafkaError",
     "KafkaTimeoutError",
     "NewTopic", "PartitionInfo", "PreparedTransaction", "Producer", "ProducerClosedError",
     "ProducerFencedError", "Record", "RecordFuture", "RecordMetadata", "RecordTooLargeError",
-    "SerializationError", "TopicPartition", "TransactionAbortedError", "__version__",
+    "RefreshRetriableError", "SerializationError", "TopicPartition", "TransactionAbortableError",
+    "TransactionAbortedError", "__version__",
 ]

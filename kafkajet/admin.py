@@ -40,6 +40,7 @@ from kafkajet.fetch import FetchClient
 from kafkajet.last_resort import log_even_unconfigured
 from kafkajet.network.blocking import BlockingConnection, warn_unreachable
 from kafkajet.network.connection import NotKafkaError
+from kafkajet.network.versions import for_transaction_version
 from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import ConnectionSecurity, connection_security
 from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR, PreparedTransaction
@@ -306,7 +307,10 @@ class Admin:
 
         def attempt() -> None:
             conn = self._coordinator(prepared.transactional_id, TXN_COORDINATOR, deadline)
-            version = conn.api_version(ApiKey.END_TXN)
+            # EndTxn at the version the transaction was opened under, as its producer would have sent it: v4 at
+            # most under transaction version 1 (v5 is version 2's, which bumps the epoch).
+            version = for_transaction_version(ApiKey.END_TXN, conn.api_version(ApiKey.END_TXN),
+                                              prepared.transaction_version)
             body = conn.request(ApiKey.END_TXN, {
                 "transactional_id": prepared.transactional_id, "producer_id": prepared.producer_id,
                 "producer_epoch": prepared.producer_epoch, "committed": commit,

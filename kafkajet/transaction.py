@@ -35,3 +35,6 @@ class PreparedTransaction:
     transactional_id: str
     producer_id: int
     producer_epoch: int
+    # 2 when the transaction runs under transaction version 2 (KIP-890: Produce v12+ added its partitions, and
+    # its EndTxn must be v5); pickles from before the field load as 1.
+    transaction_version: int = 1

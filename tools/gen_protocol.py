@@ -3,7 +3,10 @@
     .venv/bin/python tools/gen_protocol.py [MESSAGE_DIR ...] [--output OUTPUT]
 
 MESSAGE_DIRs default to ../shared/kafka-protocol/message and message-next beside the repository (see the
-SOURCES.md there; both folders come from the same Kafka sources), OUTPUT to kafkajet/protocol/_schemas.py. The output is a data table, one entry per API, that kafkajet/protocol/schema.py
+SOURCES.md there; both folders come from the same Kafka sources), OUTPUT to kafkajet/protocol/_schemas.py.
+A folder named message-<kafka version>-jar holds definitions tools/jar_messages.py folded from that Kafka
+release's client jar (versions newer than the vendored files): a message found there supersedes the same
+message in the other folders; any other duplicate is refused. The output is a data table, one entry per API, that kafkajet/protocol/schema.py
 interprets at import time: every schema is declared once, by Kafka, and never by hand per version.
 
 What the generator does to the JSON, and nothing more:
@@ -172,9 +175,15 @@ def check_header_versions(msg: dict[str, Any]) -> None:
             raise SystemExit(f"{msg['name']}: headerVersions {spec}->{header} contradicts flexibleVersions")
 
 
+def _from_jar(folder: Path) -> bool:
+    return folder.name.startswith("message-") and folder.name.endswith("-jar")
+
+
 def build_table(*sources: Path) -> dict[int, dict[str, Any]]:
     by_api: dict[int, dict[str, dict[str, Any]]] = {}
     paths = sorted((p for src in sources for p in src.glob("*.json")), key=lambda p: p.name)
+    superseding = {p.name for p in paths if _from_jar(p.parent)}
+    paths = [p for p in paths if _from_jar(p.parent) or p.name not in superseding]
     names = [p.name for p in paths]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:

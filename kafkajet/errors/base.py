@@ -93,6 +93,31 @@ class IllegalStateError(KafkaError):
     """The operation is not allowed in the producer's current state (e.g. after a fatal error)."""
 
 
+# --- Java's error categories (KIP-1050) ---------------------------------------------------------
+# One `except` per recovery action. The broker errors Java 4.4 places under a category derive from it here
+# (tools/gen_errors.py reads the placement from the kafka-clients jar); the third category,
+# TransactionAbortableError, is also the class of the broker's TRANSACTION_ABORTABLE code, as in Java.
+
+
+class ApplicationRecoverableError(KafkaError):
+    """Java's ApplicationRecoverableException: this producer cannot go on, the application can. Close it and
+    create a new one (its init_transactions() fences what is left and aborts the open transaction).
+
+    ProducerFencedError (a newer producer took the transactional.id, or the coordinator aborted a transaction
+    that outlived transaction.timeout.ms), InvalidProducerEpochError and InvalidProducerIdMappingError derive
+    from it, as do the consumer group's IllegalGenerationError, UnknownMemberIdError and FencedInstanceIdError
+    (send_offsets_to_transaction() with a stale group member)."""
+
+
+class RefreshRetriableError(KafkaError):
+    """Java's RefreshRetriableException: the metadata or the coordinator the request went by is stale. The client
+    refreshes it and retries by itself (NotCoordinatorError, CoordinatorNotAvailableError, NotLeaderOrFollowerError
+    and the other InvalidMetadataException errors); a caller meets one only as the cause of a KafkaTimeoutError,
+    when its time ran out first, and calling again resumes."""
+
+    retriable = True
+
+
 # --- broker errors ------------------------------------------------------------------------------
 
 

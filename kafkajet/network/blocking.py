@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,11 @@ class BlockingConnection:
     def api_versions(self) -> VersionRanges:
         """The broker's (min, max) version per api key."""
         return self._setup.api_versions or {}
+
+    @property
+    def finalized_features(self) -> Mapping[str, int]:
+        """The feature levels the broker's ApiVersions answer finalizes (name -> max_version_level)."""
+        return dict(self._setup.features.levels) if self._setup.features is not None else {}
 
     def _open(self, deadline: float) -> socket.socket:
         timeout = max(deadline - time.monotonic(), 0.001)

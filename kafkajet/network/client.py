@@ -21,6 +21,10 @@ Re-authentication (KIP-368): when the broker gives the SASL session a lifetime, 
 due at a random 85-95 % of it. From then on it takes no new requests; once the requests already in flight
 are answered it goes back to AUTHENTICATING for a new SaslHandshake + SaslAuthenticate on the same socket,
 then to READY. Nothing in flight is lost and responses never interleave with the SASL exchange.
+
+Quotas (KIP-219): an answer naming a throttle time, at a version from which the client waits it out
+(throttle.py), mutes its node until then, as Java's ClusterConnectionStates.throttle: the node is not ready,
+takes no request and is not the least loaded; poll_delay() says how long the wait is.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from kafkajet.errors import (
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
 from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
-from kafkajet.network.versions import VersionRanges, negotiate
+from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, VersionRanges, negotiate
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, encode_request_buffers
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
@@ -95,6 +99,7 @@ class NetworkClient:
         self._pending: list[ClientResponse] = []
         self._auth_failures: list[AuthenticationError] = []
         self._server_disconnects = 0
+        self._features = NO_FEATURES
         self._correlation_id = 0
         self._closed = False
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
@@ -159,7 +164,7 @@ class NetworkClient:
     def is_ready(self, node_id: int, now: float) -> bool:
         """As ready(), without side effects."""
         node = self._nodes.get(node_id)
-        return node is not None and self._can_send(node)
+        return node is not None and self._can_send(node, now)
 
     def ready(self, node_id: int, now: float) -> bool:
         """True if a request can be sent to the node now; otherwise start connecting if backoff allows."""
@@ -167,7 +172,7 @@ class NetworkClient:
         node = self._nodes.get(node_id)
         if node is None or self._closed:
             return False
-        if self._can_send(node):
+        if self._can_send(node, now):
             return True
         if node.state is ConnectionState.DISCONNECTED and self._backoff_remaining(node, now) <= 0:
             self._connect(node, now)
@@ -181,6 +186,19 @@ class NetworkClient:
         if node.state is ConnectionState.DISCONNECTED:
             return self._backoff_remaining(node, now)
         return 0.0
+
+    def throttle_delay(self, node_id: int, now: float) -> float:
+        """Milliseconds left of the quota throttle the node's last throttled answer announced, else 0."""
+        node = self._nodes.get(node_id)
+        return 0.0 if node is None else max(0.0, node.throttle_until_ms - now)
+
+    def poll_delay(self, node_id: int, now: float) -> float:
+        """How long a caller waiting to send to the node may sleep (Java's pollDelayMs): the rest of its
+        throttle while connected and throttled, else connection_delay()."""
+        node = self._nodes.get(node_id)
+        if node is not None and node.state in CONNECTED_STATES and node.throttle_until_ms > now:
+            return node.throttle_until_ms - now
+        return self.connection_delay(node_id, now)
 
     def last_error(self, node_id: int) -> KafkaError | None:
         """Why the node's last connection attempt or connection failed; None once it is ready again."""
@@ -217,6 +235,16 @@ class NetworkClient:
         ranges = None if (node := self._nodes.get(node_id)) is None else node.setup.api_versions
         return None if ranges is None else dict(ranges)
 
+    def finalized_features(self) -> FinalizedFeatures:
+        """The latest finalized features any broker has answered in ApiVersions (highest epoch), kept across
+        reconnections as Java's ApiVersions keeps them; NO_FEATURES before any (or from brokers that never
+        finalize features: epoch -1)."""
+        for node in self._nodes.values():
+            features = node.setup.features
+            if features is not None and features.epoch > self._features.epoch:
+                self._features = features
+        return self._features
+
     def least_loaded_node(self, now: float) -> int | None:
         """A ready node with the fewest requests in flight, else one connecting, else one connectable.
 
@@ -226,6 +254,8 @@ class NetworkClient:
         bootstrap = [n for n in self._nodes.values() if n.bootstrap]
         if known:
             found = self._least_loaded(known, now)
+            if found is None and any(self._throttled(n, now) for n in known):
+                return None  # a quota's wait, not a failure: the bootstrap list would only dodge the quota
             # Every known broker failed: go back to the bootstrap list (Java's rebootstrap).
             return found if found is not None else self._least_loaded(bootstrap, now)
         return self._least_loaded(bootstrap, now)
@@ -258,7 +288,10 @@ class NetworkClient:
         """
         self._last_now = now
         node = self._nodes.get(node_id)
-        if node is None or not self._can_send(node):
+        if node is None or not self._can_send(node, now):
+            if node is not None and self._throttled(node, now):
+                raise IllegalStateError(f"cannot send to node {node_id}: it is throttled by a quota for "
+                                        f"{node.throttle_until_ms - now:.0f} ms more")
             state = "unknown" if node is None else node.state.value
             raise IllegalStateError(f"cannot send to node {node_id}: it is not ready (state {state})")
         assert node.conn is not None
@@ -484,8 +517,9 @@ class NetworkClient:
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _can_send(self, node: BrokerConnection) -> bool:
-        # As Java: no new request until the previous one is fully written, and at most max in flight.
+    def _can_send(self, node: BrokerConnection, now: float) -> bool:
+        # As Java: no new request until the previous one is fully written, at most max in flight, and none
+        # while a quota throttles the node.
         conn = node.conn
         setup = node.setup
         return (
@@ -494,7 +528,12 @@ class NetworkClient:
             and conn is not None
             and not conn.has_pending_output
             and conn.in_flight_count < self.max_in_flight
+            and node.throttle_until_ms <= now
         )
+
+    @staticmethod
+    def _throttled(node: BrokerConnection, now: float) -> bool:
+        return node.state is ConnectionState.READY and node.throttle_until_ms > now
 
     def _user_in_flight(self, node: BrokerConnection) -> int:
         # Only READY connections carry caller requests; before that the only request is our ApiVersions.
@@ -515,7 +554,9 @@ class NetworkClient:
         for i in range(len(nodes)):
             node = nodes[(offset + i) % len(nodes)]
             in_flight = self._user_in_flight(node)
-            if self._can_send(node):
+            if self._throttled(node, now):
+                continue  # as Java's leastLoadedNode: neither ready nor connecting
+            if self._can_send(node, now):
                 if in_flight == 0:
                     return node.node_id
                 if in_flight < best_in_flight:

@@ -36,6 +36,7 @@ from kafkajet.network.setup import (
     SetupMachine,
     StartTls,
 )
+from kafkajet.network.throttle import client_throttle_ms
 from kafkajet.network.tls_io import is_ssl_error, join_for_tls, tls_error, tls_send_error, tls_would_block
 from kafkajet.protocol import ApiKey, decode_response, encode_request
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
@@ -88,7 +89,7 @@ class BrokerConnection:
     __slots__ = (
         "node_id", "host", "port", "bootstrap", "settings", "setup", "sock", "fd", "conn", "events", "tls",
         "tls_want", "failed_attempts", "failed_connects", "reconnect_backoff_ms", "last_attempt_ms", "last_error",
-        "versions_cache", "last_activity_ms", "addr_index", "_next_id",
+        "versions_cache", "last_activity_ms", "addr_index", "throttle_until_ms", "_next_id",
     )
 
     def __init__(self, node_id: int, host: str, port: int, bootstrap: bool, settings: ConnectionSettings,
@@ -114,6 +115,9 @@ class BrokerConnection:
         self.versions_cache: dict[int, int] = {}
         self.last_activity_ms = 0.0
         self.addr_index = 0
+        # Quota throttling (KIP-219): nothing is sent before this time. Kept across reconnects, as Java's
+        # ClusterConnectionStates keeps it: the quota is the client's, not the connection's.
+        self.throttle_until_ms = float("-inf")
         self._next_id = next_correlation_id
 
     @property
@@ -343,8 +347,17 @@ class BrokerConnection:
                 out.extend(self.response(later, None, error, now) for later, _ in completed[i + 1:]
                            if later.context is not SETUP_REQUEST)
                 return error
+            self._maybe_throttle(req, body, now)
             out.append(self.response(req, body, None, now))
         return broken
+
+    def _maybe_throttle(self, req: InFlightRequest, body: dict[str, Any], now: float) -> None:
+        throttle_ms = client_throttle_ms(req.api_key, req.api_version, body)
+        # A window never shrinks: a later answer naming a shorter one does not lift the earlier one early.
+        if throttle_ms and now + throttle_ms > self.throttle_until_ms:
+            self.throttle_until_ms = now + throttle_ms
+            log.debug("%s throttled for %d ms by its %s v%d answer (quota)", self.describe(), throttle_ms,
+                      ApiKey(req.api_key).name, req.api_version)
 
     def response(self, req: InFlightRequest, body: dict[str, Any] | None, error: KafkaError | None,
                  now: float) -> ClientResponse:

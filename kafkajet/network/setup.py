@@ -30,6 +30,7 @@ from kafkajet.network.connection import CorruptStreamError
 from kafkajet.network.sasl_exchange import SaslExchange
 from kafkajet.network.versions import (
     MAX_API_VERSIONS_ATTEMPTS,
+    FinalizedFeatures,
     VersionRanges,
     api_versions_request_body,
     handle_api_versions_response,
@@ -103,7 +104,7 @@ class SetupMachine:
     reconnections: `connecting()` starts a new attempt, `reset()` ends one."""
 
     __slots__ = ("broker", "host", "security", "_rng", "state", "setup_deadline_ms", "setup_timeout_ms",
-                 "api_versions", "reauth_at_ms", "reauth_due", "_api_versions_attempts", "_sasl")
+                 "api_versions", "features", "reauth_at_ms", "reauth_due", "_api_versions_attempts", "_sasl")
 
     def __init__(self, broker: str, host: str, security: ConnectionSecurity, rng: random.Random | None = None) -> None:
         self.broker = broker
@@ -114,6 +115,7 @@ class SetupMachine:
         self.setup_deadline_ms = float("inf")
         self.setup_timeout_ms = 0.0
         self.api_versions: VersionRanges | None = None
+        self.features: FinalizedFeatures | None = None
         self.reauth_at_ms = float("inf")
         self.reauth_due = False
         self._api_versions_attempts = 0
@@ -186,6 +188,7 @@ class SetupMachine:
         self.state = ConnectionState.DISCONNECTED
         self.setup_deadline_ms = float("inf")
         self.api_versions = None
+        self.features = None
         self.reauth_at_ms = float("inf")
         self.reauth_due = False
         self._api_versions_attempts = 0
@@ -218,6 +221,7 @@ class SetupMachine:
             return self._start_api_versions(outcome.retry_version)
         assert outcome.ranges is not None
         self.api_versions = outcome.ranges
+        self.features = outcome.features
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: ApiVersions v%d; versions chosen: %s", self.broker, version,
                       describe_versions(outcome.ranges))

@@ -28,8 +28,8 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     # v4+ is the brokers' batched verification form (KIP-890, cluster permission); clients send v3 and
     # below, as Java's AddPartitionsToTxnRequest.Builder.forClient does.
     ApiKey.ADD_PARTITIONS_TO_TXN: 3,
-    # v5 is transaction version 2 (KIP-890), where EndTxn bumps the epoch.
-    ApiKey.END_TXN: 4,
+    # v13 names topics by id instead of by name; kafkajet's Produce names them.
+    ApiKey.PRODUCE: 12,
     # The FetchClient's Fetch body and reading: v5 answers log_start_offset (and, since v4, the LSO and the
     # aborted transactions); v7+ adds fetch sessions, v13+ topic ids instead of names.
     ApiKey.FETCH: 5,
@@ -40,6 +40,12 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     # v8+ batches groups; the admin client's OffsetFetch body is v7's (require_stable).
     ApiKey.OFFSET_FETCH: 7,
 })
+# Transaction version 1 (KIP-890 part 1): a transactional producer whose brokers do not finalize
+# transaction.version 2 sends Produce below v12 (v12+ adds partitions to the transaction implicitly) and EndTxn
+# below v5 (v5 bumps the epoch), as Java's ProduceRequest.builder and EndTxnRequest.Builder do.
+TV1_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({ApiKey.PRODUCE: 11, ApiKey.END_TXN: 4})
+TRANSACTION_VERSION = "transaction.version"
+
 # Our request version falls at most twice (ours -> broker's max -> 0) before we give up on a broker.
 MAX_API_VERSIONS_ATTEMPTS = 3
 
@@ -60,6 +66,19 @@ class ApiVersionsOutcome:
 
     ranges: VersionRanges | None = None
     retry_version: int | None = None
+    features: FinalizedFeatures | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedFeatures:
+    """The feature levels a broker's ApiVersions answer finalizes (v3+), and the epoch of that answer: a higher
+    epoch is a later state of the cluster's features (Java's ApiVersions.FinalizedFeaturesInfo)."""
+
+    epoch: int
+    levels: Mapping[str, int]
+
+
+NO_FEATURES = FinalizedFeatures(-1, MappingProxyType({}))
 
 
 def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersionsOutcome:
@@ -90,7 +109,7 @@ def handle_api_versions_response(payload: bytes, sent_version: int) -> ApiVersio
     if body is None:
         assert decode_error is not None
         raise decode_error
-    return ApiVersionsOutcome(ranges=_ranges(body.body))
+    return ApiVersionsOutcome(ranges=_ranges(body.body), features=_features(body.body))
 
 
 @dataclass(slots=True)
@@ -112,6 +131,18 @@ def _decode_at_sent_or_v0(payload: bytes, sent_version: int) -> tuple[_Decoded |
 
 def _ranges(body: Mapping[str, Any]) -> VersionRanges:
     return {int(k["api_key"]): (int(k["min_version"]), int(k["max_version"])) for k in body.get("api_keys") or ()}
+
+
+def _features(body: Mapping[str, Any]) -> FinalizedFeatures:
+    levels = {str(f["name"]): int(f["max_version_level"]) for f in body.get("finalized_features") or ()}
+    return FinalizedFeatures(int(body.get("finalized_features_epoch", -1)), MappingProxyType(levels))
+
+
+def for_transaction_version(api_key: ApiKey, negotiated: int, transaction_version: int) -> int:
+    """The version of a transactional request under the transaction version the producer chose: the
+    negotiated one under version 2, no higher than TV1_MAX_VERSIONS under version 1."""
+    cap = TV1_MAX_VERSIONS.get(api_key) if transaction_version < 2 else None
+    return negotiated if cap is None or negotiated <= cap else cap
 
 
 def negotiate(ranges: Mapping[int, tuple[int, int]], api_key: int) -> int:

@@ -85,6 +85,9 @@ class RecordAccumulator:
         self._appends_in_progress = 0
         self._batch_order = itertools.count()
         self.on_new_batch: Callable[[], None] | None = None
+        # Told of a failed batch that holds records produce() queued without a callback (ProducerBatch.unheard),
+        # once per batch: their only outcome is what this says (the producer logs and counts them).
+        self.on_unheard_failure: Callable[[ProducerBatch, KafkaError], None] | None = None
         # When the oldest queued batch can first expire; lowered whenever an older batch is queued.
         self._expiry_due = float("inf")
         # max.in.flight.requests.per.connection=1 (Java's guaranteeMessageOrder): a partition with a batch in
@@ -101,7 +104,9 @@ class RecordAccumulator:
     ) -> tuple[RecordFuture | None, bool]:
         """Append a record; returns its future (None unless `want_future`) and whether the sender should be woken
         (a batch filled or began). `callback` is attached to the record in the same lock hold, so it always runs
-        at completion."""
+        at completion. A record with neither a future nor a callback is counted in its batch (unheard) in that
+        lock hold too, before the sender can complete the batch."""
+        unheard = callback is None and not want_future
         added: ProducerBatch | None = None
         index = -1
         wake = False
@@ -123,6 +128,8 @@ class RecordAccumulator:
                     index = last.try_add(timestamp, key, value, headers, callback)
                     if index >= 0:
                         added = last
+                        if unheard:
+                            last.unheard += 1
                         # Only news wakes the sender: this batch just became ready (reached batch.size) or
                         # closed. Waking for each append while the sender waits for in-flight room was a
                         # wake-up (and a GIL hand-over) per record.
@@ -142,12 +149,16 @@ class RecordAccumulator:
                         if index >= 0:
                             # Another thread opened a batch while we waited for memory.
                             added = dq[-1]
+                            if unheard:
+                                added.unheard += 1
                             self.pool.deallocate(buf, size)
                             wake = self._sendable(added)
                     if added is None:
                         added = self._new_batch(topic, partition, dq, buf, size)
                         index = added.try_add(timestamp, key, value, headers, callback)
                         assert index >= 0  # the first record of an empty batch always goes in
+                        if unheard:
+                            added.unheard += 1
                         wake = True
             finally:
                 with self._lock:
@@ -438,7 +449,7 @@ class RecordAccumulator:
             self._muted.discard(batch.tp)
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
-        if batch.complete(base_offset, log_append_time, error):
+        if batch.complete(base_offset, log_append_time, error, self.on_unheard_failure if batch.unheard else None):
             self._unmute(batch)
             with self._lock:
                 self._incomplete.discard(batch)

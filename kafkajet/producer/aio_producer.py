@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from kafkajet.errors import IllegalStateError, ProducerClosedError
-from kafkajet.producer.futures import RecordMetadata
+from kafkajet.producer.futures import DeliveryCallback, RecordMetadata
 from kafkajet.producer.producer import Producer
 from kafkajet.producer.send_gate import SendGate
 
@@ -53,6 +53,10 @@ class AIOProducer:
         # future, metadata, exception, ... (flat, three entries a record) from the sender thread, resolved on the
         # loop by _deliver().
         self._completed: collections.deque[Any] = collections.deque()
+        # callback, metadata, exception, ... (flat) of produce(callback=) records, run on the loop by _deliver().
+        self._called_back: collections.deque[Any] = collections.deque()
+        self._last_callback: Any = None  # produce()'s last callback and its loop-side wrapper, made once per callback
+        self._last_wrapper: Any = None
         # Each pending record future's done-callbacks: (callback, context), or a list of them when there are
         # several; _deliver() takes them out and runs a whole group in one handle.
         self._waiting: dict[_RecordDelivery, Any] = {}
@@ -131,10 +135,7 @@ class AIOProducer:
         if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
         if not gate.ready(topic, need):
-            if gate.partition_count(topic) is None:
-                await self._wait_for_topic(p, topic)
-            if gate.free_memory_estimate() < need:
-                await self._wait_for_memory(gate, need)
+            await self._make_room(p, gate, topic, need)
         self._unyielded += 1
         if self._unyielded >= _YIELD_EVERY:
             # A loop of sends that never wait (memory to spare) would otherwise hold the event loop for as
@@ -149,6 +150,66 @@ class AIOProducer:
         else:  # wrapped (opentelemetry): the wrapper must see the record
             p.send(topic, value, key, headers, partition, timestamp_ms, callback=fut)
         return fut
+
+    async def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        callback: DeliveryCallback | None = None,
+    ) -> None:
+        """Producer.produce() from the loop: queue one record and make no future for it (fire and forget).
+
+        Awaits, as send() does, only while the topic's metadata or buffer memory is not there yet (at most
+        max.block.ms, without blocking the loop); raises send()'s errors. `callback(metadata, exception)` runs
+        once per record on this event loop (not on the sender thread), in send order within a partition;
+        stop() returns after every callback ran. Without a callback a failed record is logged and counted
+        (`record-error-no-callback-total`), as Producer.produce() does.
+        """
+        p, gate = self._producer, self._gate
+        if p is None or gate is None:
+            p = self._open_producer("produce")  # raises: not started, or stopped
+            gate = p.send_gate
+        need = self._batch_size
+        if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
+            need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
+        if not gate.ready(topic, need):
+            await self._make_room(p, gate, topic, need)
+        self._unyielded += 1
+        if self._unyielded >= _YIELD_EVERY:
+            self._unyielded = 0  # as send(): other tasks get a turn now and then
+            await asyncio.sleep(0)
+        if callback is not None and callable(callback):  # a non-callable one gets the producer's TypeError
+            callback = self._on_loop(callback)
+        p.produce(topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers,
+                  callback=callback)
+
+    def _on_loop(self, callback: DeliveryCallback) -> DeliveryCallback:
+        """`callback` as the sender thread calls it: the outcome is queued for the loop, which runs `callback`
+        (_deliver()). Made once per distinct callback: a loop passes the same function for every record."""
+        if callback is self._last_callback:
+            return self._last_wrapper  # type: ignore[no-any-return]
+        queue, owner = self._called_back.extend, self
+
+        def delivered(md: RecordMetadata, exc: BaseException | None) -> None:
+            queue((callback, md, exc))  # one extend, atomic under the GIL, as RecordDelivery's
+            if not owner._scheduled:
+                owner._schedule_delivery()
+
+        self._last_callback, self._last_wrapper = callback, delivered
+        return delivered
+
+    async def _make_room(self, p: Producer, gate: SendGate, topic: str, need: int) -> None:
+        """The topic's metadata and `need` bytes of buffer memory, awaited (send() and produce() when the gate
+        says they are not there yet)."""
+        if gate.partition_count(topic) is None:
+            await self._wait_for_topic(p, topic)
+        if gate.free_memory_estimate() < need:
+            await self._wait_for_memory(gate, need)
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
                             headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
@@ -267,6 +328,24 @@ class AIOProducer:
         if ready:
             assert self._loop is not None
             self._loop.call_soon(self._run_callbacks, ready)
+        called_back = self._called_back
+        if called_back:
+            self._run_produce_callbacks(called_back)
+
+    def _run_produce_callbacks(self, called_back: collections.deque[Any]) -> None:
+        """On the loop: produce()'s delivery callbacks, in the order the sender thread queued them; one that
+        raises is reported as asyncio reports a callback's, and the rest still run."""
+        pop = called_back.popleft
+        while called_back:
+            fn, md, exc = pop(), pop(), pop()
+            try:
+                fn(md, exc)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as e:
+                assert self._loop is not None
+                self._loop.call_exception_handler({"message": f"Exception in produce() callback {fn!r}",
+                                                   "exception": e})
 
     def _run_callbacks(self, ready: list[Any]) -> None:
         """On the loop, a turn after _deliver(): each resolved future's done-callbacks, in order, each in its

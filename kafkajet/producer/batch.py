@@ -106,7 +106,7 @@ class ProducerBatch:
         "moved", "created_ms", "last_attempt_ms", "retry_at_ms", "attempts", "full", "in_flight",
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order", "done", "_firing",
-        "_sealed_sequence", "pooled", "callbacks", "max_limit", "grow", "max_record", "reserved",
+        "_sealed_sequence", "pooled", "callbacks", "max_limit", "grow", "max_record", "reserved", "unheard",
     )
 
     def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float,
@@ -165,6 +165,9 @@ class ProducerBatch:
         # send(callback=): CallbackEntries, in send order. Appended only while the batch is open in its deque,
         # under the accumulator's lock, where it cannot complete: no batch lock.
         self.callbacks: CallbackEntries | None = None
+        # How many records came from produce() without a callback: nobody hears of their failure but the log
+        # and the metrics, so the accumulator reports it per failed batch (a count, not a list: nothing per record).
+        self.unheard = 0
         self.is_split = False
         # Send order within the partition; retries re-enter their deque by it, split parts share their parent's.
         self.order: tuple[int, ...] = ()
@@ -399,6 +402,12 @@ class ProducerBatch:
                 # the slack of its upper-bound estimate, and a part that holds more than the one record that
                 # cannot shrink would be refused and split the same way again until delivery.timeout.ms.
                 current = None
+        # Which records were unheard is not kept (a count only): the parts take the count in order, so the
+        # total stays exact, and a batch of produce() records alone (the usual case) gives each part its own.
+        unheard = self.unheard
+        for part in out:
+            part.unheard = min(unheard, part.count)
+            unheard -= part.unheard
         for part in out:
             # Closed for appends, as Java closes split batches: a part can be the last batch of its deque, and
             # records sent after the split would otherwise join it and go out ahead of batches sent before them.
@@ -443,9 +452,12 @@ class ProducerBatch:
             self._keep_callback(index, fn, timestamp, key_size, value_size)
             return True
 
-    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None) -> bool:
+    def complete(self, base_offset: int, log_append_time: int, error: KafkaError | None,
+                 on_unheard_failure: Callable[[ProducerBatch, KafkaError], None] | None = None) -> bool:
         """Resolve every record of the batch exactly once; False if it was already resolved. As Java: the
-        delivery callbacks in send order, then done (waiters go), then the futures' listeners."""
+        delivery callbacks in send order, then done (waiters go), then the futures' listeners. A failure is
+        first told to `on_unheard_failure` (the records produce() queued without a callback have no other
+        outcome), once, before done: flush() returns after it."""
         with self._lock:
             if self.completed:
                 return False
@@ -453,6 +465,8 @@ class ProducerBatch:
             self.log_append_time = log_append_time
             self.error = error
             self.completed = True
+            if error is not None and on_unheard_failure is not None:
+                on_unheard_failure(self, error)
             callbacks, self.callbacks = self.callbacks, None
             if callbacks is None:
                 told = self._set_done()  # nothing to run first: done in the same lock hold

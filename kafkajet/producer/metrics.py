@@ -94,7 +94,9 @@ class ProducerMetrics:
         # Java's per-topic sensors, named as it names them: topic.<name>.record-send-rate and so on.
         self._topics: dict[str, tuple[_Windowed, _Windowed, _Windowed]] = {}
         self.totals = {"record-send-total": 0, "record-error-total": 0, "record-retry-total": 0,
-                       "request-total": 0, "batch-split-total": 0}
+                       "request-total": 0, "batch-split-total": 0,
+                       # kafkajet's own: records produce() queued without a callback that failed (logged too)
+                       "record-error-no-callback-total": 0}
         self.gauges: dict[str, Callable[[], float]] = {}
 
     def records_sent(self, n: int, topic: str | None = None) -> None:
@@ -110,6 +112,10 @@ class ProducerMetrics:
         with self._lock:
             self._error.record(n, n, self._clock())
             self.totals["record-error-total"] += n
+
+    def records_unheard_failed(self, n: int) -> None:
+        with self._lock:
+            self.totals["record-error-no-callback-total"] += n
 
     def records_retried(self, n: int) -> None:
         with self._lock:

@@ -22,7 +22,13 @@ from kafkajet._version import __version__
 from kafkajet.addresses import check_resolvable
 from kafkajet.clock import now_ms
 from kafkajet.config import ProducerConfig, parse_producer_config
-from kafkajet.errors import BufferExhaustedError, IllegalStateError, KafkaError, ProducerClosedError
+from kafkajet.errors import (
+    BufferExhaustedError,
+    IllegalStateError,
+    KafkaError,
+    ProducerClosedError,
+    TransactionAbortedError,
+)
 from kafkajet.network import NetworkClient
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import (
@@ -125,6 +131,7 @@ class Producer:
         self._close_called = False
         self._close_lock = threading.Lock()
         self._exit_close_timeout_s = 10.0
+        self._exiting = False
 
         self._key_serializer = resolve_serializer(cfg["key.serializer"], what="key.serializer")
         self._value_serializer = resolve_serializer(cfg["value.serializer"], what="value.serializer")
@@ -168,6 +175,9 @@ class Producer:
         # or a caller's) fails the check, and then every record goes through the wrapper as before.
         self.plain_send = self.send
         self.send_without_future = self._path.send_without_future
+        # produce() likewise: straight to the send path, which makes no future for it.
+        self.produce = self._path.produce  # type: ignore[method-assign]
+        self._accumulator.on_unheard_failure = self._unheard_failed
         if self._txn is not None:
             self._refusing = True  # until begin_transaction(): send() explains why
         # What AIOProducer checks before send() so that its event loop never blocks in it.
@@ -197,6 +207,17 @@ class Producer:
         """opentelemetry.enable: the send methods of this instance become traced ones, decided once here, so a
         producer without it runs the plain methods and pays nothing."""
         self.send = telemetry.traced_send(self.send)  # type: ignore[method-assign]
+        traced_send = self.send
+
+        def traced_produce(topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
+                           timestamp_ms: int | None = None, headers: Any = None,
+                           callback: DeliveryCallback | None = None) -> None:
+            # The span ends in a delivery callback of the tracer's, so the record always has one: a failure
+            # with no callback of the caller's is reported per record here, as the batch would report it.
+            traced_send(topic, value, key, headers, partition, timestamp_ms,
+                        self._unheard_record if callback is None else callback)
+
+        self.produce = traced_produce  # type: ignore[method-assign]
         self.send_batch = telemetry.traced_send_batch(self.send_batch)  # type: ignore[method-assign]
         self.send_arrow = telemetry.traced_send_arrow(self.send_arrow)  # type: ignore[method-assign, assignment]
         self._send_rows = telemetry.injecting_rows(self._send_rows)  # type: ignore[method-assign, assignment]
@@ -274,6 +295,57 @@ class Producer:
         Blocks at most max.block.ms (waiting for the topic's metadata or for buffer memory).
         """
         return self._path.send(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        callback: DeliveryCallback | None = None,
+    ) -> None:
+        """Queue one record and return nothing: send() for a caller that does not keep the future.
+
+        The record, its checks and its errors are send()'s: a wrong argument, a serializer's error, a record
+        too large or a closed producer raise here, and the call blocks at most max.block.ms (for the topic's
+        metadata or for buffer memory). No future is made (a third of send()'s cost in a fire-and-forget loop),
+        so the record's outcome reaches the caller only through `callback(metadata, exception)`, called as
+        send(callback=) calls it: once, on the sender thread, in send order within a partition.
+
+        Without a callback a failed record is not silent: each failed batch of such records is logged at ERROR
+        (on stderr too when no logging handler writes there) and counted in the metrics
+        `record-error-no-callback-total` (and, as every failure the broker or the delivery timeout causes,
+        `record-error-total`). flush() waits for these records as for any other.
+        """
+        self._path.produce(topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers,
+                           callback=callback)
+
+    def _unheard_failed(self, batch: Any, error: KafkaError) -> None:
+        """A failed batch holds records produce() queued without a callback: their one outcome is this report.
+        Called as the batch completes (on the sender thread, or close()'s), under its lock, before flush() can return."""
+        self._report_unheard(batch.unheard, batch.topic, batch.partition, error)
+
+    def _unheard_record(self, md: Any, error: BaseException | None) -> None:
+        """The delivery callback of a traced produce() without one of the caller's."""
+        if error is not None:
+            self._report_unheard(1, md.topic, md.partition, error)
+
+    def _report_unheard(self, n: int, topic: str, partition: int, error: BaseException) -> None:
+        self._metrics.records_unheard_failed(n)
+        if self._exiting or isinstance(error, TransactionAbortedError):
+            # At exit _close_at_exit() says what was lost, once; abort_transaction() failed them on the caller's
+            # own request, and said so: counted, not reported.
+            return
+        try:
+            report_loss(log, f"producer {self.client_id}: {n} record(s) queued by produce() without a callback "
+                             f"failed for {topic}-{partition}: "
+                             f"{type(error).__name__}: {error}. Pass callback= to produce() to handle "
+                             "failures (metric record-error-no-callback-total counts them)")
+        except Exception:  # never into the sender thread: the batch must still complete
+            log.exception("reporting failed produce() records")
 
     @property
     def _refusing(self) -> bool:
@@ -577,6 +649,7 @@ class Producer:
         if self._close_called or self._forked_from is not None:
             return
         pending = self._accumulator.incomplete_batches()
+        self._exiting = True  # the one report below covers produce()'s records too: no line per batch
         self.close(timeout=self._exit_close_timeout_s)
         lost = [b for b in pending if b.error is not None and not b.is_split]
         if lost:

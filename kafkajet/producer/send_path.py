@@ -77,6 +77,13 @@ class SendPath:
         assert fut is not None
         return fut
 
+    def produce(self, topic: Any, value: Any = None, key: Any = None, *, partition: Any = None,
+                timestamp_ms: Any = None, headers: Any = None, callback: Any = None) -> None:
+        """Producer.produce(): see its docstring."""
+        if self.refusing:
+            self.refused("produce")
+        self._append(topic, value, key, headers, partition, timestamp_ms, callback, False)
+
     def send_without_future(self, topic: Any, value: Any, key: Any, headers: Any, partition: Any,
                             timestamp_ms: Any, callback: Any) -> None:
         """send() for a caller that hears of the outcome through `callback` alone (AIOProducer, whose futures

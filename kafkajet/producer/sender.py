@@ -30,6 +30,7 @@ from kafkajet.errors import (
     make_error,
 )
 from kafkajet.network import ClientResponse, NetworkClient
+from kafkajet.network.versions import for_transaction_version
 from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
@@ -93,6 +94,7 @@ class Sender:
         if transactions is not None:
             transactions.on_fatal = self._fatal
             transactions.on_epoch = accumulator.reset_sequences
+            transactions.features = client.finalized_features
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -235,9 +237,11 @@ class Sender:
         if node is None or not self.client.ready(node, now):
             lost = node is not None and self.client.last_error(node) is not None
             txn.request_not_sent(req, now, forget_coordinator=lost)
-            delay = self.client.connection_delay(node, now) if node is not None else self.retry_backoff_ms
+            delay = self.client.poll_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
         version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)
+        if req.transaction_version is not None:
+            version = for_transaction_version(req.api, version, req.transaction_version)
         log.debug("sending %s v%d to node %d for %s", req.api.name, version, node, txn.transactional_id)  # pragma: no mutate (log text)
         self.client.send(node, req.api, req.build(), now, version=version, context=partial(self._handle_txn, req=req))
         return float("inf"), False
@@ -291,7 +295,7 @@ class Sender:
             if self.client.ready(node, now):
                 sendable.append(node)
             else:
-                delay = self.client.connection_delay(node, now)
+                delay = self.client.poll_delay(node, now)  # a reconnect backoff, or a quota's throttle
                 if delay > 0:
                     timeout = min(timeout, delay)
         # Passes go on while connections take more: this thread gets the GIL in slices between the callers'
@@ -332,7 +336,12 @@ class Sender:
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
         }
-        self.client.send(node, ApiKey.PRODUCE, body, now, expect_response=self.acks != 0,
+        version = None
+        if self.transactions is not None and not self.transactions.tv2:
+            # Produce v12+ would add the partitions to the transaction implicitly, which a transaction of
+            # version 1 does with AddPartitionsToTxn (Java's ProduceRequest.builder(data, useTransactionV1Version)).
+            version = for_transaction_version(ApiKey.PRODUCE, self.client.api_version(node, ApiKey.PRODUCE), 1)
+        self.client.send(node, ApiKey.PRODUCE, body, now, version=version, expect_response=self.acks != 0,
                          context=partial(self._handle_produce, batches=batches))
         # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
         # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained
@@ -346,6 +355,9 @@ class Sender:
         # Each request carries its completion handler as its context (Java's RequestCompletionHandler): a
         # new kind of request brings its own, and nothing can be dropped for want of a matching tag.
         handler: ResponseHandler = response.context
+        if response.body is not None:
+            # Java's produce-throttle-time sensor is the NetworkClient's: every answer counts, Produce or not.
+            self.metrics.throttle_time(response.body.get("throttle_time_ms", 0))
         handler(response)
 
     def _handle_metadata(self, response: ClientResponse) -> None:
@@ -404,7 +416,6 @@ class Sender:
             for b in batches:
                 self._complete(b, -1, -1)
             return
-        self.metrics.throttle_time(response.body.get("throttle_time_ms", 0))
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.body.get("responses", ()):
             for p in topic.get("partition_responses", ()):
@@ -471,11 +482,17 @@ class Sender:
             idem.remove_in_flight(b)
             # A failed numbered batch leaves a gap later batches would trip over: renumber from here.
             idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}")
+        # Counted first, as _complete() counts (and Java's failBatch): completing wakes flush(), and a metrics()
+        # read right after it must include the batch.
+        self.metrics.records_failed(b.count)
         self.accumulator.complete(b, -1, -1, err)
-        self._on_failed(b)
+        self._after_failure(b)
 
     def _on_failed(self, b: ProducerBatch) -> None:
         self.metrics.records_failed(b.count)
+        self._after_failure(b)
+
+    def _after_failure(self, b: ProducerBatch) -> None:
         if self.transactions is not None and b.error is not None:
             self.transactions.on_batch_failed(b.error)
         if self.interceptors:

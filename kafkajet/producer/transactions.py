@@ -18,6 +18,7 @@ from typing import Any
 from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import (
     NO_ERROR,
+    ApplicationRecoverableError,
     BrokerError,
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
@@ -32,12 +33,14 @@ from kafkajet.errors import (
     OperationNotAttemptedError,
     ProducerFencedError,
     RequestTimedOutError,
+    TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
     make_error,
 )
+from kafkajet.network.versions import TRANSACTION_VERSION, FinalizedFeatures
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.protocol import ApiKey
 from kafkajet.transaction import GROUP_COORDINATOR, TXN_COORDINATOR
@@ -97,6 +100,14 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
 }
 
 
+class _AbortableRefusal(IllegalStateError, TransactionAbortableError):
+    """send() refused in a transaction that must be aborted."""
+
+
+class _RecoverableRefusal(IllegalStateError, ApplicationRecoverableError):
+    """send() refused by a producer that was fenced: close it and create a new one."""
+
+
 class TransactionalResult:
     """What a user thread waits on for one transactional step (Java's TransactionalRequestResult)."""
 
@@ -139,6 +150,7 @@ class TxnRequest:
     no_answer_logged_at: float | None = None  # when its missing answer was last logged (ms)
     no_answer_unlogged: int = 0  # missing answers since then, not logged
     extra: dict[str, Any] = field(default_factory=dict)
+    transaction_version: int | None = None  # for EndTxn: the version (1 or 2) it is sent under
 
     @property
     def priority(self) -> int:
@@ -175,6 +187,13 @@ class TransactionManager:
         self.on_state: Callable[[State], None] | None = None
         self.on_fatal: Callable[[KafkaError], None] | None = None
         self.on_epoch: Callable[[], None] | None = None  # the producer id or epoch changed: renumber batches
+        # Transaction version 2 (KIP-890 part 2): the brokers finalize transaction.version >= 2. Produce v12+
+        # then adds partitions to the transaction itself, and EndTxn v5 answers a new epoch for every
+        # transaction. The sender gives `features` (the network client's latest finalized features).
+        self.tv2 = False
+        self._features_epoch = -1
+        self.features: Callable[[], FinalizedFeatures] | None = None
+        self._bump_for_tv2 = False  # TV2 came on between transactions: the epoch is bumped before the next
 
     # --- user API ---------------------------------------------------------------------------------
 
@@ -192,6 +211,25 @@ class TransactionManager:
             result = self._results["init_transactions"] = self._new_result("InitProducerId")
             self._enqueue_init_producer_id(result, bump=False)
             return result
+
+    def maybe_update_tv2(self, on_init: bool) -> None:
+        """Java 4.4's TransactionManager.maybeUpdateTransactionV2Enabled: read the brokers' finalized
+        transaction.version when their features epoch has grown. Called once init_transactions() is done and when
+        a transaction is being completed (after its EndTxn is built), so the version never changes inside a
+        transaction. Turned on between transactions, it takes an epoch bump first (InitProducerId), as Java's
+        clientSideEpochBumpRequired does."""
+        if self.features is None:
+            return
+        features = self.features()
+        if self._features_epoch >= features.epoch:
+            return
+        self._features_epoch = features.epoch
+        was = self.tv2
+        self.tv2 = features.levels.get(TRANSACTION_VERSION, 0) >= 2
+        log.debug("TransactionalId %s: transaction version 2 %s (finalized features epoch %d)",
+                  self.transactional_id, "on" if self.tv2 else "off", features.epoch)
+        if not on_init and not was and self.tv2:
+            self._bump_for_tv2 = True
 
     def begin(self) -> None:
         with self._lock:
@@ -213,7 +251,13 @@ class TransactionManager:
         with self._lock:
             if self.state is not State.IN_TRANSACTION:
                 raise self.send_refusal()
-            if tp not in self._in_txn and tp not in self._adding:
+            if self.tv2:
+                # Produce v12+ adds the partition at the broker: no AddPartitionsToTxn. The transaction counts
+                # as started from the first send, as Java's does, since a batch may reach the broker even when
+                # its answer is lost.
+                self._in_txn.add(tp)
+                self.transaction_started = True
+            elif tp not in self._in_txn and tp not in self._adding:
                 self._new.add(tp)
 
     def is_send_allowed(self, tp: TopicPartitionKey) -> bool:
@@ -276,12 +320,17 @@ class TransactionManager:
                                         "flight: flush() first")
             self._transition(State.PREPARED)
             return PreparedTransaction(self.transactional_id, self.idempotence.producer_id,
-                                       self.idempotence.producer_epoch)
+                                       self.idempotence.producer_epoch, 2 if self.tv2 else 1)
 
     def send_refusal(self) -> KafkaError:
         """Why send() is refused right now, in Java's words where Java has them."""
         if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR):
-            err = IllegalStateError(
+            # Still an IllegalStateError, and of the category that says what to do (KIP-1050).
+            refusal: type[IllegalStateError] = (
+                _AbortableRefusal if self.state is State.ABORTABLE_ERROR
+                else _RecoverableRefusal if isinstance(self.last_error, ApplicationRecoverableError)
+                else IllegalStateError)
+            err = refusal(
                 "Cannot perform send because at least one previous transactional or idempotent request has failed "
                 f"with errors: {self.last_error}. "
                 + ("Call abort_transaction() and begin a new transaction." if self.state is State.ABORTABLE_ERROR
@@ -442,7 +491,8 @@ class TransactionManager:
                           f"transaction.timeout.ms ({self.transaction_timeout_ms} ms) of its first attempt, after "
                           f"{req.attempts} attempt(s){last}")
             if req.api == ApiKey.END_TXN:
-                fatal = KafkaError(
+                # Close and create a new producer: what ApplicationRecoverableError asks of the application.
+                fatal = ApplicationRecoverableError(
                     f"{unanswered}: the outcome of the transaction is unknown. This producer can only be closed; a "
                     "new producer's init_transactions() with the same transactional.id completes or aborts the "
                     "transaction. (A broker that closes the connection instead of answering PRODUCER_FENCED, as "
@@ -450,7 +500,8 @@ class TransactionManager:
                 fatal.__cause__ = req.last_error
                 self._fatal(fatal)
                 return True
-            err = KafkaError(f"{unanswered}. Call abort_transaction().")
+            # Java wraps the retriable error it gave up on the same way ("aborted after exhausting retries").
+            err = TransactionAbortableError(f"{unanswered}. Call abort_transaction().")
             err.__cause__ = req.last_error
             if req.result is not None:
                 req.result.done(err)
@@ -480,8 +531,8 @@ class TransactionManager:
     def _fail_if_error(self) -> None:
         self._fail_if_fatal()
         if self.state is State.ABORTABLE_ERROR:
-            err = KafkaError("Cannot execute transactional method because we are in an error state: "
-                             f"{self.last_error}. Call abort_transaction().")
+            err = TransactionAbortableError("Cannot execute transactional method because we are in an error "
+                                            f"state: {self.last_error}. Call abort_transaction().")
             err.__cause__ = self.last_error
             raise err
 
@@ -499,9 +550,13 @@ class TransactionManager:
         # Always through the sender, even when the coordinator never heard of the transaction: the sender
         # first fails what an abort leaves unsent and waits for what is in flight (see next_request).
         pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+        # The version is fixed with the request, as Java's EndTxnRequest.Builder takes isTransactionV2Enabled.
         self._pending.append(TxnRequest(ApiKey.END_TXN, lambda: {
             "transactional_id": self.transactional_id, "producer_id": pid, "producer_epoch": epoch,
-            "committed": commit}, "txn", self.transactional_id, result, extra={"commit": commit}))
+            "committed": commit}, "txn", self.transactional_id, result,
+            transaction_version=2 if self.tv2 else 1,
+            extra={"commit": commit, "tv2": self.tv2}))
+        self.maybe_update_tv2(on_init=False)
         return result
 
     def _complete_transaction(self, result: TransactionalResult) -> None:
@@ -509,6 +564,9 @@ class TransactionManager:
         self._new.clear()
         self._adding.clear()
         self.transaction_started = False
+        if self._bump_for_tv2:
+            self._bump_for_tv2 = False
+            self.idempotence.request_epoch_bump("transaction version 2 came on between transactions")
         if self.idempotence.bump_requested:
             # A batch of the aborted transaction failed and left a sequence gap: ask the coordinator for the
             # next epoch of the same producer id (KIP-360) before the next transaction.
@@ -572,7 +630,7 @@ class TransactionManager:
         self._pending = [r for r in self._pending if r.api != ApiKey.END_TXN]
         self._transition(State.ABORTABLE_ERROR)
         if commit is not None and not commit.is_done:
-            failed = KafkaError(f"commit_transaction() failed: {error}. Call abort_transaction().")
+            failed = TransactionAbortableError(f"commit_transaction() failed: {error}. Call abort_transaction().")
             failed.__cause__ = error
             commit.done(failed)
 
@@ -646,6 +704,8 @@ class TransactionManager:
                 self.on_epoch()
             self.last_error = None
             self._transition(State.READY)
+            if req.result is self._results.get("init_transactions"):
+                self.maybe_update_tv2(on_init=True)
             req.result.done()
             return
         if self._common(req, code, now):
@@ -744,15 +804,38 @@ class TransactionManager:
         code = body.get("error_code", NO_ERROR)
         assert req.result is not None
         if code == NO_ERROR:
+            if req.extra.get("tv2") and body.get("producer_id", -1) >= 0:
+                # EndTxn v5 ends every transaction with a new epoch (and, when the epoch ran out, a new id):
+                # the next transaction's batches start their sequences at 0 under it.
+                self.idempotence.set_producer_id(body["producer_id"], body["producer_epoch"])
+                if self.on_epoch is not None:
+                    self.on_epoch()
             self._complete_transaction(req.result)
             return
         if self._common(req, code, now):
             return
         err = self._error_of(req, code)
+        if code == InvalidTxnStateError.code and req.extra.get("tv2"):
+            # Under transaction version 2 the coordinator that aborted a transaction on its own (it outlived
+            # transaction.timeout.ms) has bumped the epoch, and answers the producer's EndTxn with this, not
+            # PRODUCER_FENCED. Fatal, as in Java's EndTxnHandler; the message names the likely cause.
+            err = InvalidTxnStateError(
+                f"{err}: the coordinator no longer has this transaction open; most likely it aborted it after "
+                f"transaction.timeout.ms ({self.transaction_timeout_ms} ms). This producer can only be closed")
         if code in _LOST_ID and not req.extra["commit"]:
             # The coordinator forgot us (the transaction timed out and was aborted): the abort is done.
             self.idempotence.request_epoch_bump(f"{err.name} on EndTxn")
             self._complete_transaction(req.result)
+            return
+        if code == TransactionAbortableError.code:
+            # Java's EndTxnHandler: a commit the coordinator refuses this way can still be aborted; an abort
+            # refused so cannot be completed by this producer.
+            if req.extra["commit"]:
+                self._abortable(err)
+                return
+            failed = KafkaError(f"Failed to abort transaction: {err}")
+            failed.__cause__ = err
+            self._fatal(failed)
             return
         self._fatal(err)
 

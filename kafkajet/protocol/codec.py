@@ -42,8 +42,11 @@ def encode_tagged(plan: StructPlan, body: Mapping[str, Any], out: Parts) -> None
     entries: list[bytes] = []
     for f in plan.tagged:  # already in ascending tag order
         value = body.get(f.name, _MISSING)
-        if value is _MISSING or value == f.default:
-            continue  # a tagged field at its default is left out (that is what makes it optional)
+        if value is _MISSING or value == f.default or (
+                f.type == "struct" and isinstance(value, Mapping) and {**f.default, **value} == f.default):
+            # A tagged field at its default is left out (that is what makes it optional); a struct given in
+            # part is at its default when the fields it names are, as the decoder fills in the others.
+            continue
         parts: Parts = []
         encode_value(f, value, parts)
         data = b"".join(parts)

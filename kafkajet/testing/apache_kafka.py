@@ -225,6 +225,9 @@ class ApacheKafka:
     - authorizer: the StandardAuthorizer, with the plain-text (anonymous) and `admin` principals as super users;
       add_acl() grants, deny_acl() refuses.
     - broker_config: any broker setting, passed through.
+    - features: feature levels the storage is formatted with (kafka-storage format --feature name=level), e.g.
+      {"transaction.version": 1} for a cluster that does not finalize transaction version 2 (KIP-890); the
+      others keep the release's defaults (Kafka 4.4 finalizes transaction.version 2).
 
     Nodes are named by their node.id (1, 2, 3), as Metadata reports them.
     """
@@ -240,6 +243,7 @@ class ApacheKafka:
         oauth: OAuthValidation | None = None,
         authorizer: bool = False,
         broker_config: Mapping[str, object] | None = None,
+        features: Mapping[str, int] | None = None,
         libs: str | Path | None = None,
         heap: str = "768m",
         start_timeout_s: float = 90.0,
@@ -268,6 +272,11 @@ class ApacheKafka:
             tls=tls, oauth=oauth, authorizer=authorizer,
             broker_config={k: _setting(v) for k, v in (broker_config or {}).items()},
         )
+        for name, level in (features or {}).items():
+            if not re.fullmatch(r"[a-z][a-z0-9._]*", name) or isinstance(level, bool) or not isinstance(level, int):
+                raise ValueError(f"feature {name!r}={level!r}: give a feature name and an integer level, e.g. "
+                                 "features={'transaction.version': 1}")
+        self.features: dict[str, int] = dict(features or {})
         self._libs_arg = libs
         self._heap = heap
         self.start_timeout_s = start_timeout_s
@@ -435,6 +444,19 @@ class ApacheKafka:
     def log_path(self, node_id: int) -> Path:
         return self._node(node_id).log_path
 
+    def data_dir(self, node_id: int) -> Path:
+        """A node's log.dirs: one folder per partition replica (`<topic>-<partition>`) holding its segments,
+        for Kafka's DumpLogSegments or kafkajet's own batch reader."""
+        return self._node(node_id).directory / "data"
+
+    def finalized_features(self, node_id: int | None = None, timeout_s: float = 10.0) -> dict[str, int]:
+        """The feature levels a node's ApiVersions answer finalizes (name -> max_version_level)."""
+        from kafkajet.network.blocking import BlockingConnection
+
+        host, _, port = self.address(node_id or self.running_nodes()[0], "INTERNAL").rpartition(":")
+        with BlockingConnection(host, int(port), timeout_s=timeout_s) as connection:
+            return dict(connection.finalized_features)
+
     # --- tools -------------------------------------------------------------------------------------
 
     def run_tool(self, main_class: str, *args: str, timeout_s: float = 120.0,
@@ -492,7 +514,7 @@ class ApacheKafka:
             "advertised.listeners": ",".join(f"{n}://127.0.0.1:{node.ports[n]}" for n in names[1:]),
             "listener.security.protocol.map": ",".join(
                 ["CONTROLLER:PLAINTEXT", "INTERNAL:PLAINTEXT", *(f"{p}:{p}" for p in s.listeners)]),
-            "log.dirs": str(node.directory / "data"),
+            "log.dirs": str(self.data_dir(node.node_id)),
             "offsets.topic.replication.factor": "3" if three else "1",
             "transaction.state.log.replication.factor": "3" if three else "1",
             "transaction.state.log.min.isr": "2" if three else "1",
@@ -532,10 +554,11 @@ class ApacheKafka:
         scram = [arg for mechanism in self._settings.mechanisms if mechanism.startswith("SCRAM")
                  for name, password in self._settings.users.items()
                  for arg in ("--add-scram", f"{mechanism}=[name={name},password={password}]")]
+        features = [arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")]
         procs = []
         for node in self._nodes.values():
             cmd = self.java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
-                                    str(node.directory / "server.properties"), *scram,
+                                    str(node.directory / "server.properties"), *scram, *features,
                                     jvm_options=TOOL_JVM_OPTIONS)
             procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL)))

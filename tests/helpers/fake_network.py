@@ -2,7 +2,8 @@
 
 Requests the sender sends are recorded, never written anywhere; a test answers them with `respond()` (the oldest
 unanswered request of that API first, as a broker answers one connection in order) or drops a node with
-`disconnect()`. `poll()` hands back what was answered since the last pass and never waits.
+`disconnect()`. `poll()` hands back what was answered since the last pass and never waits. An answer naming a
+throttle time mutes its node from the poll that hands it back, by the real client's rule (network/throttle.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from kafkajet.errors import AuthenticationError, KafkaConnectionError, KafkaError
 from kafkajet.network import ClientResponse
-from kafkajet.protocol import ApiKey
+from kafkajet.network.throttle import client_throttle_ms
+from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, negotiate
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 
 
 class FakeClock:
@@ -39,6 +42,7 @@ class SentRequest:
     context: Any
     correlation_id: int
     answered: bool = False
+    version: int | None = None  # as the sender asked; None: the client's negotiated version
 
     @property
     def produce_partitions(self) -> list[tuple[str, int]]:
@@ -56,7 +60,10 @@ class FakeNetworkClient:
     _auth_failures: list[AuthenticationError] = field(default_factory=list)
     wakeups: int = 0
     closed: bool = False
+    # What ApiVersions finalized (transaction version 2 when transaction.version >= 2).
+    features: FinalizedFeatures = NO_FEATURES
     disconnects: int = 0
+    throttled_until: dict[int, float] = field(default_factory=dict)
 
     # --- what the Sender calls -------------------------------------------------------------------------
 
@@ -70,22 +77,34 @@ class FakeNetworkClient:
         return self.in_flight_count() > 0
 
     def ready(self, node_id: int, now: float) -> bool:
-        return node_id in self.nodes and node_id not in self.down and self.in_flight_count(node_id) < self.max_in_flight
+        return (node_id in self.nodes and node_id not in self.down and self.in_flight_count(node_id) < self.max_in_flight
+                and self.throttled_until.get(node_id, float("-inf")) <= now)
 
     def connection_delay(self, node_id: int, now: float) -> float:
         return 0.0 if node_id not in self.down else 50.0
+
+    def poll_delay(self, node_id: int, now: float) -> float:
+        until = self.throttled_until.get(node_id, float("-inf"))
+        return until - now if node_id not in self.down and until > now else self.connection_delay(node_id, now)
 
     def last_error(self, node_id: int) -> KafkaError | None:
         return KafkaConnectionError(f"node {node_id} is down") if node_id in self.down else None
 
     def least_loaded_node(self, now: float) -> int | None:
-        candidates = [n for n in self.nodes if n not in self.down]
+        candidates = [n for n in self.nodes if n not in self.down and self.throttled_until.get(n, float("-inf")) <= now]
         return min(candidates, key=self.in_flight_count) if candidates else None
+
+    def api_version(self, node_id: int, api_key: int) -> int:
+        return negotiate({int(api): r for api, r in SUPPORTED_VERSIONS.items()}, api_key)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self.features
 
     def send(self, node_id: int, api_key: int, body: dict[str, Any], now: float, *, version: int | None = None,
              expect_response: bool = True, context: Any = None) -> int:
         assert self.ready(node_id, now), f"the sender sent to node {node_id}, which is not ready"
-        req = SentRequest(node_id, ApiKey(api_key), body, now, expect_response, context, len(self.requests))
+        req = SentRequest(node_id, ApiKey(api_key), body, now, expect_response, context, len(self.requests),
+                          version=version)
         self.requests.append(req)
         if not expect_response:
             req.answered = True
@@ -94,6 +113,10 @@ class FakeNetworkClient:
 
     def poll(self, timeout_ms: float, now: float) -> list[ClientResponse]:
         out, self._ready = self._ready, []
+        for resp in out:
+            throttle_ms = 0 if resp.body is None else client_throttle_ms(resp.api_key, resp.api_version, resp.body)
+            if throttle_ms and now + throttle_ms > self.throttled_until.get(resp.node_id, float("-inf")):
+                self.throttled_until[resp.node_id] = now + throttle_ms
         return out
 
     def write_pending(self, now: float) -> None:
@@ -147,7 +170,8 @@ class FakeNetworkClient:
 
     @staticmethod
     def _response(req: SentRequest, body: dict[str, Any] | None, error: KafkaError | None) -> ClientResponse:
-        return ClientResponse(req.node, int(req.api_key), 0, req.correlation_id, body, error, req.context, 1.0)
+        version = req.version if req.version is not None else negotiate({int(api): r for api, r in SUPPORTED_VERSIONS.items()}, req.api_key)
+        return ClientResponse(req.node, int(req.api_key), version, req.correlation_id, body, error, req.context, 1.0)
 
 
 # --- response bodies, as kafkajet.protocol decodes them --------------------------------------------------------

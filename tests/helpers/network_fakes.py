@@ -2,7 +2,8 @@
 
 It answers ApiVersions the KIP-511 way (UNSUPPORTED_VERSION + its range when asked above v2) and Metadata v0
 with an empty cluster, or misbehaves as told: stays silent, sends garbage, answers with a wrong correlation id,
-or holds answers until released.
+or holds answers until released. With metadata_max set it also speaks Metadata v3-v7 (empty cluster), whose
+answers carry `throttles` as their throttle times, one per answer (0 once they run out).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class FakeBroker:
     received: list[Received] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     peer_closed: threading.Event = field(default_factory=threading.Event)
+    metadata_max: int = 0  # the highest Metadata version advertised: 0, or 3-7
+    throttles: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -98,9 +101,13 @@ class FakeBroker:
                 self.received.append(Received(api_key, api_version, correlation_id))
                 if api_key == API_VERSIONS:
                     if not self.silent_handshake:
-                        conn.sendall(_api_versions_response(correlation_id, api_version))
+                        conn.sendall(_api_versions_response(correlation_id, api_version, self.metadata_max))
                     continue
                 if mode == "silent":
+                    continue
+                if api_key == METADATA and api_version >= 3:
+                    throttle = self.throttles.pop(0) if self.throttles else 0
+                    conn.sendall(_metadata_v3_to_v7(correlation_id, throttle))
                     continue
                 if mode == "garbage":
                     conn.sendall(_frame(struct.pack(">i", correlation_id) + b"\xff\xff\xff\x7f garbage"))
@@ -135,16 +142,21 @@ def _frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def _api_versions_response(correlation_id: int, version: int) -> bytes:
+def _api_versions_response(correlation_id: int, version: int, metadata_max: int = 0) -> bytes:
     if version > MAX_API_VERSIONS:
         # KIP-511: a v0 body with UNSUPPORTED_VERSION and our ApiVersions range only.
         body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", API_VERSIONS, 0, MAX_API_VERSIONS)
         return _frame(struct.pack(">i", correlation_id) + body)
-    apis = [(API_VERSIONS, 0, MAX_API_VERSIONS), (METADATA, 0, 0)]
+    apis = [(API_VERSIONS, 0, MAX_API_VERSIONS), (METADATA, 0, metadata_max)]
     body = struct.pack(">hi", 0, len(apis)) + b"".join(struct.pack(">hhh", *a) for a in apis)
     if version >= 1:
         body += struct.pack(">i", 0)  # throttle_time_ms
     return _frame(struct.pack(">i", correlation_id) + body)
+
+
+def _metadata_v3_to_v7(correlation_id: int, throttle_ms: int) -> bytes:
+    # The same top level from v3 to v7: throttle_time_ms, brokers [], cluster_id null, controller_id, topics [].
+    return _frame(struct.pack(">iiihii", correlation_id, throttle_ms, 0, -1, -1, 0))
 
 
 def _metadata_v0(correlation_id: int) -> bytes:

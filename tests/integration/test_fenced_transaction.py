@@ -20,7 +20,13 @@ import pytest
 
 from kafkajet import Producer
 from kafkajet.admin import Admin
-from kafkajet.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerFencedError
+from kafkajet.errors import (
+    ApplicationRecoverableError,
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+)
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.waiting import wait_for
 
@@ -80,6 +86,8 @@ def test_a_fenced_producer_fails_its_commit_says_to_close_and_closes(
         a.commit_transaction(timeout=60)
     # The commit's own outcome, not the caller giving up on waiting (a KafkaTimeoutError says "call it again").
     assert not isinstance(failed.value, KafkaTimeoutError), failed.value
+    # On every broker what the application does next is the same: close, and create a new producer.
+    assert isinstance(failed.value, ApplicationRecoverableError), failed.value
     if not isinstance(broker, EmbeddedBroker):  # a broker that answers the fenced EndTxn
         assert isinstance(failed.value, ProducerFencedError), failed.value
     assert time.monotonic() - started < TXN_TIMEOUT_S + SLACK_S

@@ -935,3 +935,56 @@ def test_a_records_future_is_made_after_the_accumulator_lets_go_of_its_lock(monk
     batches = len({id(f._batch) for f in futs})
     assert 4 <= batches < 12, f"{batches} batches: the appends must both open batches and join open ones"
     assert made_under_lock == [False] * 12
+
+
+# --- records produce() queued without a callback ------------------------------------------------------------
+
+def _accumulator() -> RecordAccumulator:
+    return RecordAccumulator(batch_size=4096, compression=0, linger_ms=0, retry_backoff_ms=10,
+                             retry_backoff_max_ms=100, delivery_timeout_ms=60_000, pool=BufferPool(1 << 20, 4096),
+                             clock=lambda: 0.0)
+
+
+def test_only_records_with_neither_future_nor_callback_are_counted_unheard() -> None:
+    acc = _accumulator()
+    acc.append("t", 0, 0, None, b"future", None, None)  # send(): a future
+    acc.append("t", 0, 0, None, b"callback", None, None, lambda md, e: None, False)  # produce(callback=)
+    for _ in range(3):
+        acc.append("t", 0, 0, None, b"unheard", None, None, None, False)  # produce()
+    acc.append("t", 1, 0, None, b"unheard", None, None, None, False)  # the first record of its batch
+    assert [b.unheard for b in acc._queues[("t", 0)]] == [3]
+    assert [b.unheard for b in acc._queues[("t", 1)]] == [1]
+
+
+def test_a_failed_batch_with_unheard_records_is_reported_once_and_a_delivered_one_never() -> None:
+    from kafkajet.errors import InvalidRecordError
+
+    acc = _accumulator()
+    told: list[tuple[int, str]] = []
+    acc.on_unheard_failure = lambda batch, error: told.append((batch.unheard, str(error).split(": ")[-1]))
+    for p in (0, 1, 2):
+        for _ in range(4):
+            acc.append("t", p, 0, None, b"v", None, None, None, False)
+    acc.append("t", 2, 0, None, b"with a future", None, None)
+    [ok] = acc._queues[("t", 0)]
+    [bad] = acc._queues[("t", 1)]
+    [mixed] = acc._queues[("t", 2)]
+    acc.complete(ok, 0, -1, None)
+    acc.complete(bad, -1, -1, InvalidRecordError("refused"))
+    acc.complete(bad, -1, -1, InvalidRecordError("again"))  # a batch resolves once: no second report
+    acc.complete(mixed, -1, -1, InvalidRecordError("mixed"))
+    assert told == [(4, "refused"), (4, "mixed")]  # the future's record is not counted: its future tells
+
+
+def test_split_parts_share_the_unheard_count_and_keep_its_total() -> None:
+    now = [0.0]
+    acc = RecordAccumulator(batch_size=4096, compression=0, linger_ms=0, retry_backoff_ms=10,
+                            retry_backoff_max_ms=100, delivery_timeout_ms=60_000,
+                            pool=BufferPool(1 << 20, 4096), clock=lambda: now[0])
+    for i in range(41):
+        acc.append("t", 0, 0, None, b"r-%02d" % i + b"." * 50, None, None, None, False)
+    [[batch]] = acc.drain(_cluster(), [1], 1 << 20, now[0]).values()
+    assert batch.unheard == 41
+    acc.split_and_reenqueue(batch, now[0])
+    parts = list(acc._queues[("t", 0)])
+    assert len(parts) >= 2 and [p.unheard for p in parts] == [p.count for p in parts]

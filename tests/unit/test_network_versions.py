@@ -18,6 +18,7 @@ import kafkajet
 from kafkajet.errors import ClusterAuthorizationFailedError, ProtocolError, UnsupportedVersionError
 from kafkajet.network.versions import (
     CLIENT_MAX_VERSIONS,
+    FinalizedFeatures,
     handle_api_versions_response,
     max_api_versions_version,
     negotiate,
@@ -114,8 +115,23 @@ def test_a_capped_api_is_negotiated_no_higher_than_its_cap() -> None:
     assert negotiate({int(ApiKey.ADD_PARTITIONS_TO_TXN): (0, 2)}, ApiKey.ADD_PARTITIONS_TO_TXN) == 2
     assert negotiate({int(ApiKey.OFFSET_FETCH): (0, 9)}, ApiKey.OFFSET_FETCH) == 7
     assert negotiate({int(ApiKey.LIST_OFFSETS): (0, 8)}, ApiKey.LIST_OFFSETS) == 4
-    # An API without a cap gets the highest common version.
-    assert negotiate({int(ApiKey.PRODUCE): (3, 99)}, ApiKey.PRODUCE) == SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]
+    # Produce v13 names topics by id; kafkajet's Produce names them, so it stops at v12.
+    assert negotiate({int(ApiKey.PRODUCE): (3, 99)}, ApiKey.PRODUCE) == 12 < SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]
+    # An API without a cap gets the highest common version: EndTxn v5 (transaction version 2, where the
+    # producer asks for it; the transaction manager caps it at v4 under version 1).
+    assert negotiate({int(ApiKey.END_TXN): (0, 99)}, ApiKey.END_TXN) == SUPPORTED_VERSIONS[ApiKey.END_TXN][1] == 5
+
+
+def test_finalized_features_are_read_from_the_answer() -> None:
+    body = {"error_code": 0, "api_keys": [{"api_key": API_VERSIONS, "min_version": 0, "max_version": 4}],
+            "finalized_features_epoch": 7,
+            "finalized_features": [{"name": "transaction.version", "max_version_level": 2, "min_version_level": 2},
+                                   {"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}]}
+    outcome = handle_api_versions_response(encode_response(API_VERSIONS, 3, 7, body)[4:], 3)
+    assert outcome.features == FinalizedFeatures(7, {"transaction.version": 2, "metadata.version": 27})
+    # Before v3 (and from brokers that finalize nothing: Tansu, librdkafka's mock) there are none, at epoch -1.
+    old = handle_api_versions_response(_answer(2, 0, [(API_VERSIONS, 0, 2)]), 2)
+    assert old.features == FinalizedFeatures(-1, {})
 
 
 def test_a_broker_whose_range_starts_above_the_cap_is_unsupported() -> None:

@@ -689,3 +689,17 @@ def test_a_waiter_on_a_batch_wakes_when_it_is_split() -> None:
     b.mark_split()
     t.join(30)
     assert woke.is_set()
+
+
+def test_split_hands_the_unheard_count_on_in_order_and_keeps_its_total() -> None:
+    # Which records came from produce() without a callback is not kept per record: the parts take the count
+    # in order, so the records reported when every part fails add up to those the batch held.
+    b = new_batch()
+    for _ in range(40):
+        b.try_append(1, None, b"v" * 100, None)
+    b.unheard = 15
+    parts = b.split(1000, now_ms=0.0)
+    assert len(parts) > 2 and parts[0].count < 15
+    assert sum(p.unheard for p in parts) == 15
+    assert all(p.unheard in (0, p.count) for p in parts[:1] + parts[2:])  # only one part is partly unheard
+    assert parts[0].unheard == parts[0].count

@@ -205,7 +205,7 @@ def test_request_headers_decode_on_the_server_side() -> None:
 def test_request_header_of_an_unsupported_request_is_still_readable() -> None:
     payload = struct.pack(">hhih", ApiKey.PRODUCE, 42, 9, -1) + b"whatever"
     assert decode_request_header(payload) == RequestHeader(0, 42, 9, None)
-    with pytest.raises(UnsupportedVersionError, match=r"unsupported version 42 of Produce \(supported 0-9\)"):
+    with pytest.raises(UnsupportedVersionError, match=r"unsupported version 42 of Produce \(supported 3-13\)"):
         decode_request(payload)
 
 
@@ -224,15 +224,17 @@ def test_missing_fields_take_json_defaults_or_zero_values() -> None:
 
 def test_fields_of_other_versions_are_ignored() -> None:
     body = dict(PRODUCE_BODY, transactional_id="tx")
-    assert encode_request(ApiKey.PRODUCE, 2, 1, None, body) == encode_request(
-        ApiKey.PRODUCE, 2, 1, None, {k: v for k, v in body.items() if k != "transactional_id"})
+    # Produce v12 names topics, v13 gives their ids instead: each version encodes only its own.
+    with_id = {"topic_data": [{"name": "t", "topic_id": bytes(16), "partition_data": []}]}
+    assert decode_request(encode_request(ApiKey.PRODUCE, 12, 1, None, dict(body, **with_id))[4:])[1][
+        "topic_data"] == [{"name": "t", "partition_data": []}]
     # A field Kafka defines only for versions newer than ours is known, merely not encoded.
     frame = encode_request(ApiKey.METADATA, 9, 1, None, {"topics": [{"name": "t", "topic_id": bytes(16)}]})
     assert decode_request(frame[4:])[1]["topics"] == [{"name": "t"}]
 
 
 def test_choose_version_picks_the_highest_common_version() -> None:
-    assert choose_version(ApiKey.PRODUCE, (3, 11)) == 9
+    assert choose_version(ApiKey.PRODUCE, (3, 11)) == 11
     assert choose_version(ApiKey.METADATA, (0, 4)) == 4
     assert choose_version(ApiKey.DELETE_TOPICS, (0, 1)) == 1
     assert choose_version(ApiKey.FETCH, (11, 17)) == 11  # a single common version
@@ -240,9 +242,9 @@ def test_choose_version_picks_the_highest_common_version() -> None:
 
 
 def test_choose_version_raises_when_ranges_do_not_overlap() -> None:
-    with pytest.raises(UnsupportedVersionError, match="no common version of Produce: this client supports 0-9, "
-                                                      "the broker 10-12"):
-        choose_version(ApiKey.PRODUCE, (10, 12))
+    with pytest.raises(UnsupportedVersionError, match="no common version of Produce: this client supports 3-13, "
+                                                      "the broker 14-15"):
+        choose_version(ApiKey.PRODUCE, (14, 15))
     with pytest.raises(UnsupportedVersionError, match="DeleteTopics.*1-4.*0-0"):
         choose_version(ApiKey.DELETE_TOPICS, (0, 0))
     with pytest.raises(UnsupportedVersionError, match="api key 99 is not implemented"):
@@ -324,8 +326,8 @@ def test_unknown_api_key() -> None:
 
 
 def test_unsupported_versions() -> None:
-    with pytest.raises(UnsupportedVersionError, match=r"unsupported version 12 of Produce \(supported 0-9\)"):
-        encode_request(ApiKey.PRODUCE, 12, 1, None, {})
+    with pytest.raises(UnsupportedVersionError, match=r"unsupported version 14 of Produce \(supported 3-13\)"):
+        encode_request(ApiKey.PRODUCE, 14, 1, None, {})
     with pytest.raises(UnsupportedVersionError, match=r"unsupported version 0 of DeleteTopics \(supported 1-4\)"):
         decode_response(ApiKey.DELETE_TOPICS, 0, b"\x00\x00\x00\x01")
     with pytest.raises(UnsupportedVersionError, match="unsupported version -1 of Metadata"):

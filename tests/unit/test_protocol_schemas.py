@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # kept with the tests as errors.tsv is, so the up-to-date check runs on every clone instead of skipping.
 MESSAGES = Path(__file__).resolve().parent / "data" / "kafka-protocol" / "message"
 MESSAGES_NEXT = MESSAGES.parent / "message-next"
+# Later versions folded from Kafka 4.4's client jar by tools/jar_messages.py; they supersede the copies above.
+MESSAGES_JAR = MESSAGES.parent / "message-4.4.0-jar"
 
 CASES = [(api, kind, v) for api, entry in SCHEMAS.items() for kind in ("request", "response")
          for v in range(entry["versions"][0], entry["versions"][1] + 1)]
@@ -227,7 +229,7 @@ def test_corrupted_valid_frames_only_ever_raise_protocol_error(case: tuple[int, 
 
 def test_usable_ranges_match_sources_md() -> None:
     assert SUPPORTED_VERSIONS == {
-        ApiKey.PRODUCE: (0, 9), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 9),
+        ApiKey.PRODUCE: (3, 13), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 9),
         ApiKey.OFFSET_COMMIT: (0, 9), ApiKey.OFFSET_FETCH: (0, 9),
         ApiKey.FIND_COORDINATOR: (0, 2), ApiKey.LIST_GROUPS: (0, 5), ApiKey.SASL_HANDSHAKE: (0, 1),
         ApiKey.API_VERSIONS: (0, 4),
@@ -235,7 +237,7 @@ def test_usable_ranges_match_sources_md() -> None:
         # SOURCES.md says 0-2; extended on purpose to the request's 0-4 (see tools/gen_protocol.py).
         ApiKey.INIT_PRODUCER_ID: (0, 4),
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-        ApiKey.END_TXN: (0, 2), ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.SASL_AUTHENTICATE: (0, 2),
+        ApiKey.END_TXN: (0, 5), ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
     }
     assert set(SCHEMAS) == {int(k) for k in ApiKey}
@@ -244,7 +246,7 @@ def test_usable_ranges_match_sources_md() -> None:
 # First flexible version of request / response, from the SOURCES.md table (None = never flexible).
 FLEXIBLE_FROM = {
     0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 16: (3, 3), 17: (None, None), 18: (3, 3), 19: (5, None),
-    20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, None), 28: (3, 3), 36: (2, 2), 60: (0, 0),
+    20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, 3), 28: (3, 3), 36: (2, 2), 60: (0, 0),
 }
 
 
@@ -277,5 +279,5 @@ def test_generated_table_is_up_to_date() -> None:
     assert spec is not None and spec.loader is not None
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    rendered = gen.render(gen.build_table(MESSAGES, MESSAGES_NEXT), MESSAGES, MESSAGES_NEXT)
+    rendered = gen.render(gen.build_table(MESSAGES, MESSAGES_NEXT, MESSAGES_JAR), MESSAGES, MESSAGES_NEXT, MESSAGES_JAR)
     assert rendered == (ROOT / "kafkajet" / "protocol" / "_schemas.py").read_text()

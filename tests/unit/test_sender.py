@@ -754,6 +754,35 @@ def test_the_poll_waits_for_a_connection_delay_when_no_leader_connection_is_read
     assert rig.client.polls[-1] == 50.0  # FakeNetworkClient's connection delay for a down node
 
 
+def test_a_throttled_answer_holds_that_nodes_next_produce_until_the_window_ends() -> None:
+    # Java's SenderTest.testQuotaMetrics and NetworkClient.maybeThrottle: the node is muted for the throttle
+    # time from the answer's arrival; the sender sleeps exactly that long instead of spinning, then sends.
+    rig = make_rig(linger_ms=0)
+    rig.connect()
+    first = rig.append()
+    rig.run()
+    (req,) = rig.produces()
+    rig.client.respond(ApiKey.PRODUCE, {**produce_body(req, base_offset=0), "throttle_time_ms": 300})
+    rig.run()  # the answer arrives in this pass's poll, at clock.now
+    assert first.result(timeout=0).offset == 0
+    second = rig.append()
+    rig.run()
+    assert len(rig.produces()) == 1
+    assert rig.client.polls[-1] == 300.0
+    rig.run(299)
+    assert len(rig.produces()) == 1
+    assert rig.client.polls[-1] == 1.0
+    rig.run(1)
+    assert len(rig.produces()) == 2
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[1], base_offset=1))
+    rig.run()
+    assert second.result(timeout=0).offset == 1
+    m = rig.sender.metrics.snapshot()
+    # Java's sensor is fed by every answer: Metadata (none named: 0), Produce 300, Produce 0.
+    assert m["produce-throttle-time-max"] == 300.0
+    assert m["produce-throttle-time-avg"] == 100.0
+
+
 def test_metadata_waits_for_the_connection_delay_of_a_node_not_ready() -> None:
     rig = make_rig()
     rig.client.down.update({1})

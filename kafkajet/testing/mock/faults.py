@@ -13,6 +13,8 @@ decides:
     bytes                     write these bytes instead of a response (size prefix, header and all: garbage,
                               truncated frames, wrong correlation ids)
     callable(header) -> bytes the same, built from the request header (e.g. to get its correlation id right)
+    throttled(ms)             handle the request normally, then answer with throttle_time_ms = ms: a quota the
+                              client is over (KIP-219; the field exists from the version each API added it)
 
 WHERE HOOKS RUN. A hook runs on a thread of its own, one per request it is consulted for, never on the
 cluster's server thread. While it runs, its connection handles no further request (a Kafka broker, too, takes
@@ -41,8 +43,14 @@ from typing import Any
 from kafkajet.errors import error_for_name
 from kafkajet.protocol import ApiKey, RequestHeader
 
+
+@dataclass(frozen=True, slots=True)
+class Throttled:
+    ms: int
+
+
 RawResponse = bytes | Callable[[RequestHeader], bytes]
-Action = None | dict[str, Any] | str | RawResponse
+Action = None | dict[str, Any] | str | RawResponse | Throttled
 ControlFn = Callable[[RequestHeader, dict[str, Any], int], Action]
 
 DROP = "drop"
@@ -50,6 +58,13 @@ DROP_AFTER = "drop_after"
 _AFTER_SUFFIX = ":after_append"
 # Its name says the batch was written; answering it without appending would misrepresent the broker.
 _ALWAYS_AFTER = frozenset({"NOT_ENOUGH_REPLICAS_AFTER_APPEND"})
+
+
+def throttled(ms: int) -> Throttled:
+    """An action answering normally, with a throttle time of `ms` (what a broker says to a client over its quota)."""
+    if ms < 0:
+        raise ValueError(f"throttled({ms}): a throttle time is not negative")
+    return Throttled(int(ms))
 
 
 def after_append(error: str) -> str:

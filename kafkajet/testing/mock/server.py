@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from kafkajet.errors import ProtocolError, UnsupportedVersionError
 from kafkajet.protocol import ApiKey, RequestHeader, decode_request, encode_response
-from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, Faults, parse_error_action
+from kafkajet.testing.mock.faults import DROP, DROP_AFTER, Action, Faults, Throttled, parse_error_action
 from kafkajet.testing.mock.handlers import HANDLERS, api_versions_body, error_response
 from kafkajet.testing.mock.requests import Answer, Request
 from kafkajet.testing.mock.sasl import SASL_APIS, SaslSession
@@ -449,6 +449,11 @@ class MockServer:
             self._answer(conn, req, Answer(body), now)
         elif isinstance(action, dict):
             self._answer(conn, req, Answer(action), now)
+        elif isinstance(action, Throttled):
+            answer = self._handle(conn, req)
+            if answer.body is not None:
+                answer.body["throttle_time_ms"] = action.ms
+            self._answer(conn, req, answer, now)
         elif isinstance(action, bytes | bytearray):
             self._fill(conn, self._new_slot(conn), bytes(action), now)
         elif callable(action):

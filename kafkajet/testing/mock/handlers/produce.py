@@ -13,7 +13,7 @@ from kafkajet.testing.mock.requests import Answer, Body, Request, Served, Versio
 from kafkajet.testing.mock.sequences import last_sequence
 from kafkajet.testing.mock.state import ClusterState, PartitionState
 
-VERSIONS: Versions = {ApiKey.PRODUCE: (0, 9)}
+VERSIONS: Versions = {ApiKey.PRODUCE: (3, 9)}
 
 
 log = logging.getLogger("kafkajet.testing.mock")
