@@ -22,7 +22,7 @@ from pyspark.sql.datasource import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from kafkajet.spark.registered_columns import RegistryColumn
+    from kafkajet.spark.formats.registry_column import RegistryColumn
     from kafkajet.spark.sink_options import SinkOptions
 
 

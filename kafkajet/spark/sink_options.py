@@ -16,8 +16,9 @@ from typing import Any
 
 from kafkajet.config import PRODUCER, parse_producer_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.formats.registry_column import RegistryColumn
 from kafkajet.spark.option_names import OptionNames
-from kafkajet.spark.registered_columns import SINK_FORMAT_OPTIONS, RegistryColumn, sink_columns
+from kafkajet.spark.registered_columns import SINK_FORMAT_OPTIONS, sink_columns
 
 REJECTED = ("key.serializer", "value.serializer")
 

@@ -117,5 +117,5 @@ def _imported_modules(path: Path) -> set[str]:
 def test_the_avro_and_the_record_by_record_columns_do_not_import_each_other() -> None:
     spark = Path(KafkaDataSource.__module__.replace(".", "/")).parent
     root = Path(__file__).resolve().parents[2]
-    assert "kafkajet.spark.message_columns" not in _imported_modules(root / spark / "avro_columns.py")
-    assert "kafkajet.spark.avro_columns" not in _imported_modules(root / spark / "message_columns.py")
+    assert "kafkajet.spark.formats.message_columns" not in _imported_modules(root / spark / "formats" / "avro_columns.py")
+    assert "kafkajet.spark.formats.avro_columns" not in _imported_modules(root / spark / "formats" / "message_columns.py")
