@@ -131,7 +131,6 @@ def test_security_imports_nothing_of_the_network() -> None:
 def test_the_producer_and_its_telemetry_import_nothing_of_spark() -> None:
     graph = _import_graph()
     assert _importers(graph, "kafkajet.spark", "kafkajet.producer") == {}
-    assert _importers(graph, "kafkajet.otel", "kafkajet.producer") == {}  # kafkajet.otel is the Spark side
     assert "pyspark" not in (PACKAGE / "producer" / "telemetry.py").read_text(encoding="utf-8")
 
 
