@@ -42,8 +42,8 @@ def main() -> None:
     from kafkajet.schema_registry import SchemaRegistryClient
     from kafkajet.schema_registry.json_schema import JSONSerializer
     from kafkajet.serialization import MessageField, SerializationContext
-    from kafkajet.spark.message_columns import RecordDecoder
-    from kafkajet.spark.registry_formats import RegistryColumn
+    from kafkajet.spark.formats.message_columns import RecordDecoder
+    from kafkajet.spark.formats.registry_column import RegistryColumn
     from kafkajet.testing import SchemaRegistry
 
     if args.jsonschema_only:

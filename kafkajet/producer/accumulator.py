@@ -13,10 +13,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.clock import Clock, now_ms
 from kafkajet.cluster import TopicPartitionKey
 from kafkajet.errors import DeliveryTimeoutError, KafkaError, KafkaTimeoutError, ProducerClosedError
-from kafkajet.network.backoff import ExponentialBackoff
 from kafkajet.producer.batch import Columns, Headers, ProducerBatch, record_future
 from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment

@@ -5,13 +5,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from kafkajet.backoff import ExponentialBackoff
 from kafkajet.clock import Clock, now_ms
 
 # Cluster and its parts live in kafkajet.cluster (shared with the admin and fetch clients); re-exported here
 # for the producer's modules and their tests.
 from kafkajet.cluster import Cluster, Node, PartitionInfo
 from kafkajet.errors import KafkaError, KafkaTimeoutError
-from kafkajet.network.backoff import ExponentialBackoff
 
 __all__ = ["Cluster", "Metadata", "Node", "PartitionInfo"]
 

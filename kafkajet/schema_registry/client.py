@@ -221,7 +221,7 @@ class _Rest:
         self.backoff = ExponentialBackoff(self.wait_ms, 2, self.max_wait_ms, 0.25)
         self.ssl_context = None
         if any(conf.get(k) for k in ("ssl.ca.location", "ssl.certificate.location")):
-            from kafkajet.security.tls import client_context
+            from kafkajet.tls_context import client_context
 
             ca = conf.get("ssl.ca.location")
             ctx = client_context(system_cas=not ca)  # a CA file given replaces the system's, as Confluent's do

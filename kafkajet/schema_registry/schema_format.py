@@ -1,7 +1,7 @@
 """What kafkajet knows of a schema format, in one interface (Confluent's ParsedSchema and SchemaProvider): its
 names, parsing with references, the canonical text registrations are compared by, and the rules of which
 reader reads which writer's data. The formats are formats/avro.py, formats/json_schema.py and
-formats/protobuf.py; formats/__init__.py is the one table they are found in, by either name. The levels
+formats/protobuf.py; formats/__init__.py is the one table they are found in, by the registry's name. The levels
 built on `incompatibilities` are format-neutral (compatibility.py). Standard library only: the registry
 server uses it without any extra."""
 
@@ -16,13 +16,9 @@ class InvalidSchemaError(ValueError):
 
 
 class SchemaFormat(Protocol):
-    """One schema format. `registry_name` is the registry's schemaType (AVRO, JSON, PROTOBUF), `spark_name`
-    the Spark options' keyFormat / valueFormat (avro, json-schema, protobuf); `spark_module` the module of
-    kafkajet.spark that holds its Spark pieces (types, options, decoders and encoders)."""
+    """One schema format. `registry_name` is the registry's schemaType (AVRO, JSON, PROTOBUF)."""
 
     registry_name: str
-    spark_name: str
-    spark_module: str
     # Whether a schema's references name schemas whose text parsing needs (Avro's named types). The others'
     # references are kept with the schema but not read by the registry.
     resolves_references: bool

@@ -339,7 +339,7 @@ def oidc_token_source(cfg: Mapping[str, Any], jaas: Mapping[str, str] | None = N
     if scheme == "https":
         import ssl
 
-        from kafkajet.security.tls import client_context  # loads OpenSSL: only for an https endpoint
+        from kafkajet.tls_context import client_context  # loads OpenSSL: only for an https endpoint
 
         cafile, cadata = cfg.get("https.ca.location"), cfg.get("https.ca.pem")
         try:

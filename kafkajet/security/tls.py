@@ -17,20 +17,11 @@ from typing import Any
 
 from kafkajet.config import default, setting, tls_versions
 from kafkajet.errors import ConfigError, KafkaConnectionError, KafkaError, SslAuthenticationError
+from kafkajet.tls_context import client_context
 
 log = logging.getLogger("kafkajet.security")
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-
-
-def client_context(*, system_cas: bool = True) -> ssl.SSLContext:
-    """The one way kafkajet starts a TLS client context (brokers, an OIDC token endpoint): the server's
-    certificate and host name checked, trusting the system's CAs unless `system_cas` is false (the caller
-    then loads its own)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname on
-    if system_cas:
-        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    return ctx
 
 
 def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numpy.lib.stride_tricks import as_strided
 
 from kafkajet.errors import CorruptRecordError
 from kafkajet.records.batch import RecordBatch
+from kafkajet.spark.formats.buffer_columns import binary_column, zigzag_varints
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _PAD = bytes(16)  # lets the vectorised varint reader look past the last record without bounds checks
@@ -26,7 +26,6 @@ _PAD = bytes(16)  # lets the vectorised varint reader look past the last record 
 # than it finds there), growing while guesses keep failing.
 _RUN_WINDOW, _RUN_WINDOW_MAX, _SHORT_RUN = 16, 16384, 4
 _PYTHON_STRETCH, _PYTHON_STRETCH_MAX = 64, 4096
-_SHORT_RUNS_PER_RECORD = 16  # _gather: runs more often than every 16 records make a Python loop per run too slow
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -48,17 +47,17 @@ def to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, start: 
         return _empty(include_headers)
     buf = np.frombuffer(data, dtype=np.uint8)
     counts = np.fromiter((b.records_count for b in batches), dtype=np.int64, count=len(batches))
-    ts_delta, w = _varints(buf, body + 1)  # after the attributes byte
+    ts_delta, w = zigzag_varints(buf, body + 1)  # after the attributes byte
     pos = body + 1 + w
-    offset_delta, w = _varints(buf, pos)
+    offset_delta, w = zigzag_varints(buf, pos)
     pos += w
-    key_len, w = _varints(buf, pos)
+    key_len, w = zigzag_varints(buf, pos)
     key_start = pos + w
     pos = key_start + np.maximum(key_len, 0)
-    value_len, w = _varints(buf, pos)
+    value_len, w = zigzag_varints(buf, pos)
     value_start = pos + w
     pos = value_start + np.maximum(value_len, 0)
-    header_count, w = _varints(buf, pos)
+    header_count, w = zigzag_varints(buf, pos)
     header_start = pos + w
     ends = body + lengths
     if np.any((header_count == 0) & (header_start != ends)) or np.any(header_start > ends):
@@ -80,7 +79,7 @@ def to_arrow(batches: Sequence[RecordBatch], topic: str, partition: int, start: 
         header_start, header_count = header_start[idx], header_count[idx]
     n = len(offsets)
     columns: list[pa.Array] = [
-        _binary(buf, key_start, key_len), _binary(buf, value_start, value_len), _constant_string(topic, n),
+        binary_column(buf, key_start, key_len), binary_column(buf, value_start, value_len), _constant_string(topic, n),
         pa.array(np.full(n, partition, dtype=np.int32)), pa.array(offsets),
         pa.array(timestamps * 1000, type=pa.timestamp("us", tz="UTC")), pa.array(log_append),
     ]
@@ -194,75 +193,6 @@ def _slow_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise CorruptRecordError(f"varint longer than 10 bytes at byte {pos}")
-
-
-def _varints(buf: Any, pos: Any) -> tuple[Any, Any]:
-    """Zigzag varints at every position of `pos` at once: (values, widths)."""
-    byte = buf[pos].astype(np.uint64)
-    value = byte & np.uint64(0x7F)
-    width = np.ones(len(pos), dtype=np.int64)
-    more = np.nonzero(byte >= 0x80)[0]
-    shift = 7
-    while len(more):
-        if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes in a record")
-        byte = buf[pos[more] + width[more]].astype(np.uint64)
-        value[more] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
-        width[more] += 1
-        more = more[byte >= 0x80]
-        shift += 7
-    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
-    return signed, width
-
-
-def _binary(buf: Any, starts: Any, lengths: Any) -> pa.Array:
-    """A binary column gathered from buf: null where the length is -1."""
-    n = len(starts)
-    nulls = lengths < 0
-    sizes = np.where(nulls, 0, lengths)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
-    data = _gather(buf, starts, sizes, offsets) if total else np.zeros(0, dtype=np.uint8)
-    null_count = int(nulls.sum())
-    validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
-    if total >= 1 << 31:
-        raise CorruptRecordError(f"{total} bytes in one column: more than an Arrow binary column holds")
-    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
-                                                  pa.py_buffer(data)], null_count=null_count)
-
-
-def _gather(buf: Any, starts: Any, sizes: Any, offsets: Any) -> Any:
-    """buf[starts[i]:starts[i]+sizes[i]] for every i, end to end.
-
-    Runs of records with one size at one stride (what a producer mostly writes) are copied as strided 2-D
-    views, a memcpy per run; where runs are short, a byte mask marks the wanted bytes instead (one pass over
-    buf), or, when they are few, an index per wanted byte picks them.
-    """
-    n = len(starts)
-    step = np.diff(starts)
-    run_starts = np.ones(n, dtype=bool)
-    run_starts[1:] = sizes[1:] != sizes[:-1]
-    run_starts[2:] |= step[1:] != step[:-1]
-    bounds = np.nonzero(run_starts)[0].tolist()
-    if len(bounds) > n // _SHORT_RUNS_PER_RECORD + 1:
-        total = int(offsets[-1])
-        if total * 8 < len(buf):  # few of buf's bytes (keys, say): an index per wanted byte beats a pass over buf
-            return buf[np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)]
-        marks = np.zeros(len(buf) + 1, dtype=np.int8)
-        wanted = sizes > 0
-        marks[starts[wanted]] = 1
-        marks[(starts + sizes)[wanted]] = -1
-        return buf[np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)]
-    out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    bounds.append(n)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
-        size = int(sizes[a])
-        if size:
-            rows = as_strided(buf[int(starts[a]):], shape=(b - a, size), strides=(int(step[a]) if b - a > 1 else 0, 1))
-            at = int(offsets[a])
-            out[at:at + (b - a) * size].reshape(b - a, size)[...] = rows
-    return out
 
 
 def _constant_string(text: str, n: int) -> pa.Array:

@@ -22,8 +22,9 @@ from pyspark.sql.datasource import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from kafkajet.spark.registered_columns import RegistryColumn
+    from kafkajet.spark.formats.registry_column import RegistryColumn
     from kafkajet.spark.sink_options import SinkOptions
+    from kafkajet.spark.writer import WriteHook
 
 
 def _any_format(options: Any) -> bool:
@@ -61,6 +62,11 @@ class KafkaDataSource(DataSource):
 
         return parse_sink_options(self.options, schema)
 
+    def write_hook(self) -> WriteHook | None:
+        """What this data source adds to its writes: nothing here (the exactly-once tests' data source,
+        kafkajet.testing.spark_failures, injects failures)."""
+        return None
+
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from kafkajet.errors import ConfigError
         from kafkajet.spark.writer import KafkaArrowWriter, KafkaExactlyOnceWriter, refuse_unreachable_servers
@@ -71,8 +77,8 @@ class KafkaDataSource(DataSource):
         opts = self.sink_options(schema)
         refuse_unreachable_servers(opts.producer)
         if opts.exactly_once:
-            return KafkaExactlyOnceWriter(opts, opts.transactional_ids(streaming=False))
-        return KafkaArrowWriter(opts)
+            return KafkaExactlyOnceWriter(opts, opts.transactional_ids(streaming=False), self.write_hook())
+        return KafkaArrowWriter(opts, self.write_hook())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802
         from kafkajet.errors import ConfigError
@@ -90,8 +96,8 @@ class KafkaDataSource(DataSource):
             if opts.topic is None:
                 raise ConfigError("exactlyOnce streams need .option(\"topic\", name): the micro-batch ids that "
                                   "keep a replayed batch from being written twice are recorded against it")
-            return KafkaExactlyOnceStreamWriter(opts, opts.transactional_ids(streaming=True))
-        return KafkaStreamArrowWriter(opts)
+            return KafkaExactlyOnceStreamWriter(opts, opts.transactional_ids(streaming=True), self.write_hook())
+        return KafkaStreamArrowWriter(opts, self.write_hook())
 
     def reader(self, schema: Any) -> DataSourceReader:
         from kafkajet.spark.reader import KafkaBatchReader

@@ -18,7 +18,9 @@ import pyarrow as pa
 
 from kafkajet.errors import ConfigError
 from kafkajet.schema_registry.formats import AVRO
-from kafkajet.spark.registered_columns import RegistryColumn, registry_conf, require_format, source_columns
+from kafkajet.spark.formats import AVRO_NAME
+from kafkajet.spark.formats.registry_column import RegistryColumn
+from kafkajet.spark.registered_columns import registry_conf, require_format, source_columns
 
 
 def arrow_udf(f: Any, return_type: Any) -> Any:
@@ -42,14 +44,14 @@ def from_avro(data: Any, subject: str | None = None, *, schema_registry_url: str
     latest version (or `version`, or the schema `schema_id`, or the JSON `avro_schema`). mode FAILFAST fails
     on a record it cannot decode; PERMISSIVE makes it null. `options` takes the registry's auth settings
     (basic.auth.user.info, bearer.auth.token, ...), named as for the source."""
-    from kafkajet.spark.avro_types import spark_type
+    from kafkajet.spark.formats.avro_types import spark_type
     from kafkajet.spark.registered_batches import decoder
 
     opts = _options(schema_registry_url, options)
     if subject is None and schema_id is None and avro_schema is None:
         raise ConfigError("from_avro needs the schema to plan with: a subject (its latest version, or version=), "
                           "schema_id= or avro_schema=")
-    opts.update({"valueformat": AVRO.spark_name, "mode": mode})
+    opts.update({"valueformat": AVRO_NAME, "mode": mode})
     for key, value in (("valuesubject", subject), ("valueschemaversion", version), ("valueschemaid", schema_id),
                        ("avroschema", avro_schema)):
         if value is not None:
@@ -71,7 +73,7 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
     conf = registry_conf(_options(schema_registry_url, options))
     if "url" not in conf:
         raise ConfigError("to_avro needs schema_registry_url (or options={'schema.registry.url': ...})")
-    require_format(AVRO.spark_name, "to_avro")  # here on the driver, not in every task
+    require_format(AVRO_NAME, "to_avro")  # here on the driver, not in every task
     registry = tuple(sorted(conf.items()))
 
     def encode(values: pa.Array) -> pa.Array:
@@ -86,7 +88,7 @@ def to_avro(data: Any, subject: str, *, schema_registry_url: str | None = None, 
 def _derived(arrow_type: pa.DataType) -> str:
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from kafkajet.spark.avro_types import avro_schema_of
+    from kafkajet.spark.formats.avro_types import avro_schema_of
 
     return json.dumps(avro_schema_of(from_arrow_type(arrow_type)))
 
@@ -98,7 +100,7 @@ def _registered(registry: tuple[tuple[str, str], ...], subject: str, schema_str:
                 auto_register: bool) -> RegistryColumn:
     """The column's registered id: one registry round trip per worker process and schema."""
     from kafkajet.schema_registry import Schema
-    from kafkajet.spark.registry_clients import registry_client
+    from kafkajet.spark.formats.registry_clients import registry_client
 
     key = (registry, subject, schema_str, auto_register)
     hit = _REGISTERED.get(key)

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkajet.spark.formats import spark_format
-from kafkajet.spark.registered_columns import RegistryColumn
+from kafkajet.spark.formats.registry_column import RegistryColumn
 
 _LOCK = threading.Lock()
 _DECODERS: dict[RegistryColumn, Any] = {}

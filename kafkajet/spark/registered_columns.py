@@ -11,19 +11,19 @@ protobufMessage / keyProtobufMessage (the message of the file to plan with; the 
 (FAILFAST or PERMISSIVE, the source's answer to a record it cannot decode), and for the sink
 auto.register.schemas (true: register the schema; false: it must be registered already).
 
-A format is found by its option value in the one table of formats (kafkajet.schema_registry.formats), and its
-Spark pieces (options, types, extra) beside it (formats/).
+A format is found by its option value in the table of Spark formats (formats/), which holds its Spark pieces
+(options, types, extra) and names the registry format each maps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kafkajet.errors import ConfigError
-from kafkajet.schema_registry.formats import AVRO, FORMATS, SPARK_NAMES, by_registry_name
-from kafkajet.spark.formats import spark_format
+from kafkajet.schema_registry.formats import by_registry_name
+from kafkajet.spark.formats import NAMES, SPARK_FORMATS, spark_format
+from kafkajet.spark.formats.registry_column import RegistryColumn
 
 REGISTRY_KEYS = ("schema.registry.url", "basic.auth.credentials.source", "basic.auth.user.info",
                  "bearer.auth.credentials.source", "bearer.auth.token", "bearer.auth.logical.cluster",
@@ -31,45 +31,10 @@ REGISTRY_KEYS = ("schema.registry.url", "basic.auth.credentials.source", "basic.
 BINARY = "binary"  # a key or value column as it is, no format
 FORMAT_OPTIONS = ("valueFormat", "keyFormat", *REGISTRY_KEYS, "valueSubject", "keySubject",
                   "valueSchemaVersion", "keySchemaVersion", "valueSchemaId", "keySchemaId",
-                  *(name for f in FORMATS for name in spark_format(f.spark_name).given_options),
+                  *(name for f in SPARK_FORMATS.values() for name in f.given_options),
                   "protobufMessage", "keyProtobufMessage")
 SOURCE_FORMAT_OPTIONS = (*FORMAT_OPTIONS, "mode")
 SINK_FORMAT_OPTIONS = (*FORMAT_OPTIONS, "auto.register.schemas")
-
-
-@dataclass(frozen=True)
-class RegistryColumn:
-    """One registered column of a query: `field` is "key" or "value"; `schema_str` the schema the column is
-    planned with (the source's reader schema, the sink's writer schema); `schema_id` its registry id when it
-    has one. Protobuf columns also carry `imports` (file name, schema text) of the files the schema imports,
-    dependencies first, so executors build the message without asking the registry, and `message`, the full
-    name of the message planned with."""
-
-    field: str
-    registry: tuple[tuple[str, str], ...]
-    schema_str: str
-    schema_id: int | None
-    subject: str | None
-    permissive: bool = False
-    format: str = AVRO.spark_name  # the format's Spark name (the keyFormat / valueFormat option's value)
-    imports: tuple[tuple[str, str], ...] = ()
-    message: str | None = None
-
-    @property
-    def given_option(self) -> str:
-        """The option that gives this column's schema as text (named in messages about a planned schema)."""
-        return spark_format(self.format).given_options[self.field == "key"]
-
-    @property
-    def planned_with(self) -> str:
-        """The planned schema, as error messages name it."""
-        if self.schema_id is not None:
-            return f"schema id {self.schema_id}" + (f" of subject '{self.subject}'" if self.subject else "")
-        return f"the {self.given_option} option's schema"
-
-    @property
-    def registry_conf(self) -> dict[str, str]:
-        return dict(self.registry)
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -93,8 +58,8 @@ def _client(conf: Mapping[str, str]) -> Any:
 def column_format(opts: Mapping[str, str], field: str) -> str:
     fmt = opts.get(f"{field}format", BINARY).strip().lower()
     name = "keyFormat" if field == "key" else "valueFormat"
-    if fmt != BINARY and fmt not in SPARK_NAMES:
-        raise ConfigError(f"option {name}={fmt!r}: expected binary (the default), {', '.join(SPARK_NAMES)}")
+    if fmt != BINARY and fmt not in NAMES:
+        raise ConfigError(f"option {name}={fmt!r}: expected binary (the default), {', '.join(NAMES)}")
     if fmt != BINARY:
         require_format(fmt, f"option {name}={fmt}")
     return fmt
@@ -175,7 +140,7 @@ def source_columns(options: Mapping[str, str], topics: tuple[str, ...]) -> dict[
             imports = pieces.imports(client, schema)
         column = RegistryColumn(field, tuple(sorted(conf.items())), schema.schema_str, schema_id, subject, permissive,
                                 fmt, imports, pieces.message(opts, field, schema.schema_str))
-        arrow_type_of(column)  # a schema Spark cannot take fails here, at planning, naming the field
+        column.arrow_type()  # a schema Spark cannot take fails here, at planning, naming the field
         out[field] = column
     return out
 
@@ -233,11 +198,6 @@ def sink_columns(options: Mapping[str, str], topic: str | None,
 def derived_schema(fmt: str, data_type: Any) -> str:
     """The schema text of a Spark type in `fmt` (what the sink registers when no schema is given)."""
     return spark_format(fmt).derived_schema(data_type)
-
-
-def arrow_type_of(column: RegistryColumn) -> Any:
-    """The Arrow type of a registered column's decoded values, by its format's type mapping."""
-    return spark_format(column.format).arrow_type(column)
 
 
 def _pinned(opts: Mapping[str, str], field: str) -> tuple[int | None, int | None]:

@@ -16,8 +16,9 @@ from typing import Any
 
 from kafkajet.config import PRODUCER, parse_producer_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.formats.registry_column import RegistryColumn
 from kafkajet.spark.option_names import OptionNames
-from kafkajet.spark.registered_columns import SINK_FORMAT_OPTIONS, RegistryColumn, sink_columns
+from kafkajet.spark.registered_columns import SINK_FORMAT_OPTIONS, sink_columns
 
 REJECTED = ("key.serializer", "value.serializer")
 
@@ -33,20 +34,6 @@ SINK_OPTIONS = OptionNames(
 
 
 @dataclass(frozen=True)
-class FailureHooks:
-    """Failures a test injects into a write (test_hooks.py takes them as options; the sink's own options never
-    do): fail a task after `after_rows` rows, once per `marker` file; fail the driver once after a stream's
-    Kafka commit, before Spark records the micro-batch (`after_commit_marker`)."""
-
-    after_rows: int | None = None
-    marker: str | None = None
-    after_commit_marker: str | None = None
-
-
-NO_FAILURES = FailureHooks()
-
-
-@dataclass(frozen=True)
 class SinkOptions:
     """The sink's options, checked. `producer`: the kafka.* settings, prefix removed; `topic`: the topic
     option (None: each row's topic column); `formats`: the registered columns ("key", "value") encoded
@@ -58,7 +45,6 @@ class SinkOptions:
     transactional_id_prefix: str | None = None
     checkpoint_location: str | None = None
     formats: Mapping[str, RegistryColumn] = field(default_factory=dict)
-    failures: FailureHooks = NO_FAILURES
 
     def transactional_ids(self, streaming: bool) -> str:
         """The transactional ids' prefix: the user's, or for a stream one derived from what identifies the query
@@ -84,7 +70,7 @@ def producer_config(options: Mapping[str, str]) -> dict[str, str]:
         raise ConfigError("option kafka.bootstrap.servers is required, e.g. "
                           ".option(\"kafka.bootstrap.servers\", \"host:9092\")")
     if parse_producer_config(cfg)["opentelemetry.enable"]:  # fail on the driver, not in every task
-        import kafkajet.otel  # noqa: F401  (a ConfigError naming the extra when it is missing)
+        import kafkajet.spark.trace_context  # noqa: F401  (a ConfigError naming the extra when it is missing)
     return cfg
 
 

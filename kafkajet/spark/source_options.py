@@ -14,9 +14,10 @@ from typing import Any
 
 from kafkajet.config import SECURITY_KEYS, security_config
 from kafkajet.errors import ConfigError
+from kafkajet.spark.formats.registry_column import RegistryColumn
 from kafkajet.spark.group_commit import group_for
 from kafkajet.spark.option_names import OptionNames
-from kafkajet.spark.registered_columns import SOURCE_FORMAT_OPTIONS, RegistryColumn, source_columns
+from kafkajet.spark.registered_columns import SOURCE_FORMAT_OPTIONS, source_columns
 
 EARLIEST, LATEST = -2, -1  # Spark's JSON offsets: -2 earliest, -1 latest
 
@@ -121,10 +122,9 @@ def source_schema(include_headers: bool, formats: Mapping[str, RegistryColumn]) 
     from pyspark.sql.types import StructField, StructType
 
     from kafkajet.spark.arrow_records import arrow_schema
-    from kafkajet.spark.registered_columns import arrow_type_of
 
     # A decoded column is nullable whatever its schema: a tombstone, or PERMISSIVE's null.
-    fields = [StructField(f.name, from_arrow_type(arrow_type_of(formats[f.name]) if f.name in formats else f.type),
+    fields = [StructField(f.name, from_arrow_type(formats[f.name].arrow_type() if f.name in formats else f.type),
                           nullable=True)
               for f in arrow_schema(include_headers)]
     return StructType(fields)

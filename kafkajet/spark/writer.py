@@ -7,11 +7,14 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from kafkajet.spark.sink_options import SinkOptions
+
+if TYPE_CHECKING:
+    from kafkajet.spark.formats.registry_column import RegistryColumn
 
 log = logging.getLogger("kafkajet.spark")
 
@@ -31,12 +34,8 @@ def _producer(cfg: dict[str, str]) -> Any:
         return p
 
 
-# The sink's registered columns (registered_columns.RegistryColumn by "key" / "value"), encoded before the
-# producer sees them.
-Formats = Mapping[str, Any] | None
-
-
-def _encoded(batches: Iterator[Any], formats: Formats) -> Iterator[Any]:
+def _encoded(batches: Iterator[Any], formats: Mapping[str, RegistryColumn]) -> Iterator[Any]:
+    """The batches with the sink's registered columns ("key" / "value") encoded, before the producer sees them."""
     if not formats:
         return batches
     from kafkajet.spark.registered_batches import encode_batch
@@ -49,70 +48,58 @@ class KafkaCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _inject_failure(fail_after: int | None, marker: str | None, sent: int, producer: Any) -> None:
-    """Test hook (FailureHooks.after_rows / .marker, see test_hooks.py): fail a task mid-write, once per marker,
-    after flushing what it sent, so the failed attempt's rows are on the broker (the hard case)."""
-    if fail_after is None or sent < fail_after:
-        return
-    if marker is not None and not _first_time(marker):
-        return
-    producer.flush()
-    raise RuntimeError(f"injected failure after {sent} rows (kafkajet.test.fail.after.rows)")
+class WriteHook(Protocol):
+    """What a data source may add to the sink's writes: the "kafkajet" format adds nothing; the exactly-once
+    tests' data source (kafkajet.testing.spark_failures) injects failures with it."""
+
+    def sent(self, rows: int, producer: Any) -> None:
+        """In a task, after each batch handed to the producer; `rows`: the task's rows sent so far."""
+        ...
+
+    def committed(self, batch_id: int) -> None:
+        """On the driver, after a micro-batch's Kafka commit, before Spark records the micro-batch."""
+        ...
 
 
-def _first_time(marker: str) -> bool:
-    """True once per marker file, across processes: only the first attempt of a test hook fails."""
-    import os
-
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
-    except FileExistsError:
-        return False
-    return True
-
-
-def write_batches(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any],
-                  fail_after: int | None = None, fail_marker: str | None = None, formats: Formats = None) -> int:
+def write_batches(opts: SinkOptions, batches: Iterator[Any], hook: WriteHook | None = None) -> int:
     """Send every row; flush; raise if any record failed (the task fails and Spark retries it)."""
-    producer = _producer(cfg)
-    sent, pending, _ = _send_all(producer, topic_option, _encoded(batches, formats), fail_after, fail_marker)
+    producer = _producer(opts.producer)
+    sent, pending = _send_all(producer, opts, batches, hook)
     producer.flush()
     _raise_failures(pending)
     return sent
 
 
 def _trace_context(producer: Any) -> contextlib.AbstractContextManager[None]:
-    """With kafka.opentelemetry.enable: the trace context the driver left for the task (otel.spark_trace_context),
+    """With kafka.opentelemetry.enable: the trace context the driver left for the task (trace_context.spark_trace_context),
     so the task's send spans and the records' trace headers continue the driver's trace."""
     if not producer.config["opentelemetry.enable"]:
         return contextlib.nullcontext()
-    from kafkajet.otel import task_trace_context
+    from kafkajet.spark.trace_context import task_trace_context
 
     return task_trace_context()
 
 
-def _send_all(producer: Any, topic_option: str | None, batches: Iterator[Any], fail_after: int | None,
-              fail_marker: str | None) -> tuple[int, list[Any], str | None]:
-    """(rows sent, their futures, the first topic written)."""
+def _send_all(producer: Any, opts: SinkOptions, batches: Iterator[Any],
+              hook: WriteHook | None) -> tuple[int, list[Any]]:
+    """(rows sent, their futures)."""
     with _trace_context(producer):
-        return _send_each(producer, topic_option, batches, fail_after, fail_marker)
+        return _send_each(producer, opts.topic, _encoded(batches, opts.formats), hook)
 
 
-def _send_each(producer: Any, topic_option: str | None, batches: Iterator[Any], fail_after: int | None,
-               fail_marker: str | None) -> tuple[int, list[Any], str | None]:
+def _send_each(producer: Any, topic_option: str | None, batches: Iterator[Any],
+               hook: WriteHook | None) -> tuple[int, list[Any]]:
     pending = []
     sent = 0
-    first_topic = topic_option
     for rb in batches:
         n = rb.num_rows
         if n == 0:
             continue
-        if first_topic is None:
-            first_topic = rb.column(rb.schema.get_field_index("topic"))[0].as_py()
         pending.append(producer.send_arrow(topic_option, rb))
         sent += n
-        _inject_failure(fail_after, fail_marker, sent, producer)
-    return sent, pending, first_topic
+        if hook is not None:
+            hook.sent(sent, producer)
+    return sent, pending
 
 
 def _raise_failures(pending: list[Any]) -> None:
@@ -142,13 +129,12 @@ def refuse_unreachable_servers(cfg: Mapping[str, Any]) -> None:
 
 
 class KafkaArrowWriter(DataSourceArrowWriter):
-    def __init__(self, opts: SinkOptions) -> None:
+    def __init__(self, opts: SinkOptions, hook: WriteHook | None = None) -> None:
         self.opts = opts
+        self.hook = hook
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        o = self.opts
-        return KafkaCommitMessage(write_batches(o.producer, o.topic, iterator, o.failures.after_rows,
-                                                o.failures.marker, o.formats))
+        return KafkaCommitMessage(write_batches(self.opts, iterator, self.hook))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -160,12 +146,12 @@ class KafkaArrowWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamArrowWriter(DataSourceStreamArrowWriter):
-    def __init__(self, opts: SinkOptions) -> None:
+    def __init__(self, opts: SinkOptions, hook: WriteHook | None = None) -> None:
         self.opts = opts
+        self.hook = hook
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return KafkaCommitMessage(write_batches(self.opts.producer, self.opts.topic, iterator,
-                                                formats=self.opts.formats))
+        return KafkaCommitMessage(write_batches(self.opts, iterator, self.hook))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -211,9 +197,8 @@ def admin_config(cfg: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in cfg.items() if k in names}
 
 
-def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Iterator[Any], prefix: str,
-                   fail_after: int | None = None, fail_marker: str | None = None,
-                   formats: Formats = None) -> PreparedCommitMessage:
+def write_prepared(opts: SinkOptions, batches: Iterator[Any], prefix: str,
+                   hook: WriteHook | None = None) -> PreparedCommitMessage:
     """One task of an exactly-once write: every row inside a transaction that is prepared, not committed.
 
     The transactional id is the write's prefix and the Spark partition: a retried or speculative attempt of
@@ -225,6 +210,7 @@ def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Itera
     from kafkajet.admin import Admin
     from kafkajet.producer.producer import Producer
 
+    cfg, topic_option = opts.producer, opts.topic
     task = _task_id()
     batch_id = _batch_id()
     group = txn_id = f"{prefix}-{task}"  # the group recording its micro-batches is named after the task's id
@@ -239,8 +225,7 @@ def write_prepared(cfg: dict[str, str], topic_option: str | None, batches: Itera
                             "not writing it again", batch_id, task)
                 return PreparedCommitMessage(0, None)
         producer.begin_transaction()
-        sent, pending, topic = _send_all(producer, topic_option, _encoded(batches, formats), fail_after,
-                                         fail_marker)
+        sent, pending = _send_all(producer, opts, batches, hook)
         if sent == 0:
             producer.abort_transaction()
             return PreparedCommitMessage(0, None)
@@ -275,15 +260,14 @@ def complete_all(cfg: dict[str, str], messages: list[WriterCommitMessage | None]
 
 
 class KafkaExactlyOnceWriter(DataSourceArrowWriter):
-    def __init__(self, opts: SinkOptions, prefix: str) -> None:
+    def __init__(self, opts: SinkOptions, prefix: str, hook: WriteHook | None = None) -> None:
         self.opts = opts
         self.cfg = opts.producer
         self.prefix = prefix
+        self.hook = hook
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        o = self.opts
-        return write_prepared(o.producer, o.topic, iterator, self.prefix, o.failures.after_rows, o.failures.marker,
-                              o.formats)
+        return write_prepared(self.opts, iterator, self.prefix, self.hook)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = complete_all(self.cfg, messages, True, self.prefix)
@@ -295,22 +279,20 @@ class KafkaExactlyOnceWriter(DataSourceArrowWriter):
 
 
 class KafkaExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, opts: SinkOptions, prefix: str) -> None:
+    def __init__(self, opts: SinkOptions, prefix: str, hook: WriteHook | None = None) -> None:
         self.opts = opts
         self.cfg = opts.producer
         self.prefix = prefix
-        # Test hook (FailureHooks.after_commit_marker): once, fail after the Kafka commit, before Spark records
-        # the micro-batch, as a driver dying there would.
-        self.fail_after_commit_marker = opts.failures.after_commit_marker
+        self.hook = hook
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_prepared(self.opts.producer, self.opts.topic, iterator, self.prefix, formats=self.opts.formats)
+        return write_prepared(self.opts, iterator, self.prefix, self.hook)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = complete_all(self.cfg, messages, True, self.prefix)
         log.info("kafkajet stream sink: micro-batch %d committed %d records exactly once", batchId, total)
-        if self.fail_after_commit_marker is not None and _first_time(self.fail_after_commit_marker):
-            raise RuntimeError(f"injected failure after the Kafka commit of micro-batch {batchId}")
+        if self.hook is not None:
+            self.hook.committed(batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         complete_all(self.cfg, messages, False, self.prefix)

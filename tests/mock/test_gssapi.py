@@ -266,7 +266,7 @@ def test_spark_options_and_cli_properties_carry_kerberos_through(kdc: LocalKdc, 
                                                                  tmp_path: Any) -> None:
     from kafkajet.cli.main import main
     from kafkajet.fetch import FetchClient
-    from kafkajet.spark.options import producer_config
+    from kafkajet.spark.sink_options import producer_config
     from kafkajet.spark.source_options import parse_source_options
 
     keytab = kdc.add_principal("ivan")

@@ -235,7 +235,7 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
 def test_spark_options_and_cli_properties_carry_oidc_through(idp: OidcProvider, tmp_path: Any) -> None:
     from kafkajet.cli.main import main
     from kafkajet.fetch import FetchClient
-    from kafkajet.spark.options import producer_config
+    from kafkajet.spark.sink_options import producer_config
     from kafkajet.spark.source_options import parse_source_options
 
     with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"],

@@ -14,9 +14,9 @@ import pytest
 
 from kafkajet.schema_registry import AvroSerializer, MessageField, SchemaRegistryClient, SerializationContext
 from kafkajet.schema_registry.wire import frame
-from kafkajet.spark.avro_columns import ColumnDecoder
-from kafkajet.spark.avro_flat import decode_flat, flat_plan
-from kafkajet.spark.registered_columns import RegistryColumn
+from kafkajet.spark.formats.avro_columns import ColumnDecoder
+from kafkajet.spark.formats.avro_flat import decode_flat, flat_plan
+from kafkajet.spark.formats.registry_column import RegistryColumn
 from kafkajet.testing import SchemaRegistry
 
 FLAT = {"type": "record", "name": "Flat", "fields": [
@@ -108,7 +108,7 @@ ENCODABLE = {**FLAT, "fields": [f for f in FLAT["fields"] if f["name"] != "e"]} 
 
 
 def test_by_column_encoding_writes_fastavros_bytes() -> None:
-    from kafkajet.spark.avro_columns import ColumnEncoder
+    from kafkajet.spark.formats.avro_columns import ColumnEncoder
 
     column = RegistryColumn("value", (("url", "http://unused"),), json.dumps(ENCODABLE), 70000, "flat-value")
     encoder = ColumnEncoder(column)
@@ -119,7 +119,7 @@ def test_by_column_encoding_writes_fastavros_bytes() -> None:
     struct = pa.StructArray.from_arrays([arrow.column(n).combine_chunks() for n in names], names=names)
     plan = flat_plan(ENCODABLE)
     assert plan is not None
-    from kafkajet.spark.avro_flat_encode import encode_flat
+    from kafkajet.spark.formats.avro_flat_encode import encode_flat
 
     by_column = encode_flat(struct, plan, names, 70000)
     assert by_column is not None

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import types as T
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.avro_types import avro_schema_of, spark_type
+from kafkajet.spark.formats.avro_types import avro_schema_of, spark_type
 
 
 def test_avro_records_map_to_spark_types_with_logical_types_and_nullable_unions() -> None:

@@ -28,7 +28,7 @@ bootstrap, topic, marker = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
 kafkajet.spark.register(spark, check_workers=False)
-from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+from kafkajet.testing.spark_failures import KafkaDataSourceWithTestHooks
 spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 (spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
  .write.format("kafkajet-test-hooks").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
@@ -62,7 +62,7 @@ def test_a_failed_task_attempt_never_becomes_visible(tmp_path: Path) -> None:
 
 
 def test_a_failed_job_leaves_nothing_visible_and_nothing_open(spark: Any) -> None:
-    from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+    from kafkajet.testing.spark_failures import KafkaDataSourceWithTestHooks
 
     spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
     with MockCluster(brokers=1) as cluster:
@@ -106,7 +106,7 @@ import kafkajet.spark
 bootstrap, source, sink, checkpoint, crash = sys.argv[1:6]  # crash: a marker file for the failure hook
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 kafkajet.spark.register(spark, check_workers=False)
-from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+from kafkajet.testing.spark_failures import KafkaDataSourceWithTestHooks
 spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 q = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
      .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "1000").load()
@@ -196,6 +196,7 @@ def test_a_speculative_attempt_fences_the_first_so_only_one_attempt_can_ever_com
 
     from kafkajet.errors import KafkaError
     from kafkajet.spark import writer
+    from kafkajet.spark.sink_options import SinkOptions
 
     monkeypatch.setattr(writer, "_task_id", lambda: 0)
     monkeypatch.setattr(writer, "_batch_id", lambda: None)
@@ -206,7 +207,7 @@ def test_a_speculative_attempt_fences_the_first_so_only_one_attempt_can_ever_com
         def attempt(tag: str) -> Any:
             rows = pa.record_batch([pa.array([f"{tag}-{i}".encode() for i in range(500)], pa.binary())],
                                    names=["value"])
-            return writer.write_prepared(cfg, "spec", iter([rows]), "spec-job")
+            return writer.write_prepared(SinkOptions(cfg, "spec", exactly_once=True), iter([rows]), "spec-job")
 
         first = attempt("first")
         second = attempt("second")  # same transactional id: fences the first attempt

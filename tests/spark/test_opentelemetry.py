@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 
-from kafkajet.otel import spark_trace_context
+from kafkajet.spark.trace_context import spark_trace_context
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.otel import sdk
 from tests.helpers.readback import read_topic

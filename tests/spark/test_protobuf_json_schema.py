@@ -439,7 +439,7 @@ def test_a_dataframe_gaining_a_nullable_column_derives_a_backward_compatible_jso
 
     from kafkajet.schema_registry.compatibility import check
     from kafkajet.schema_registry.json_compatibility import incompatibilities
-    from kafkajet.spark.json_schema_types import json_schema_of
+    from kafkajet.spark.formats.json_schema_types import json_schema_of
 
     v1 = T.StructType([T.StructField("id", T.LongType(), False), T.StructField("name", T.StringType())])
     v2 = T.StructType([*v1.fields, T.StructField("email", T.StringType())])

@@ -12,10 +12,10 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.json_schema_types import Mismatch, arrow_type, converter
-from kafkajet.spark.protobuf_types import arrow_type as proto_arrow_type
-from kafkajet.spark.protobuf_types import build_class, planned_message
-from kafkajet.spark.protobuf_types import converter as proto_converter
+from kafkajet.spark.formats.json_schema_types import Mismatch, arrow_type, converter
+from kafkajet.spark.formats.protobuf_types import arrow_type as proto_arrow_type
+from kafkajet.spark.formats.protobuf_types import build_class, planned_message
+from kafkajet.spark.formats.protobuf_types import converter as proto_converter
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -96,7 +96,7 @@ def test_the_planned_protobuf_message_is_the_first_unless_named() -> None:
 def test_field_shape_without_is_repeated_and_has_presence_as_older_protobufs_give_it() -> None:
     from types import SimpleNamespace
 
-    from kafkajet.spark.protobuf_types import _presence, _repeated
+    from kafkajet.spark.formats.protobuf_types import _presence, _repeated
 
     def old(label: int, message: bool = False, oneof: bool = False, syntax: str = "proto3") -> object:
         return SimpleNamespace(label=label, message_type=object() if message else None,

@@ -211,7 +211,7 @@ def test_the_sink_names_a_refusing_address_at_once_and_once(spark: Any, streamin
 
 
 def test_config_error_is_a_kafkajet_error() -> None:
-    from kafkajet.spark.options import producer_config
+    from kafkajet.spark.sink_options import producer_config
 
     with pytest.raises(ConfigError):
         producer_config({"kafka.bootstrap.servers": "h:1", "kafka.key.serializer": "x"})
@@ -226,7 +226,7 @@ bootstrap, topic, marker = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000").getOrCreate())
 kafkajet.spark.register(spark, check_workers=False)
-from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks
+from kafkajet.testing.spark_failures import KafkaDataSourceWithTestHooks
 spark.dataSource.register(KafkaDataSourceWithTestHooks)  # takes the kafkajet.test.fail.* options
 (spark.range(20000, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
  .write.format("kafkajet-test-hooks").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)

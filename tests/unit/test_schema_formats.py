@@ -1,5 +1,6 @@
-"""The one table of schema formats (kafkajet.schema_registry.formats): each format found by either of its names,
-its Spark pieces beside it, and no module but the formats' own comparing a format's name."""
+"""The one table of schema formats (kafkajet.schema_registry.formats), found by the registry's names; the table of
+their Spark pieces (kafkajet.spark.formats), by Spark's; the registry knowing no Spark; and no module but the
+tables comparing a format's name."""
 
 from __future__ import annotations
 
@@ -15,16 +16,16 @@ from kafkajet.testing.schema_registry.store import SCHEMA_TYPES, RegistryError, 
 from tests.helpers.requires import require
 
 PACKAGE = Path(kafkajet.__file__).parent
-NAMES = {(f.registry_name, f.spark_name) for f in formats.FORMATS}
+# Spark's names of the formats (the keyFormat / valueFormat values), written out: kafkajet.spark needs PySpark.
+SPARK_NAMES = {"avro": "AVRO", "json-schema": "JSON", "protobuf": "PROTOBUF"}
+NAMES = {*formats.REGISTRY_NAMES, *SPARK_NAMES}
 
 
-def test_each_format_is_found_by_both_names_and_the_table_holds_the_three() -> None:
-    assert NAMES == {("AVRO", "avro"), ("JSON", "json-schema"), ("PROTOBUF", "protobuf")}
+def test_each_format_is_found_by_its_registry_name_and_the_table_holds_the_three() -> None:
+    assert formats.REGISTRY_NAMES == ("AVRO", "JSON", "PROTOBUF")
     for fmt in formats.FORMATS:
         assert formats.by_registry_name(fmt.registry_name) is fmt
-        assert formats.by_spark_name(fmt.spark_name) is fmt
-    assert formats.by_registry_name("avro") is None and formats.by_spark_name("AVRO") is None
-    assert formats.by_spark_name("binary") is None
+    assert formats.by_registry_name("avro") is None and formats.by_registry_name("json-schema") is None
     assert SCHEMA_TYPES == ("AVRO", "JSON", "PROTOBUF")  # the registry's /schemas/types, in this order
 
 
@@ -67,22 +68,26 @@ def test_avro_references_resolve_through_the_named_types_of_the_referenced_texts
     assert formats.AVRO.resolves_references and not formats.JSON.resolves_references
 
 
-def test_every_format_has_its_spark_pieces_beside_it() -> None:
+def test_every_format_has_its_spark_pieces_keyed_by_sparks_name() -> None:
     require("pyspark")
+    from kafkajet.spark.formats import NAMES as SPARK_TABLE_NAMES
     from kafkajet.spark.formats import spark_format
 
+    assert set(SPARK_TABLE_NAMES) == set(SPARK_NAMES)
     given = set()
-    for fmt in formats.FORMATS:
-        pieces = spark_format(fmt.spark_name)
-        assert pieces.schema_format is fmt
+    for name, registry_name in SPARK_NAMES.items():
+        pieces = spark_format(name)
+        assert pieces.name == name and pieces.schema_format is formats.by_registry_name(registry_name)
         given.update(pieces.given_options)
+    with pytest.raises(KeyError):
+        spark_format("binary")
     assert given == {"avroSchema", "keyAvroSchema", "jsonSchema", "keyJsonSchema", "protobufSchema",
                      "keyProtobufSchema"}
 
 
 def _format_name_comparisons(source: str) -> list[str]:
     """Each comparison of a value with a format's name, or membership in a literal collection of them."""
-    names = {n for pair in NAMES for n in pair}
+    names = NAMES
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Compare):
@@ -95,8 +100,19 @@ def _format_name_comparisons(source: str) -> list[str]:
     return found
 
 
+def test_the_registry_layer_names_no_spark() -> None:
+    # Not even as strings: a module path or a Spark name in the registry layer is a dependency in waiting.
+    offenders = {}
+    for path in sorted((PACKAGE / "schema_registry").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        found = [n for n in ("spark", '"json-schema"') if n in text.lower()]
+        if found:
+            offenders[str(path.relative_to(PACKAGE))] = found
+    assert offenders == {}
+
+
 def test_no_module_compares_a_format_name_but_the_table() -> None:
-    # The registry server's store, the serdes and the Spark side look formats up in the table.
+    # The registry server's store and the serdes look formats up in the registry's table, the Spark side in its own.
     table = PACKAGE / "schema_registry" / "formats"
     users = [PACKAGE / "schema_registry", PACKAGE / "testing" / "schema_registry", PACKAGE / "spark"]
     offenders = {}

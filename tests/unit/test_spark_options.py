@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kafkajet.errors import ConfigError
-from kafkajet.spark.options import producer_config
+from kafkajet.spark.sink_options import producer_config
 
 SERVERS = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -51,7 +51,7 @@ def test_the_sinks_own_options_and_those_spark_adds_pass() -> None:
 def test_tracing_without_the_extra_fails_at_planning_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sink(**{"kafka.opentelemetry.enable": "true"})["opentelemetry.enable"] == "true"
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if opentelemetry-api were not installed
-    monkeypatch.delitem(sys.modules, "kafkajet.otel", raising=False)
+    monkeypatch.delitem(sys.modules, "kafkajet.spark.trace_context", raising=False)
     with pytest.raises(ConfigError, match=r"pip install 'kafkajet\[otel\]'"):
         sink(**{"kafka.opentelemetry.enable": "true"})
     sink(**{"kafka.opentelemetry.enable": "false"})

@@ -1,5 +1,5 @@
-"""The sink's options parsed once into a frozen SinkOptions, the test hooks refused by the "kafkajet" format and
-taken only by the test-only "kafkajet-test-hooks" one, and the data source that every Spark application with
+"""The sink's options parsed once into a frozen SinkOptions, the failure options refused by the "kafkajet" format
+and taken only by the exactly-once tests' "kafkajet-test-hooks" one (kafkajet.testing.spark_failures), and the data source that every Spark application with
 kafkajet installed imports (pyspark_kafkajet) importing nothing heavy. No Spark session, no broker."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 
 from kafkajet.errors import ConfigError  # noqa: E402
 from kafkajet.spark.data_source import KafkaDataSource  # noqa: E402
-from kafkajet.spark.sink_options import NO_FAILURES, FailureHooks, parse_sink_options  # noqa: E402
-from kafkajet.spark.test_hooks import KafkaDataSourceWithTestHooks  # noqa: E402
+from kafkajet.spark.sink_options import parse_sink_options  # noqa: E402
+from kafkajet.testing.spark_failures import InjectedFailures, KafkaDataSourceWithTestHooks  # noqa: E402
 
 SERVERS = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 VALUE = StructType([StructField("value", BinaryType())])
@@ -36,8 +36,8 @@ def lower(**options: str) -> dict[str, str]:
 def test_the_sinks_options_parsed_once_into_a_frozen_value() -> None:
     opts = parse_sink_options(lower(topic="t", exactlyOnce="true", transactionalIdPrefix="p",
                                     **{"kafka.linger.ms": "5"}), VALUE)
-    assert (opts.producer, opts.topic, opts.exactly_once, opts.formats, opts.failures) == (
-        {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5"}, "t", True, {}, NO_FAILURES)
+    assert (opts.producer, opts.topic, opts.exactly_once, opts.formats) == (
+        {"bootstrap.servers": "127.0.0.1:9092", "linger.ms": "5"}, "t", True, {})
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.topic = "u"  # type: ignore[misc]
     assert opts.transactional_ids(streaming=True) == "p"
@@ -77,11 +77,31 @@ def test_the_kafkajet_format_refuses_the_test_hooks_as_unknown_options() -> None
         _source(KafkaDataSource, lower(topic="t", **HOOKS)).sink_options(VALUE)
 
 
-def test_the_test_only_format_takes_them() -> None:
+def test_the_test_only_format_takes_them_as_its_one_write_hook() -> None:
     source = _source(KafkaDataSourceWithTestHooks, lower(topic="t", **HOOKS))
     assert KafkaDataSourceWithTestHooks.name() == "kafkajet-test-hooks" and KafkaDataSource.name() == "kafkajet"
-    assert source.sink_options(VALUE).failures == FailureHooks(5, "/tmp/m", "/tmp/c")
+    assert source.write_hook() == InjectedFailures(5, "/tmp/m", "/tmp/c")
     assert source.sink_options(VALUE).producer == {"bootstrap.servers": "127.0.0.1:9092"}
+    assert _source(KafkaDataSource, lower(topic="t")).write_hook() is None
+
+
+def test_the_failure_hook_fails_a_task_once_per_marker_after_flushing(tmp_path: Path) -> None:
+    flushed = []
+
+    class Producer:
+        def flush(self) -> None:
+            flushed.append(True)
+
+    hook = InjectedFailures(5, str(tmp_path / "m"), str(tmp_path / "c"))
+    hook.sent(4, Producer())
+    assert flushed == []
+    with pytest.raises(RuntimeError, match="injected failure after 5 rows"):
+        hook.sent(5, Producer())
+    assert flushed == [True]
+    hook.sent(6, Producer())  # the retried attempt: the marker is there
+    with pytest.raises(RuntimeError, match="after the Kafka commit of micro-batch 3"):
+        hook.committed(3)
+    hook.committed(4)
 
 
 def test_every_spark_application_imports_the_format_without_anything_heavy() -> None:
@@ -117,5 +137,5 @@ def _imported_modules(path: Path) -> set[str]:
 def test_the_avro_and_the_record_by_record_columns_do_not_import_each_other() -> None:
     spark = Path(KafkaDataSource.__module__.replace(".", "/")).parent
     root = Path(__file__).resolve().parents[2]
-    assert "kafkajet.spark.message_columns" not in _imported_modules(root / spark / "avro_columns.py")
-    assert "kafkajet.spark.avro_columns" not in _imported_modules(root / spark / "message_columns.py")
+    assert "kafkajet.spark.formats.message_columns" not in _imported_modules(root / spark / "formats" / "avro_columns.py")
+    assert "kafkajet.spark.formats.avro_columns" not in _imported_modules(root / spark / "formats" / "message_columns.py")

@@ -1,6 +1,6 @@
-"""The one table of schema formats, keyed by both of their names: the registry's schemaType (AVRO, JSON,
-PROTOBUF) and the Spark options' (avro, json-schema, protobuf). The registry server's store, the serdes and
-kafkajet.spark look a format up here; no other module compares format names."""
+"""The one table of schema formats, keyed by the registry's schemaType (AVRO, JSON, PROTOBUF). The registry
+server's store and the serdes look a format up here, and so do the layers built on the registry (each with its
+own names for the formats, mapped to these objects); no other module compares the registry's format names."""
 
 from __future__ import annotations
 
@@ -14,22 +14,15 @@ FORMATS: tuple[SchemaFormat, ...] = (AVRO, JSON, PROTOBUF)
 DEFAULT = AVRO
 DEFAULT_TYPE = DEFAULT.registry_name
 REGISTRY_NAMES = tuple(f.registry_name for f in FORMATS)
-SPARK_NAMES = tuple(f.spark_name for f in FORMATS)
 _BY_REGISTRY_NAME = {f.registry_name: f for f in FORMATS}
-_BY_SPARK_NAME = {f.spark_name: f for f in FORMATS}
 
-__all__ = ["AVRO", "DEFAULT", "DEFAULT_TYPE", "FORMATS", "JSON", "PROTOBUF", "REGISTRY_NAMES", "SPARK_NAMES",
-           "InvalidSchemaError", "SchemaFormat", "by_registry_name", "by_spark_name", "schema_type_entry"]
+__all__ = ["AVRO", "DEFAULT", "DEFAULT_TYPE", "FORMATS", "JSON", "PROTOBUF", "REGISTRY_NAMES",
+           "InvalidSchemaError", "SchemaFormat", "by_registry_name", "schema_type_entry"]
 
 
 def by_registry_name(schema_type: str) -> SchemaFormat | None:
     """The format of a registry schemaType (upper case, as Schema and the store keep it); None if unknown."""
     return _BY_REGISTRY_NAME.get(schema_type)
-
-
-def by_spark_name(name: str) -> SchemaFormat | None:
-    """The format of a Spark keyFormat / valueFormat value (lower case); None if unknown."""
-    return _BY_SPARK_NAME.get(name)
 
 
 def schema_type_entry(schema_type: str) -> dict[str, str]:

@@ -12,8 +12,6 @@ from kafkajet.schema_registry.formats.json_text import compact_json
 
 class AvroFormat:
     registry_name = "AVRO"
-    spark_name = "avro"
-    spark_module = "kafkajet.spark.formats.avro"
     resolves_references = True
 
     def parse(self, schema_str: str, referenced: Sequence[str] = ()) -> Any:
@@ -26,7 +24,7 @@ class AvroFormat:
         return avro_compatibility.incompatibilities(reader, writer)
 
     def __repr__(self) -> str:
-        return "<schema format AVRO (avro)>"
+        return "<schema format AVRO>"
 
 
 AVRO = AvroFormat()

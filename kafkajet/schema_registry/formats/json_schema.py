@@ -14,8 +14,6 @@ from kafkajet.schema_registry.schema_format import InvalidSchemaError
 
 class JsonSchemaFormat:
     registry_name = "JSON"
-    spark_name = "json-schema"
-    spark_module = "kafkajet.spark.formats.json_schema"
     resolves_references = False
 
     def parse(self, schema_str: str, referenced: Sequence[str] = ()) -> Any:
@@ -31,7 +29,7 @@ class JsonSchemaFormat:
         return json_compatibility.incompatibilities(reader, writer)
 
     def __repr__(self) -> str:
-        return "<schema format JSON (json-schema)>"
+        return "<schema format JSON>"
 
 
 JSON = JsonSchemaFormat()

@@ -12,8 +12,6 @@ from kafkajet.schema_registry import protobuf_compatibility
 
 class ProtobufFormat:
     registry_name = "PROTOBUF"
-    spark_name = "protobuf"
-    spark_module = "kafkajet.spark.formats.protobuf"
     resolves_references = False
 
     def parse(self, schema_str: str, referenced: Sequence[str] = ()) -> Any:
@@ -26,7 +24,7 @@ class ProtobufFormat:
         return protobuf_compatibility.incompatibilities(reader, writer)
 
     def __repr__(self) -> str:
-        return "<schema format PROTOBUF (protobuf)>"
+        return "<schema format PROTOBUF>"
 
 
 PROTOBUF = ProtobufFormat()

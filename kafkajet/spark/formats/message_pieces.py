@@ -3,16 +3,19 @@ columns' decoder and encoder (message_columns.py), unlike Avro's columnar ones."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkajet.spark.formats.registry_column import RegistryColumn
 
 
 class MessageColumnsFormat:
-    def decoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordDecoder
+    def decoder(self, column: RegistryColumn) -> Any:
+        from kafkajet.spark.formats.message_columns import RecordDecoder
 
         return RecordDecoder(column)
 
-    def encoder(self, column: Any) -> Any:
-        from kafkajet.spark.message_columns import RecordEncoder
+    def encoder(self, column: RegistryColumn) -> Any:
+        from kafkajet.spark.formats.message_columns import RecordEncoder
 
         return RecordEncoder(column)

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafkajet.spark.avro_flat import FlatField
+from kafkajet.spark.formats.avro_flat import FlatField
 
 _EPOCH_DAYS = np.datetime64("1970-01-01", "D")
 

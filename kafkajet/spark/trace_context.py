@@ -1,5 +1,5 @@
-"""OpenTelemetry beyond one producer (the `kafkajet[otel]` extra): the Spark sink's trace context, carried from
-the driver to the tasks as Spark local properties. The producer's own instrumentation (spans, trace context in
+"""The Spark sink's OpenTelemetry trace context (the `kafkajet[otel]` extra), carried from the driver to the tasks
+as Spark local properties. The producer's own instrumentation (spans, trace context in
 the record headers, metrics) is kafkajet.producer.telemetry, which knows nothing of Spark.
 """
 

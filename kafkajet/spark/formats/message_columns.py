@@ -20,8 +20,8 @@ import pyarrow as pa
 from kafkajet.errors import SerializationError
 from kafkajet.serialization import MessageField, SerializationContext
 from kafkajet.spark.formats import spark_format
-from kafkajet.spark.registered_columns import RegistryColumn, arrow_type_of
-from kafkajet.spark.registry_clients import registry_client
+from kafkajet.spark.formats.registry_clients import registry_client
+from kafkajet.spark.formats.registry_column import RegistryColumn
 
 
 class RecordFormat(Protocol):
@@ -51,7 +51,7 @@ class RecordDecoder:
 
     def __init__(self, column: RegistryColumn) -> None:
         self.column = column
-        self.type = arrow_type_of(column)
+        self.type = column.arrow_type()
         client = registry_client(column.registry)
         self._deserialize: Any
         self._convert: Callable[[Any], Any]

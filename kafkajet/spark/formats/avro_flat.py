@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafkajet.errors import CorruptRecordError
-from kafkajet.spark.arrow_records import _binary, _varints
+from kafkajet.spark.formats.buffer_columns import binary_column, zigzag_varints
 
 _PAD = 16  # the widest read past a field's start that a check only rejects afterwards (a double: 8 bytes)
 _SCALARS = {"boolean", "int", "long", "float", "double", "string", "bytes"}
@@ -91,7 +91,7 @@ def decode_flat(values: pa.Array, plan: list[FlatField], schema_id: int, struct:
         for field, arrow_field in zip(plan, struct, strict=True):
             present = None
             if field.null_branch is not None:
-                branch, width = _varints(buf, pos)
+                branch, width = zigzag_varints(buf, pos)
                 if np.any((branch != 0) & (branch != 1)):
                     return None
                 pos = pos + width
@@ -122,14 +122,14 @@ def _column(buf: Any, pos: Any, ends: Any, field: FlatField, arrow_type: pa.Data
     mask = None if present is None else ~present
     kind = field.kind
     if kind in ("string", "bytes"):
-        length, width = _varints(buf, pos)
+        length, width = zigzag_varints(buf, pos)
         if present is not None:
             length = np.where(present, length, -1)
             if np.any(present & ((length < 0) | (pos + width + length > ends))):
                 return None, width
         elif np.any((length < 0) | (pos + width + length > ends)):
             return None, width
-        binary = _binary(buf, pos + width, length)
+        binary = binary_column(buf, pos + width, length)
         if kind == "string":
             binary = pa.Array.from_buffers(pa.string(), len(binary), binary.buffers(), null_count=binary.null_count)
             try:
@@ -146,7 +146,7 @@ def _column(buf: Any, pos: Any, ends: Any, field: FlatField, arrow_type: pa.Data
         return pa.array(_fixed(buf, pos, 4, "<f4"), mask=mask), np.full(len(pos), 4, dtype=np.int64)
     if kind == "double":
         return pa.array(_fixed(buf, pos, 8, "<f8"), mask=mask), np.full(len(pos), 8, dtype=np.int64)
-    value, width = _varints(buf, pos)
+    value, width = zigzag_varints(buf, pos)
     if kind == "enum":
         if np.any((value < 0) | (value >= len(field.symbols))):
             return None, width

@@ -21,8 +21,8 @@ import pyarrow as pa
 
 from kafkajet.errors import SerializationError
 from kafkajet.schema_registry.formats import AVRO
-from kafkajet.spark.registered_columns import RegistryColumn
-from kafkajet.spark.registry_clients import registry_client
+from kafkajet.spark.formats.registry_clients import registry_client
+from kafkajet.spark.formats.registry_column import RegistryColumn
 
 
 def _has_uuid(schema: Any) -> bool:
@@ -53,7 +53,7 @@ class ColumnDecoder:
         import fastavro
 
         from kafkajet.schema_registry.avro import AvroDeserializer
-        from kafkajet.spark.avro_types import arrow_type
+        from kafkajet.spark.formats.avro_types import arrow_type
 
         self.column = column
         parsed = json.loads(column.schema_str)
@@ -62,7 +62,7 @@ class ColumnDecoder:
         self._deserializer = AvroDeserializer(registry_client(column.registry), column.schema_str)
         from kafkajet.schema_registry.avro import Schema, parse_avro
         from kafkajet.schema_registry.wire import frame
-        from kafkajet.spark.avro_flat import flat_plan
+        from kafkajet.spark.formats.avro_flat import flat_plan
 
         self._parsed = parse_avro(Schema(column.schema_str, AVRO.registry_name))
         self._read = fastavro.schemaless_reader
@@ -74,7 +74,7 @@ class ColumnDecoder:
     def decode_array(self, values: pa.Array, topic: str, where: Callable[[int], str]) -> pa.Array:
         """decode(), by column where avro_flat can (same result, checked by the tests), else record by record."""
         if self._flat is not None:
-            from kafkajet.spark.avro_flat import decode_flat
+            from kafkajet.spark.formats.avro_flat import decode_flat
 
             assert self.column.schema_id is not None
             out = decode_flat(values, self._flat, self.column.schema_id, self.type)
@@ -143,7 +143,7 @@ class ColumnEncoder:
         self._write = fastavro.schemaless_writer
         import json
 
-        from kafkajet.spark.avro_flat import flat_plan
+        from kafkajet.spark.formats.avro_flat import flat_plan
 
         # Flat records encode by column (avro_flat_encode.py); the rest record by record.
         schema = json.loads(column.schema_str)
@@ -154,7 +154,7 @@ class ColumnEncoder:
                      ) -> pa.Array:
         """encode(), by column where avro_flat_encode can (the same bytes, checked by the tests)."""
         if self._flat is not None:
-            from kafkajet.spark.avro_flat_encode import encode_flat
+            from kafkajet.spark.formats.avro_flat_encode import encode_flat
 
             assert self.column.schema_id is not None
             out = encode_flat(values, self._flat, self._names, self.column.schema_id)
