@@ -59,7 +59,7 @@ TABLE: dict[str, frozenset[str]] = {
     "spark.formats": frozenset({"errors", "serialization", "schema_registry"}),
     "spark": frozenset({"spark.formats", "admin", "cluster", "config", "errors", "fetch", "network", "producer",
                         "records", "schema_registry", "serialization"}),
-    "testing": frozenset({"kafkajet", "admin", "cluster", "config", "errors", "fetch", "protocol", "records",
+    "testing": frozenset({"kafkajet", "admin", "cluster", "config", "errors", "fetch", "network", "protocol", "records",
                           "schema_registry", "security", "spark", "transaction"}),
     "cli": frozenset({"kafkajet", "_build", "admin", "config", "errors", "fetch", "producer", "spark",
                       "testing"}),
