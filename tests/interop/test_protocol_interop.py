@@ -203,6 +203,10 @@ def same(theirs: Any, ours: Any) -> bool:
         return len(theirs) == len(ours) and all(same(a, b) for a, b in zip(theirs, ours, strict=True))
     if theirs is None and ours == -(2**31):
         return True  # kafka-python reads the authorized-operations sentinel (only bit 31 set) as None
+    if theirs is None and ours == bytes(16):
+        return True  # kafka-python reads the zero UUID (Kafka's Uuid.ZERO_UUID, "no id") as None
+    if theirs is None and isinstance(ours, tuple) and ours and all(v == -1 for v in ours):
+        return True  # an absent tagged struct (Produce v10's current_leader): None there, its defaults here
     return bool(theirs == ours)
 
 
