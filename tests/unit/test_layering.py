@@ -41,8 +41,10 @@ TABLE: dict[str, frozenset[str]] = {
     "security": frozenset({"config", "errors", "backoff", "tls_context"}),
     "network": frozenset({"_version", "addresses", "backoff", "clock", "cluster", "errors", "protocol",
                           "security"}),
-    # The registry client speaks HTTP with the standard library: none of the broker's layers.
-    "schema_registry": frozenset({"errors", "backoff", "serialization", "avro_binary", "tls_context"}),
+    # The registry client speaks HTTP with the standard library: none of the broker's layers. Its keys are a
+    # table of config's (which sits on addresses and errors only), so Spark's options take theirs from it.
+    "schema_registry": frozenset({"errors", "backoff", "config", "serialization", "avro_binary",
+                                  "tls_context"}),
     "producer": frozenset({"_build", "_version", "addresses", "backoff", "clock", "cluster", "config", "errors",
                            "last_resort", "network", "protocol", "records", "security", "serialization",
                            "transaction"}),
