@@ -109,7 +109,7 @@ typecheck: $(STAMP)
 # docs/settings.md is generated from the config table: a key added without regenerating the page fails here.
 docs: $(STAMP)
 	@$(PY) -m kafkajet.config | diff -u docs/settings.md - || { echo "make: docs/settings.md differs from" \
-	  "kafkajet/config.py's table: python -m kafkajet.config > docs/settings.md" >&2; exit 1; }
+	  "kafkajet/config's tables: python -m kafkajet.config > docs/settings.md" >&2; exit 1; }
 	$(VENV)/bin/mkdocs build --strict -d site
 
 reliability: $(STAMP)

@@ -16,16 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkajet.backoff import ExponentialBackoff
+from kafkajet.config import SCHEMA_REGISTRY_KEYS
 from kafkajet.errors import ConfigError, KafkaError
 from kafkajet.schema_registry.formats import DEFAULT_TYPE, schema_type_entry
 
-_CONF_KEYS = {
-    "url", "schema.registry.url", "basic.auth.credentials.source", "basic.auth.user.info", "sasl.username",
-    "sasl.password", "bearer.auth.credentials.source", "bearer.auth.token", "bearer.auth.logical.cluster",
-    "bearer.auth.identity.pool.id", "bearer.auth.custom.provider.function", "bearer.auth.custom.provider.config",
-    "timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms", "cache.capacity", "cache.latest.ttl.sec",
-    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
-}
 # 408 and 429 are worth another try (Confluent's client retries them too); any 5xx is the server's trouble.
 _RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -290,10 +284,10 @@ class SchemaRegistryClient:
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        unknown = set(conf) - _CONF_KEYS
+        unknown = set(conf) - SCHEMA_REGISTRY_KEYS
         if unknown:
             raise ConfigError(f"unknown schema registry setting(s): {', '.join(sorted(unknown))}; known: "
-                              f"{', '.join(sorted(_CONF_KEYS))}")
+                              f"{', '.join(sorted(SCHEMA_REGISTRY_KEYS))}")
         self._rest = _Rest(conf)
         self._latest_ttl_s = conf.get("cache.latest.ttl.sec")
         self._lock = threading.Lock()

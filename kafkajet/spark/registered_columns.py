@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkajet.config import SCHEMA_REGISTRY_OPTIONS
 from kafkajet.errors import ConfigError
 from kafkajet.schema_registry.formats import by_registry_name
 from kafkajet.spark.formats import NAMES, SPARK_FORMATS, spark_format
 from kafkajet.spark.formats.registry_column import RegistryColumn
 
-REGISTRY_KEYS = ("schema.registry.url", "basic.auth.credentials.source", "basic.auth.user.info",
-                 "bearer.auth.credentials.source", "bearer.auth.token", "bearer.auth.logical.cluster",
-                 "bearer.auth.identity.pool.id")
+REGISTRY_KEYS = SCHEMA_REGISTRY_OPTIONS
 BINARY = "binary"  # a key or value column as it is, no format
 FORMAT_OPTIONS = ("valueFormat", "keyFormat", *REGISTRY_KEYS, "valueSubject", "keySubject",
                   "valueSchemaVersion", "keySchemaVersion", "valueSchemaId", "keySchemaId",

@@ -4,7 +4,7 @@ that is validated, documented and silently ignored is what this keeps out.
 
 "Read" is found in the source, not at run time: the key's name as a string literal (cfg["linger.ms"],
 cfg.get("sasl.username")), or its snake_case name as an attribute of a config object (cfg.linger_ms), in
-the modules of that client (never config.py, which only defines and validates). A key string in some other
+the modules of that client (never config/, which only defines and validates). A key string in some other
 module (the CLI writing compression.type, the Spark sink rejecting key.serializer) is not a read.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from kafkajet import config
 from kafkajet.config import ClientTable, ConfigKey
 
-PACKAGE = Path(config.__file__).parent
+PACKAGE = Path(config.__file__).parent.parent
 # Each client's own modules, plus security/: every client hands its whole config to connection_security().
 CLIENT_MODULES = {
     "producer": ("producer", "aio.py", "network", "security"),
@@ -27,7 +27,7 @@ CLIENT_MODULES = {
     "fetch": ("fetch.py", "security"),
 }
 _CONFIG_NAMES = {"cfg", "config", "_config", "conf"}
-# Functions of config.py that read a setting for the security layer (which calls them), not to validate it.
+# Functions of config/sasl.py that read a setting for the security layer (which calls them), not to validate it.
 _SECURITY_READERS_IN_CONFIG = ("oauthbearer_method",)
 
 
@@ -47,7 +47,7 @@ def _reads(client: str) -> frozenset[str]:
                     if name in _CONFIG_NAMES:
                         found.add(node.attr.replace("_", "."))
     if "security" in CLIENT_MODULES[client]:
-        for node in ast.parse((PACKAGE / "config.py").read_text()).body:
+        for node in ast.parse((PACKAGE / "config" / "sasl.py").read_text()).body:
             if isinstance(node, ast.FunctionDef) and node.name in _SECURITY_READERS_IN_CONFIG:
                 found |= {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     return frozenset(found)
@@ -62,10 +62,10 @@ def test_every_key_is_read_by_its_client_or_marked_as_not_read(table: ClientTabl
     read = key.name in _reads(table.client)
     if key.not_read:
         assert not read, (f"{table.client} reads {key.name}, but its table says it does not: remove not_read "
-                          f"({key.not_read!r}) from it in kafkajet/config.py")
+                          f"({key.not_read!r}) from it in kafkajet/config/clients.py")
     else:
         assert read, (f"nothing in the {table.client} client reads {key.name}: read it, or mark it not_read in "
-                      "kafkajet/config.py with what happens instead")
+                      "kafkajet/config/clients.py with what happens instead")
 
 
 def test_every_client_hands_its_config_to_the_security_layer() -> None:

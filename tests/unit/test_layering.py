@@ -41,8 +41,10 @@ TABLE: dict[str, frozenset[str]] = {
     "security": frozenset({"config", "errors", "backoff", "tls_context"}),
     "network": frozenset({"_version", "addresses", "backoff", "clock", "cluster", "errors", "protocol",
                           "security"}),
-    # The registry client speaks HTTP with the standard library: none of the broker's layers.
-    "schema_registry": frozenset({"errors", "backoff", "serialization", "avro_binary", "tls_context"}),
+    # The registry client speaks HTTP with the standard library: none of the broker's layers. Its keys are a
+    # table of config's (which sits on addresses and errors only), so Spark's options take theirs from it.
+    "schema_registry": frozenset({"errors", "backoff", "config", "serialization", "avro_binary",
+                                  "tls_context"}),
     "producer": frozenset({"_build", "_version", "addresses", "backoff", "clock", "cluster", "config", "errors",
                            "last_resort", "network", "protocol", "records", "security", "serialization",
                            "transaction"}),
@@ -68,12 +70,12 @@ TABLE: dict[str, frozenset[str]] = {
 
 # (importing module, imported module): why the table's rule does not hold there.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("kafkajet.config", "kafkajet.security.sasl"): (
+    ("kafkajet.config.sasl", "kafkajet.security.sasl"): (
         "the SASL table names each mechanism's client and login as 'module:function' strings, which "
         "security/mechanism.py imports when a connection uses the mechanism: config lists what it checks, "
         "security (above it) loads it"),
-    ("kafkajet.config", "kafkajet.security.aws_msk"): "the SASL table's AWS_MSK_IAM row (as security.sasl's)",
-    ("kafkajet.config", "kafkajet.security.kerberos"): "the SASL table's GSSAPI row (as security.sasl's)",
+    ("kafkajet.config.sasl", "kafkajet.security.aws_msk"): "the SASL table's AWS_MSK_IAM row (as security.sasl's)",
+    ("kafkajet.config.sasl", "kafkajet.security.kerberos"): "the SASL table's GSSAPI row (as security.sasl's)",
 }
 
 # A whole string naming a module of the package, optionally with ':attribute' (an entry point).
@@ -200,18 +202,19 @@ def test_the_table_is_layered() -> None:
 
 
 def test_a_planted_import_fails_the_table_wherever_it_stands() -> None:
-    config = _sources()["kafkajet.config"]
+    # Planted in a module of the config package (a relative import climbs two levels from there).
+    config = _sources()["kafkajet.config.clients"]
     for plant in ("\n\ndef _planted() -> None:\n    import kafkajet.spark\n",
                   "\nif TYPE_CHECKING:\n    from kafkajet.producer import producer\n",
-                  "\nfrom .network import client\n",
+                  "\nfrom ..network import client\n",
                   '\n_X = importlib.import_module("kafkajet.admin")\n',
                   '\n_Y = "kafkajet.fetch:FetchClient"\n'):
-        found = crossings({"kafkajet.config": config + plant})
-        assert len(found) == 1 and found[0].startswith("kafkajet.config line"), (plant, found)
+        found = crossings({"kafkajet.config.clients": config + plant})
+        assert len(found) == 1 and found[0].startswith("kafkajet.config.clients line"), (plant, found)
     formats = _sources()["kafkajet.spark.formats.avro"]
     assert crossings({"kafkajet.spark.formats.avro": formats + "\nfrom kafkajet.spark import writer\n"})
-    assert not crossings({"kafkajet.config": config + '\nlog = logging.getLogger("kafkajet.spark")\n'})
-    assert not crossings({"kafkajet.config": config + '\n_OPTION = "kafkajet.timeout.ms"\n'})
+    assert not crossings({"kafkajet.config.clients": config + '\nlog = logging.getLogger("kafkajet.spark")\n'})
+    assert not crossings({"kafkajet.config.clients": config + '\n_OPTION = "kafkajet.timeout.ms"\n'})
 
 
 # --- loops between modules -----------------------------------------------------------------------------------

@@ -1,289 +1,40 @@
-"""Client configuration: one table of the keys every client shares, extended per client (producer, admin,
-fetch), feeding validation, docs and the CLI.
-
-Keys are the Java clients' names ("linger.ms"); keyword arguments in snake_case (linger_ms=5) mean the
-same. Values may arrive as strings (properties files, Spark options) and are converted.
-"""
+"""The client tables (Java's CommonClientConfigs and each client's own): the keys every client shares, the
+producer's, admin's and fetch's, and the parsing of a user's settings against them."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkajet.addresses import parse_servers
+from kafkajet.config.keys import (
+    INT_MAX,
+    ConfigKey,
+    _acks,
+    _bool,
+    _callable_or_name,
+    _choice,
+    _float_range,
+    _gzip_level,
+    _int_range,
+    _interceptors,
+    _optional_int,
+    _servers,
+    _str,
+    _transactional_id,
+    _validate,
+)
+from kafkajet.config.sasl import OAUTHBEARER_METHODS, SASL_MECHANISMS, _sasl_mechanism, _token_provider
+from kafkajet.config.security import _endpoint_identification, _security, check_security, tls_versions
 from kafkajet.errors import ConfigError
 
 log = logging.getLogger("kafkajet.config")
 
 _client_ids = itertools.count(1)
-INT_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    name: str
-    type: str  # int, bool, str, list, enum, object
-    default: Any
-    doc: str
-    validator: Callable[[str, Any], Any] | None = None  # returns the normalised value or raises ConfigError
-    secret: bool = False
-    required: bool = False
-    # Set when this client accepts the key but does not read it (a Java setting, or a shared one that means
-    # nothing here): what happens instead. Shown in the docs; tests/unit/test_config_keys_read.py holds every
-    # other key to being read by the client's code.
-    not_read: str = ""
-
-
-def _int_range(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], Any]:
-    def check(key: str, v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-            raise ConfigError(f"{key}={v!r}: expected an integer")
-        try:
-            n = int(v) if not isinstance(v, float) or v.is_integer() else None
-        except ValueError:
-            n = None
-        if n is None:
-            raise ConfigError(f"{key}={v!r}: expected an integer")
-        if not lo <= n <= hi:
-            raise ConfigError(f"{key}={n}: must be in [{lo}, {hi}]")
-        return n
-
-    return check
-
-
-def _float_range(lo: float, hi: float) -> Callable[[str, Any], Any]:
-    def check(key: str, v: Any) -> float:
-        try:
-            x = float(v) if not isinstance(v, bool) else None
-        except (TypeError, ValueError):
-            x = None
-        if x is None:
-            raise ConfigError(f"{key}={v!r}: expected a number")
-        if not lo <= x <= hi:
-            raise ConfigError(f"{key}={x}: must be in [{lo}, {hi}]")
-        return x
-
-    return check
-
-
-def _bool(key: str, v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-        return v.strip().lower() == "true"
-    raise ConfigError(f"{key}={v!r}: expected true or false")
-
-
-def _choice(*options: str) -> Callable[[str, Any], Any]:
-    def check(key: str, v: Any) -> str:
-        s = str(v).strip().lower()
-        if s not in options:
-            raise ConfigError(f"{key}={v!r}: must be one of {', '.join(options)}")
-        return s
-
-    return check
-
-
-def _acks(key: str, v: Any) -> int:
-    s = str(v).strip().lower()
-    table = {"all": -1, "-1": -1, "0": 0, "1": 1}
-    if s not in table:
-        raise ConfigError(f"{key}={v!r}: must be one of all, -1, 0, 1")
-    return table[s]
-
-
-def _servers(key: str, v: Any) -> list[tuple[str, int]]:
-    return parse_servers(v)
-
-
-def _str(key: str, v: Any) -> str:
-    if not isinstance(v, str):
-        raise ConfigError(f"{key}={v!r}: expected a string")
-    return v
-
-
-def _callable_or_name(key: str, v: Any) -> Any:
-    if callable(v) or isinstance(v, str):
-        return v
-    raise ConfigError(f"{key}={v!r}: expected a callable or a built-in name")
-
-
-def _interceptors(key: str, v: Any) -> list[Any]:
-    items = [] if v is None else list(v) if isinstance(v, (list, tuple)) else [v]
-    for icp in items:
-        missing = [m for m in ("on_send", "on_acknowledgement", "close") if not callable(getattr(icp, m, None))]
-        if missing:
-            raise ConfigError(f"{key}: {icp!r} lacks {', '.join(missing)}")
-    return items
-
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
-
-# --- SASL mechanisms: one entry each ---------------------------------------------------------------------------
-
-
-def _needs_credentials(mechanism: str, values: Mapping[str, Any]) -> None:
-    """PLAIN and SCRAM: a username and a password, or a sasl.jaas.config line the SASL layer reads them from
-    (and checks they agree with sasl.username / sasl.password)."""
-    user, password, jaas = values.get("sasl.username"), values.get("sasl.password"), values.get("sasl.jaas.config")
-    if jaas is None and (user is None or password is None):
-        missing = " and ".join(k for k, v in (("sasl.username", user), ("sasl.password", password)) if v is None)
-        raise ConfigError(f"sasl.mechanism={mechanism} needs credentials: {missing} is not set "
-                          "(or give sasl.jaas.config)")
-
-
-def _oauthbearer_checks(mechanism: str, values: Mapping[str, Any]) -> None:
-    """OAUTHBEARER: exactly one token source, the user's provider or one the client runs itself."""
-    method = oauthbearer_method(values)
-    if method == "oidc" and values.get("sasl.oauthbearer.token.endpoint.url") is None:
-        raise ConfigError("sasl.oauthbearer.method=oidc needs sasl.oauthbearer.token.endpoint.url")
-    built_in = method != "default"
-    if built_in and values.get("sasl.oauthbearer.token.provider") is not None:
-        raise ConfigError(f"set sasl.oauthbearer.method={values.get('sasl.oauthbearer.method')} or "
-                          "sasl.oauthbearer.token.provider, not both")
-    if not built_in and values.get("sasl.oauthbearer.token.provider") is None:
-        raise oauthbearer_needs_a_provider()
-
-
-def _no_checks(mechanism: str, values: Mapping[str, Any]) -> None:
-    """The mechanism's own module checks its settings when the client is built (a keytab, a region)."""
-
-
-@dataclass(frozen=True)
-class SaslMechanism:
-    """One SASL mechanism, the one place it is described: the client (kafkajet.security.sasl), the
-    configuration check below and the MockCluster's server side (kafkajet.testing.mock.sasl) read it.
-
-    `client` and `login` name their functions as "module:function", as Java's configuration names classes: the
-    configuration sits below the security layer, and a mechanism's module (Kerberos, AWS) is loaded only when
-    that mechanism is used. client(cfg, jaas_options, login, host) makes one exchange's client; login(cfg,
-    jaas_options) makes the client-wide login (Java's LoginManager) every connection of one client shares:
-    a Kerberos login, a fetched-token source, a signer; the client owns and closes it."""
-
-    name: str
-    login_module: str  # the JAAS login module a sasl.jaas.config line names for this mechanism
-    client: str
-    login: str | None = None
-    check: Callable[[str, Mapping[str, Any]], None] = _no_checks  # cross-checks at configuration time
-
-
-_SASL = "kafkajet.security.sasl"
-SASL: Mapping[str, SaslMechanism] = {m.name: m for m in (
-    SaslMechanism("PLAIN", "org.apache.kafka.common.security.plain.PlainLoginModule", f"{_SASL}:plain_client",
-                  check=_needs_credentials),
-    SaslMechanism("SCRAM-SHA-256", "org.apache.kafka.common.security.scram.ScramLoginModule",
-                  f"{_SASL}:scram_client", check=_needs_credentials),
-    SaslMechanism("SCRAM-SHA-512", "org.apache.kafka.common.security.scram.ScramLoginModule",
-                  f"{_SASL}:scram_client", check=_needs_credentials),
-    SaslMechanism("OAUTHBEARER", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
-                  f"{_SASL}:oauthbearer_client", f"{_SASL}:oauthbearer_login", _oauthbearer_checks),
-    SaslMechanism("AWS_MSK_IAM", "software.amazon.msk.auth.iam.IAMLoginModule",
-                  "kafkajet.security.aws_msk:native_client", "kafkajet.security.aws_msk:native_login"),
-    SaslMechanism("GSSAPI", "com.sun.security.auth.module.Krb5LoginModule",
-                  "kafkajet.security.kerberos:gssapi_client", "kafkajet.security.kerberos:kerberos_login"),
-)}
-SASL_MECHANISMS: tuple[str, ...] = tuple(SASL)
-# sasl.oauthbearer.method: the user's provider (default), or tokens the client fetches itself.
-OAUTHBEARER_METHODS = ("default", "oidc", "aws_msk_iam")
-
-
-def oauthbearer_method(values: Mapping[str, Any]) -> str:
-    """sasl.oauthbearer.method, where a Java configuration (a token endpoint URL, no method key and no
-    token provider) means oidc, as Java's OAuthBearerLoginCallbackHandler takes it."""
-    method = values.get("sasl.oauthbearer.method") or "default"
-    if method == "default" and values.get("sasl.oauthbearer.token.provider") is None \
-            and values.get("sasl.oauthbearer.token.endpoint.url"):
-        return "oidc"
-    return str(method)
-
-
-def oauthbearer_needs_a_provider() -> ConfigError:
-    """OAUTHBEARER without a token source: the configuration check and the SASL client say it in one way."""
-    return ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider (a callable "
-                       "returning the token) or sasl.oauthbearer.method=oidc or aws_msk_iam")
-
-
-def _security(key: str, v: Any) -> str:
-    s = str(v).strip().upper()
-    if s not in SECURITY_PROTOCOLS:
-        raise ConfigError(f"{key}={v!r}: must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
-    return s
-
-
-def _sasl_mechanism(key: str, v: Any) -> str:
-    s = str(v).strip().upper()
-    if s not in SASL_MECHANISMS:
-        raise ConfigError(f"{key}={v!r}: must be one of {', '.join(SASL_MECHANISMS)}")
-    return s
-
-
-def _endpoint_identification(key: str, v: Any) -> str:
-    s = str(v).strip().lower()
-    if s in ("", "none"):  # "none" is librdkafka's spelling of Java's empty string
-        return ""
-    if s != "https":
-        raise ConfigError(f"{key}={v!r}: must be https (verify the broker's host name) or empty (do not)")
-    return s
-
-
-def tls_versions(key: str, v: Any) -> list[str]:
-    """ssl.enabled.protocols ("TLSv1.2,TLSv1.3" or a list) as canonical names; older versions are refused."""
-    items = [x.strip() for x in (v.split(",") if isinstance(v, str) else list(v)) if str(x).strip()]
-    by_lower = {t.lower(): t for t in TLS_VERSIONS}
-    out = []
-    for item in items:
-        name = by_lower.get(str(item).lower())
-        if name is None:
-            raise ConfigError(f"{key}: {item!r} is not supported; kafkajet speaks {' and '.join(TLS_VERSIONS)} "
-                              "(TLS 1.2 is the minimum)")
-        out.append(name)
-    if not out:
-        raise ConfigError(f"{key} is empty: give TLSv1.2, TLSv1.3 or both")
-    return out
-
-
-def _token_provider(key: str, v: Any) -> Any:
-    """A callable returning the token (str), or "module:function" naming one (Spark options, properties files)."""
-    if callable(v) or callable(getattr(v, "token", None)):
-        return v
-    if isinstance(v, str) and ":" in v:
-        module, _, attr = v.strip().partition(":")
-        try:
-            found = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
-            raise ConfigError(f"{key}: cannot import {v.strip()!r}: {type(e).__name__}") from None
-        if callable(found):
-            return found
-    raise ConfigError(f"{key}: expected a callable returning the token (or an object with a token() method), "
-                      "or 'module:function' naming one")
-
-
-def _transactional_id(key: str, v: Any) -> str | None:
-    if v is None:
-        return None
-    if not isinstance(v, str) or not v:
-        raise ConfigError(f"{key}: expected a non-empty string naming this producer's transactions, got {v!r}")
-    return v
-
-
-def _optional_int(lo: int, hi: int) -> Callable[[str, Any], Any]:
-    inner = _int_range(lo, hi)
-    return lambda key, v: None if v is None else inner(key, v)
-
-
-def _gzip_level(key: str, v: Any) -> int | None:
-    # Java's GzipCompression.LevelValidator: 1-9, or -1 (Deflater.DEFAULT_COMPRESSION).
-    if v is not None and str(v).strip() == "-1":
-        return -1
-    level: int | None = _optional_int(1, 9)(key, v)
-    return level
 
 
 K = ConfigKey
@@ -677,21 +428,6 @@ def parse_producer_config(config: Mapping[str, Any] | str | None = None, /, **kw
     return ProducerConfig(values, explicit)
 
 
-def _validate(k: ConfigKey, value: Any) -> Any:
-    if k.validator is None:
-        return value
-    if not k.secret:
-        return k.validator(k.name, value)
-    try:
-        return k.validator(k.name, value)
-    except ConfigError as e:
-        # Validators quote the value they reject; a secret's value must never reach a message or a log.
-        msg = str(e)
-        if repr(value) in msg or (isinstance(value, str) and value and value in msg):
-            msg = f"{k.name}: invalid value of type {type(value).__name__} (not shown: it is a secret)"
-        raise ConfigError(msg) from None
-
-
 SECURITY_KEYS: tuple[str, ...] = tuple(
     k.name for k in COMMON_CONFIG
     if k.name == "security.protocol" or k.name.startswith(("ssl.", "sasl.", "https.")))
@@ -711,39 +447,6 @@ def security_config(config: Mapping[str, Any]) -> ClientConfig:
     check_security(values, explicit)
     return ClientConfig(values, explicit)  # its repr hides the secrets
 
-
-def ignored_security_keys(protocol: str, keys: Iterable[str]) -> list[str]:
-    """The ssl.* / sasl.* keys among `keys` that security.protocol `protocol` does not use, sorted."""
-    uses_tls = protocol in ("SSL", "SASL_SSL")
-    uses_sasl = protocol.startswith("SASL_")
-    return sorted(k for k in keys if (k.startswith("sasl.") and not uses_sasl) or (k.startswith("ssl.") and not uses_tls))
-
-
-def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
-    """Cross-checks of the security keys: what each security.protocol and sasl.mechanism needs."""
-    protocol = values["security.protocol"]
-    uses_tls = protocol in ("SSL", "SASL_SSL")
-    uses_sasl = protocol.startswith("SASL_")
-    ignored = ignored_security_keys(protocol, explicit)
-    if ignored:
-        log.warning("%s ignored: security.protocol is %s", ", ".join(ignored), protocol)
-    if uses_tls:
-        for file_key, pem_key in (("ssl.certificate.location", "ssl.certificate.pem"),
-                                  ("ssl.key.location", "ssl.key.pem")):
-            if values[file_key] is not None and values[pem_key] is not None:
-                raise ConfigError(f"set either {file_key} or {pem_key}, not both")
-        has_cert = values["ssl.certificate.location"] is not None or values["ssl.certificate.pem"] is not None
-        has_key = values["ssl.key.location"] is not None or values["ssl.key.pem"] is not None
-        if has_key and not has_cert:
-            raise ConfigError("a client private key (ssl.key.location / ssl.key.pem) needs its certificate: "
-                              "set ssl.certificate.location or ssl.certificate.pem")
-    if not uses_sasl:
-        return
-    mechanism = values["sasl.mechanism"]
-    if mechanism is None:
-        raise ConfigError(f"security.protocol={protocol} needs sasl.mechanism "
-                          f"({', '.join(SASL_MECHANISMS)})")
-    SASL[mechanism].check(mechanism, values)
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
@@ -774,84 +477,3 @@ def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
         # Java's rule: idempotence only on by default gives way to the user's explicit choices.
         log.warning("idempotence disabled because of %s", "; ".join(conflicts))
         values["enable.idempotence"] = False
-
-
-# Java's name for each key that is not the Java clients' own (librdkafka's, or kafkajet's): the settings page
-# shows it, so a user coming from Java finds the key, and one coming from librdkafka sees which name is whose.
-# Every other key is spelled as in Java's ProducerConfig (or the consumer's, for isolation.level).
-JAVA_NAMES: dict[str, str] = {
-    "default.api.timeout.ms": "same, in the admin client and the consumer (Java's producer has none)",
-    "ssl.ca.location": "`ssl.truststore.location` with `ssl.truststore.type=PEM` (this is librdkafka's name)",
-    "ssl.certificate.location": "`ssl.keystore.location` with `ssl.keystore.type=PEM` (librdkafka's name)",
-    "ssl.key.location": "none: the key is in the `ssl.keystore.location` PEM file (librdkafka's name)",
-    "ssl.certificate.pem": "`ssl.keystore.certificate.chain` (librdkafka's name)",
-    "ssl.key.pem": "`ssl.keystore.key` (librdkafka's name)",
-    "sasl.username": "none: `username=` in `sasl.jaas.config` (librdkafka's name)",
-    "sasl.password": "none: `password=` in `sasl.jaas.config` (librdkafka's name)",
-    "sasl.oauthbearer.token.provider": "none: `sasl.login.callback.handler.class`, a class (kafkajet's)",
-    "sasl.oauthbearer.method": "none: the login callback handler decides (librdkafka's name)",
-    "sasl.oauthbearer.client.id": "`sasl.oauthbearer.client.credentials.client.id` (librdkafka's name)",
-    "sasl.oauthbearer.client.secret": "`sasl.oauthbearer.client.credentials.client.secret` (librdkafka's name)",
-    "sasl.oauthbearer.extensions": "none: `extension_NAME=` options in `sasl.jaas.config` (librdkafka's name)",
-    "sasl.oauthbearer.grant.type": "none: `sasl.oauthbearer.jwt.retriever.class` decides (librdkafka's name)",
-    "sasl.oauthbearer.assertion.jwt.template.file": "`sasl.oauthbearer.assertion.template.file` (librdkafka's name)",
-    "sasl.oauthbearer.assertion.private.key.pem": "none: Java reads the key from "
-                                                  "`sasl.oauthbearer.assertion.private.key.file` (kafkajet's)",
-    "https.ca.location": "none (librdkafka's name)",
-    "https.ca.pem": "none (librdkafka's name)",
-    "sasl.aws.region": "none (kafkajet's)",
-    "sasl.aws.profile": "none: `awsProfileName=` of aws-msk-iam-auth's `sasl.jaas.config` (kafkajet's)",
-    "sasl.aws.role.arn": "none: `awsRoleArn=` of aws-msk-iam-auth's `sasl.jaas.config` (kafkajet's)",
-    "sasl.aws.role.session.name": "none: `awsRoleSessionName=` of aws-msk-iam-auth's `sasl.jaas.config` "
-                                  "(kafkajet's)",
-    "sasl.kerberos.principal": "none: `principal=` of a Krb5LoginModule `sasl.jaas.config` (librdkafka's name)",
-    "sasl.kerberos.keytab": "none: `keyTab=` of a Krb5LoginModule `sasl.jaas.config` (librdkafka's name)",
-    "batch.max.size": "none (kafkajet's)",
-    "partitioner": "`partitioner.class`, a class (a callable or a name here)",
-    "interceptors": "`interceptor.classes`, classes (objects here)",
-    "allow.auto.create.topics": "none in the producer, which always lets the broker create (the consumer's name)",
-    "opentelemetry.enable": "none (kafkajet's)",
-}
-if set(JAVA_NAMES) - set(BY_NAME):
-    raise AssertionError(f"JAVA_NAMES names keys that are not in a table: {sorted(set(JAVA_NAMES) - set(BY_NAME))}")
-
-
-def config_markdown(table: ClientTable = PRODUCER) -> str:
-    """The table as Markdown: `kafkajet config` prints it, and docs/settings.md holds the producer's."""
-    lines = ["| key | type | default | Java's name | description |", "| --- | --- | --- | --- | --- |"]
-    for k in table.keys:
-        default = f"{table.client_id_prefix}-N" if k.name == "client.id" else ("required" if k.required else k.default)
-        if k.name == "acks":
-            default = "all"
-        if isinstance(default, list):
-            default = ",".join(default)
-        doc = f"{k.doc}. **Accepted, not read by this client**: {k.not_read}" if k.not_read else k.doc
-        java = JAVA_NAMES.get(k.name, "same")
-        lines.append(f"| `{k.name}` | {k.type} | `{default}` | {java} | {doc} |")
-    return "\n".join(lines)
-
-
-SETTINGS_PAGE_HEAD = """\
-# Producer settings
-
-<!-- Generated from kafkajet/config.py by `python -m kafkajet.config > docs/settings.md`; do not edit by hand:
-tests/unit/test_settings_page.py fails when this page and the table differ. -->
-
-Every setting `Producer` and `AIOProducer` take, from the table in `kafkajet/config.py` that also validates
-them. Keys are the Java producer's where it has the setting; as keyword arguments they are written in
-snake_case (`linger_ms=5` is `linger.ms`). A value may be given as a string (a properties file, a Spark
-option) and is converted. An unknown key, a wrong type or a value out of range raises `ConfigError` naming
-the key. "Java's name" is what the Java client calls a setting whose key here is librdkafka's or kafkajet's
-own ("same" where the key is Java's). `kafkajet config` prints this table, and `kafkajet config --client admin` (or `fetch`) the admin
-and fetch clients' (the same shared keys; [Admin and reading back](admin.md)).
-
-"""
-
-
-def settings_page() -> str:
-    """docs/settings.md: the producer's settings reference."""
-    return SETTINGS_PAGE_HEAD + config_markdown(PRODUCER) + "\n"
-
-
-if __name__ == "__main__":
-    print(settings_page(), end="")
