@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from kafkajet import Producer
+from kafkajet import PreparedTransaction, Producer
 from kafkajet.admin import Admin
+from kafkajet.errors import InvalidTxnStateError
 from kafkajet.protocol import ApiKey
 from kafkajet.records import decode_batches
 from kafkajet.testing.apache_kafka import ApacheKafka
@@ -161,3 +162,40 @@ def test_three_transactions_carry_the_epochs_and_sequences_of_the_java_producer(
                                                     **{"isolation.level": "read_committed"})]
             for topic in (java_topic, ours)}
     assert read == {java_topic: COMMITTED, ours: COMMITTED}
+
+
+def _prepare(kafka: ApacheKafka, transactional_id: str, topic: str, values: list[bytes]) -> PreparedTransaction:
+    """A producer writes `values` to partition 0 in a transaction, prepares it and closes, leaving it open."""
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=transactional_id) as p:
+        p.init_transactions(timeout=60)
+        p.begin_transaction()
+        for v in values:
+            p.send(topic, value=v, partition=0)
+        return p.prepare_transaction(timeout=60)
+
+
+@pytest.mark.parametrize("version", [2, 1], ids=["tv2", "tv1"])
+def test_admin_completes_prepared_transactions(request: pytest.FixtureRequest, version: int,
+                                               topic_name: str) -> None:
+    """Two transactions prepared by producers that then closed, the first aborted and the second committed by
+    the Admin (as the Spark sink's driver does): a read_committed reader sees the second's records only."""
+    kafka: ApacheKafka = request.getfixturevalue("apache_kafka" if version == 2 else "tv1_kafka")
+    with Admin(kafka.bootstrap_servers) as admin:
+        admin.create_topics([topic_name], num_partitions=1)
+        aborted = _prepare(kafka, f"{topic_name}-a", topic_name, [b"aborted-1", b"aborted-2"])
+        committed = _prepare(kafka, f"{topic_name}-c", topic_name, [b"committed-1", b"committed-2"])
+        assert (aborted.transaction_version, committed.transaction_version) == (version, version)
+        admin.complete_transaction(aborted, commit=False, timeout_s=60)
+        admin.complete_transaction(committed, commit=True, timeout_s=60)
+        # A driver that lost the first answer repeats the same outcome and succeeds; the other one is refused.
+        admin.complete_transaction(committed, commit=True, timeout_s=60)
+        admin.complete_transaction(aborted, commit=False, timeout_s=60)
+        with pytest.raises(InvalidTxnStateError):
+            admin.complete_transaction(committed, commit=False, timeout_s=60)
+
+    # The aborted records come first in the partition: a reader that showed them would read them instead.
+    read = [r["value"] for r in java_consume(kafka, topic_name, 2, **{"isolation.level": "read_committed"})]
+    assert read == [b"committed-1", b"committed-2"]
+    # A new producer with the committed one's id takes over without waiting for anything.
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=f"{topic_name}-c") as p:
+        p.init_transactions(timeout=60)
