@@ -23,6 +23,10 @@ from kafkajet.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
     IllegalStateError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
@@ -33,9 +37,11 @@ from kafkajet.errors import (
     OperationNotAttemptedError,
     ProducerFencedError,
     RequestTimedOutError,
+    StaleMemberEpochError,
     TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownMemberIdError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
     make_error,
@@ -60,6 +66,10 @@ _RETRY = (CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 _FENCED = (ProducerFencedError.code, InvalidProducerEpochError.code)
 # The broker lost our producer id: the transaction can be aborted, and the epoch is bumped after the abort.
 _LOST_ID = (UnknownProducerIdError.code, InvalidProducerIdMappingError.code)
+# TxnOffsetCommit answers after which the transaction can still be aborted (Java 4.4's TxnOffsetCommitHandler).
+_OFFSETS_ABORTABLE = frozenset({
+    GroupAuthorizationFailedError.code, FencedInstanceIdError.code, TransactionAbortableError.code,
+    UnknownMemberIdError.code, IllegalGenerationError.code, GroupIdNotFoundError.code, StaleMemberEpochError.code})
 # The requests of a transaction, each retried only until transaction.timeout.ms has passed since its first
 # attempt: by then the coordinator has decided the transaction's outcome on its own (it aborts a transaction
 # open that long), so retrying could only learn the outcome, and a broker that never answers (Tansu closes the
@@ -813,8 +823,18 @@ class TransactionManager:
         if self._common(req, code, now):
             return
         err = self._error_of(req, code)
+        if err.retriable:
+            self._retry(req, now)
+            return
         req.result.done(err)
-        self._abortable(err)
+        # Java's TxnOffsetCommitHandler: the group refusing the offsets (a stale member, no access, a fenced
+        # instance) or TRANSACTION_ABORTABLE leaves the transaction abortable; anything else, the transactional
+        # id's authorization included, is fatal. Under transaction version 2 this request is also the one that
+        # adds the group to the transaction, so its unexpected answers weigh as AddOffsetsToTxn's would.
+        if code in _OFFSETS_ABORTABLE:
+            self._abortable(err)
+        else:
+            self._fatal(err)
 
     def _on_end_txn(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
         code = body.get("error_code", NO_ERROR)

@@ -228,15 +228,22 @@ def test_end_txn_refused_as_invalid_state_is_fatal() -> None:
 from kafkajet.errors import (  # noqa: E402
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
     GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     OperationNotAttemptedError,
     RequestTimedOutError,
+    StaleMemberEpochError,
+    TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownMemberIdError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
+    UnsupportedForMessageFormatError,
 )
 from kafkajet.errors import KafkaConnectionError as _ConnectionError  # noqa: E402
 
@@ -546,6 +553,22 @@ def test_txn_offset_commit_refused_is_abortable_and_fenced_is_fatal() -> None:
     result, commit = offset_commit(tm)
     tm.handle_response(commit, commit_answer(ProducerFencedError.code), None, NOW)
     assert tm.state is State.FATAL_ERROR and isinstance(result.error, ProducerFencedError)
+
+
+@pytest.mark.parametrize(("error", "state"), [
+    *((e, State.ABORTABLE_ERROR) for e in (GroupAuthorizationFailedError, FencedInstanceIdError,
+                                           TransactionAbortableError, UnknownMemberIdError, IllegalGenerationError,
+                                           GroupIdNotFoundError, StaleMemberEpochError)),
+    *((e, State.FATAL_ERROR) for e in (TransactionalIdAuthorizationFailedError, UnsupportedForMessageFormatError,
+                                       InvalidTxnStateError, InvalidProducerEpochError)),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_txn_offset_commit_errors_are_classified_as_java_does(error: type[KafkaError], state: State) -> None:
+    # Java 4.4's TxnOffsetCommitHandler: the group's refusals leave the transaction abortable, anything it does
+    # not expect is fatal.
+    tm = in_transaction()
+    result, commit = offset_commit(tm)
+    tm.handle_response(commit, commit_answer(error.code), None, NOW)  # type: ignore[attr-defined]
+    assert tm.state is state and result.is_done and result.error is not None
 
 
 def test_a_group_coordinator_that_cannot_be_found_makes_the_transaction_abortable() -> None:
