@@ -32,8 +32,16 @@ VENDORED = ROOT / "tests" / "unit" / "data" / "kafka-protocol"
 PROGRAM = Path(__file__).resolve().parent / "JarSchemas.java"
 
 # The messages kafkajet reads from the jar: Produce up to v13 (v12 carries transaction version 2's implicit
-# partition add, KIP-890) and EndTxn up to v5 (it answers the bumped producer id and epoch).
-DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse")
+# partition add, KIP-890), EndTxn up to v5 (it answers the bumped producer id and epoch) and TxnOffsetCommit up
+# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn).
+DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse",
+                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse")
+
+# Fields Kafka renamed since the vendored definitions, same wire type (CamelCase jar name -> vendored name):
+# the jar's name is kept, and the two definitions are compared and defaults carried over under the old one.
+_RENAMED: dict[str, dict[str, str]] = {
+    "TxnOffsetCommitRequest": {"GenerationIdOrMemberEpoch": "GenerationId"},  # KIP-848's member epoch
+}
 
 # Wire type names as Schema.toString() prints them -> (JSON type, nullable).
 _TYPES: dict[str, tuple[str, bool]] = {
@@ -48,7 +56,7 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "EndTxn": 26}
+_API_KEYS = {"Produce": 0, "EndTxn": 26, "TxnOffsetCommit": 28}
 
 
 def kafka_version(libs: Path) -> str:
@@ -132,11 +140,12 @@ def _flexible(per_version: dict[int, list[dict[str, Any]]]) -> str:
     return "none" if not flex else f"{min(flex)}+"
 
 
-def _defaults_from(vendored: list[dict[str, Any]], jar: list[dict[str, Any]]) -> None:
+def _defaults_from(vendored: list[dict[str, Any]], jar: list[dict[str, Any]],
+                   renamed: dict[str, str] | None = None) -> None:
     """Defaults, and the struct type names (only ever read by people), from the vendored definition."""
     by_name = {f["name"]: f for f in vendored}
     for f in jar:
-        old = by_name.get(f["name"])
+        old = by_name.get((renamed or {}).get(f["name"], f["name"]))
         if old is None:
             continue
         if "default" in old:
@@ -144,7 +153,7 @@ def _defaults_from(vendored: list[dict[str, Any]], jar: list[dict[str, Any]]) ->
         if "fields" in f and "fields" in old:
             f["type"] = old["type"]
         if "fields" in f and "fields" in old:
-            _defaults_from(old["fields"], f["fields"])
+            _defaults_from(old["fields"], f["fields"], renamed)
 
 
 def _layout_shape(layout: list[dict[str, Any]]) -> list[Any]:
@@ -154,8 +163,9 @@ def _layout_shape(layout: list[dict[str, Any]]) -> list[Any]:
     return [(f["name"], _layout_shape(f.get("fields") or [])) for f in plain + tagged]
 
 
-def _plan(msg: dict[str, Any], v: int) -> list[Any]:
-    """The codec's plan of one version of a definition, as comparable tuples."""
+def _plan(msg: dict[str, Any], v: int, renamed: dict[str, str] | None = None) -> list[Any]:
+    """The codec's plan of one version of a definition, as comparable tuples (`renamed` fields, CamelCase, under
+    their old names)."""
     sys.path.insert(0, str(ROOT))
     from kafkajet.protocol.schema import FieldPlan, StructPlan, struct_plan
 
@@ -166,7 +176,11 @@ def _plan(msg: dict[str, Any], v: int) -> list[Any]:
             return (f.name, f.type, f.compact, f.nullable, f.tag, repr(f.default), describe(f.struct), one(f.element))
         return [] if plan is None else [one(f) for f in plan.fields + plan.tagged]
 
-    fields = gen_protocol.convert_fields(msg["fields"], gen_protocol.common_structs(msg), msg["name"])
+    def rename(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**f, "name": (renamed or {}).get(f["name"], f["name"]),
+                 **({"fields": rename(f["fields"])} if "fields" in f else {})} for f in fields]
+
+    fields = gen_protocol.convert_fields(rename(msg["fields"]), gen_protocol.common_structs(msg), msg["name"])
     flexible = gen_protocol.parse_range(msg.get("flexibleVersions"))
     return describe(struct_plan(fields, v, flexible is not None and v >= flexible[0]))
 
@@ -191,9 +205,10 @@ def _check(message: str, definition: dict[str, Any], layouts: dict[int, list[dic
     old_range = gen_protocol.parse_range(old["validVersions"])
     assert old_range is not None and old_range[1] is not None
     for v in range(max(old_range[0], min(layouts)), old_range[1] + 1):
-        if _plan(old, v) != _plan(definition, v):
+        renamed = _RENAMED.get(message)
+        if _plan(old, v) != _plan(definition, v, renamed):
             raise SystemExit(f"{message} v{v}: the jar's layout differs from {vendored}:\n"
-                             f"  vendored: {_plan(old, v)}\n  jar:      {_plan(definition, v)}")
+                             f"  vendored: {_plan(old, v)}\n  jar:      {_plan(definition, v, renamed)}")
 
 
 def definition(message: str, per_version: dict[int, list[dict[str, Any]]], version: str) -> dict[str, Any]:
@@ -208,7 +223,7 @@ def definition(message: str, per_version: dict[int, list[dict[str, Any]]], versi
     vendored = [p for p in (VENDORED / "message" / f"{message}.json", VENDORED / "message-next" / f"{message}.json")
                 if p.exists()]
     if vendored:
-        _defaults_from(gen_protocol.load(vendored[0])["fields"], out["fields"])
+        _defaults_from(gen_protocol.load(vendored[0])["fields"], out["fields"], _RENAMED.get(message))
     _check(message, out, per_version, vendored[0] if vendored else None)
     return out
 

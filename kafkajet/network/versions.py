@@ -39,11 +39,16 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     ApiKey.LIST_OFFSETS: 4,
     # v8+ batches groups; the admin client's OffsetFetch body is v7's (require_stable).
     ApiKey.OFFSET_FETCH: 7,
+    # v6 names topics by id, which Java sends only when its metadata knows every topic's id; kafkajet names them,
+    # as Java's TxnOffsetCommitRequest.Builder.forTopicNames (v5 at most) does.
+    ApiKey.TXN_OFFSET_COMMIT: 5,
 })
 # Transaction version 1 (KIP-890 part 1): a transactional producer whose brokers do not finalize
-# transaction.version 2 sends Produce below v12 (v12+ adds partitions to the transaction implicitly) and EndTxn
-# below v5 (v5 bumps the epoch), as Java's ProduceRequest.builder and EndTxnRequest.Builder do.
-TV1_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({ApiKey.PRODUCE: 11, ApiKey.END_TXN: 4})
+# transaction.version 2 sends Produce below v12 (v12+ adds partitions to the transaction implicitly), EndTxn
+# below v5 (v5 bumps the epoch) and TxnOffsetCommit below v5 (v5 adds the group to the transaction, with no
+# AddOffsetsToTxn), as Java's ProduceRequest.builder, EndTxnRequest.Builder and TxnOffsetCommitRequest.Builder do.
+TV1_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType(
+    {ApiKey.PRODUCE: 11, ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4})
 TRANSACTION_VERSION = "transaction.version"
 
 # Our request version falls at most twice (ours -> broker's max -> 0) before we give up on a broker.

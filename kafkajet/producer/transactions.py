@@ -23,6 +23,10 @@ from kafkajet.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
     IllegalStateError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
@@ -33,9 +37,11 @@ from kafkajet.errors import (
     OperationNotAttemptedError,
     ProducerFencedError,
     RequestTimedOutError,
+    StaleMemberEpochError,
     TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownMemberIdError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
     make_error,
@@ -60,6 +66,10 @@ _RETRY = (CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code)
 _FENCED = (ProducerFencedError.code, InvalidProducerEpochError.code)
 # The broker lost our producer id: the transaction can be aborted, and the epoch is bumped after the abort.
 _LOST_ID = (UnknownProducerIdError.code, InvalidProducerIdMappingError.code)
+# TxnOffsetCommit answers after which the transaction can still be aborted (Java 4.4's TxnOffsetCommitHandler).
+_OFFSETS_ABORTABLE = frozenset({
+    GroupAuthorizationFailedError.code, FencedInstanceIdError.code, TransactionAbortableError.code,
+    UnknownMemberIdError.code, IllegalGenerationError.code, GroupIdNotFoundError.code, StaleMemberEpochError.code})
 # The requests of a transaction, each retried only until transaction.timeout.ms has passed since its first
 # attempt: by then the coordinator has decided the transaction's outcome on its own (it aborts a transaction
 # open that long), so retrying could only learn the outcome, and a broker that never answers (Tansu closes the
@@ -150,7 +160,7 @@ class TxnRequest:
     no_answer_logged_at: float | None = None  # when its missing answer was last logged (ms)
     no_answer_unlogged: int = 0  # missing answers since then, not logged
     extra: dict[str, Any] = field(default_factory=dict)
-    transaction_version: int | None = None  # for EndTxn: the version (1 or 2) it is sent under
+    transaction_version: int | None = None  # for EndTxn and TxnOffsetCommit: the transaction version (1 or 2) it is sent under
 
     @property
     def priority(self) -> int:
@@ -270,6 +280,14 @@ class TransactionManager:
             if self.state is not State.IN_TRANSACTION:
                 raise IllegalStateError(f"send_offsets_to_transaction() called in state {self.state.value}: "
                                         + (self._under_way() or "call begin_transaction() first"))
+            if self.tv2:
+                # Java 4.4 under transaction version 2: TxnOffsetCommit v5 adds the group to the transaction at
+                # the group coordinator itself, so there is no AddOffsetsToTxn; the transaction counts as
+                # started from here, as a commit that reached the coordinator needs an EndTxn.
+                result = self._new_result("TxnOffsetCommit")
+                self.transaction_started = True
+                self._enqueue_txn_offset_commit(result, dict(offsets), group_id, dict(member or {}))
+                return result
             result = self._new_result("AddOffsetsToTxn")
             pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
             req = TxnRequest(ApiKey.ADD_OFFSETS_TO_TXN, lambda: {
@@ -603,6 +621,24 @@ class TransactionManager:
                               "producer_epoch": epoch, "verify_only": False, "topics": topics}],
         }, "txn", self.transactional_id, extra={"partitions": parts}))
 
+    def _enqueue_txn_offset_commit(self, result: TransactionalResult,
+                                   offsets: Mapping[TopicPartitionKey, tuple[int, str | None]], group_id: str,
+                                   member: Mapping[str, Any]) -> None:
+        pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), (offset, metadata) in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
+                "committed_metadata": metadata})
+        # The version is fixed with the request, as Java's TxnOffsetCommitRequest.Builder takes
+        # isTransactionV2Enabled: v5 under version 2 (it adds the group), v4 at most under version 1.
+        self._pending.append(TxnRequest(ApiKey.TXN_OFFSET_COMMIT, lambda: {
+            "transactional_id": self.transactional_id, "group_id": group_id, "producer_id": pid,
+            "producer_epoch": epoch, "generation_id_or_member_epoch": member.get("generation_id", -1),
+            "member_id": member.get("member_id", ""), "group_instance_id": member.get("group_instance_id"),
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }, "group", group_id, result, transaction_version=2 if self.tv2 else 1))
+
     def _lookup_coordinator(self, kind: str, key: str) -> None:
         if any(r.api == ApiKey.FIND_COORDINATOR and r.key == key and r.extra["kind"] == kind for r in self._pending):
             return
@@ -757,21 +793,9 @@ class TransactionManager:
         code = body.get("error_code", NO_ERROR)
         if code == NO_ERROR:
             self.transaction_started = True
-            group_id = req.extra["group_id"]
-            offsets: dict[TopicPartitionKey, tuple[int, str | None]] = req.extra["offsets"]
-            member = req.extra["member"]
-            pid, epoch = self.idempotence.producer_id, self.idempotence.producer_epoch
-            by_topic: dict[str, list[dict[str, Any]]] = {}
-            for (topic, partition), (offset, metadata) in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).append({
-                    "partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
-                    "committed_metadata": metadata})
-            self._pending.append(TxnRequest(ApiKey.TXN_OFFSET_COMMIT, lambda: {
-                "transactional_id": self.transactional_id, "group_id": group_id, "producer_id": pid,
-                "producer_epoch": epoch, "generation_id": member.get("generation_id", -1),
-                "member_id": member.get("member_id", ""), "group_instance_id": member.get("group_instance_id"),
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            }, "group", group_id, req.result))
+            assert req.result is not None
+            self._enqueue_txn_offset_commit(req.result, req.extra["offsets"], req.extra["group_id"],
+                                            req.extra["member"])
             return
         if self._common(req, code, now):
             return
@@ -792,13 +816,25 @@ class TransactionManager:
                                                                    RequestTimedOutError.code):
             if code in _COORDINATOR_MOVED:
                 self.coordinators.pop(("group", req.key), None)
+            log.debug("TransactionalId %s: TxnOffsetCommit for group %s retried after %s", self.transactional_id,
+                      req.key, self._error_of(req, code).name)
             self._retry(req, now)
             return
         if self._common(req, code, now):
             return
         err = self._error_of(req, code)
+        if err.retriable:
+            self._retry(req, now)
+            return
         req.result.done(err)
-        self._abortable(err)
+        # Java's TxnOffsetCommitHandler: the group refusing the offsets (a stale member, no access, a fenced
+        # instance) or TRANSACTION_ABORTABLE leaves the transaction abortable; anything else, the transactional
+        # id's authorization included, is fatal. Under transaction version 2 this request is also the one that
+        # adds the group to the transaction, so its unexpected answers weigh as AddOffsetsToTxn's would.
+        if code in _OFFSETS_ABORTABLE:
+            self._abortable(err)
+        else:
+            self._fatal(err)
 
     def _on_end_txn(self, req: TxnRequest, body: dict[str, Any], now: float) -> None:
         code = body.get("error_code", NO_ERROR)

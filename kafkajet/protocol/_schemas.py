@@ -439,17 +439,18 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'producer_epoch', 'type': 'int16', 'versions': '5+'},
         ]},
     },
-    28: {'name': 'TxnOffsetCommit', 'versions': (0, 4),
+    28: {'name': 'TxnOffsetCommit', 'versions': (0, 6),
         'request': {'flexible': '3+', 'fields': [
             {'name': 'transactional_id', 'type': 'string', 'versions': '0+'},
             {'name': 'group_id', 'type': 'string', 'versions': '0+'},
             {'name': 'producer_id', 'type': 'int64', 'versions': '0+'},
             {'name': 'producer_epoch', 'type': 'int16', 'versions': '0+'},
-            {'name': 'generation_id', 'type': 'int32', 'versions': '3+', 'default': -1},
+            {'name': 'generation_id_or_member_epoch', 'type': 'int32', 'versions': '3+', 'default': -1},
             {'name': 'member_id', 'type': 'string', 'versions': '3+', 'default': ''},
             {'name': 'group_instance_id', 'type': 'string', 'versions': '3+', 'nullable': '3+', 'default': None},
             {'name': 'topics', 'type': '[]TxnOffsetCommitRequestTopic', 'versions': '0+', 'fields': [
-                {'name': 'name', 'type': 'string', 'versions': '0+'},
+                {'name': 'topic_id', 'type': 'uuid', 'versions': '6+'},
+                {'name': 'name', 'type': 'string', 'versions': '0-5'},
                 {'name': 'partitions', 'type': '[]TxnOffsetCommitRequestPartition', 'versions': '0+', 'fields': [
                     {'name': 'partition_index', 'type': 'int32', 'versions': '0+'},
                     {'name': 'committed_offset', 'type': 'int64', 'versions': '0+'},
@@ -461,7 +462,8 @@ SCHEMAS: dict[int, dict[str, Any]] = {
         'response': {'flexible': '3+', 'fields': [
             {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '0+'},
             {'name': 'topics', 'type': '[]TxnOffsetCommitResponseTopic', 'versions': '0+', 'fields': [
-                {'name': 'name', 'type': 'string', 'versions': '0+'},
+                {'name': 'topic_id', 'type': 'uuid', 'versions': '6+'},
+                {'name': 'name', 'type': 'string', 'versions': '0-5'},
                 {'name': 'partitions', 'type': '[]TxnOffsetCommitResponsePartition', 'versions': '0+', 'fields': [
                     {'name': 'partition_index', 'type': 'int32', 'versions': '0+'},
                     {'name': 'error_code', 'type': 'int16', 'versions': '0+'},

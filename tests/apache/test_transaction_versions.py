@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from kafkajet import Producer
+from kafkajet import PreparedTransaction, Producer
 from kafkajet.admin import Admin
+from kafkajet.errors import InvalidTxnStateError
 from kafkajet.protocol import ApiKey
 from kafkajet.records import decode_batches
 from kafkajet.testing.apache_kafka import ApacheKafka
@@ -85,19 +86,25 @@ def _transactions(batches: list[Batch]) -> list[tuple[set[int], int, int, int]]:
     return out
 
 
+def _count_requests(p: Producer) -> list[tuple[ApiKey, int]]:
+    """Every request the producer's sender sends from now on, as (API, version), in the list returned."""
+    sent: list[tuple[ApiKey, int]] = []
+    client = p._sender.client
+    real_send = client.send
+
+    def counting(node_id: int, api_key: int, body: dict[str, Any], now: float, **kw: Any) -> int:
+        version = kw.get("version")
+        sent.append((ApiKey(api_key), client.api_version(node_id, api_key) if version is None else version))
+        return real_send(node_id, api_key, body, now, **kw)
+
+    client.send = counting  # type: ignore[method-assign]
+    return sent
+
+
 def _kafkajet(kafka: ApacheKafka, topic: str) -> tuple[list[Batch], list[tuple[ApiKey, int]]]:
     """The three transactions through kafkajet; the batches written and every request sent (API, version)."""
-    sent: list[tuple[ApiKey, int]] = []
     with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=f"{topic}-kj") as p:
-        client = p._sender.client
-        real_send = client.send
-
-        def counting(node_id: int, api_key: int, body: dict[str, Any], now: float, **kw: Any) -> int:
-            version = kw.get("version")
-            sent.append((ApiKey(api_key), client.api_version(node_id, api_key) if version is None else version))
-            return real_send(node_id, api_key, body, now, **kw)
-
-        client.send = counting  # type: ignore[method-assign]
+        sent = _count_requests(p)
         p.init_transactions(timeout=60)
         for outcome, values in TRANSACTIONS:
             p.begin_transaction()
@@ -161,3 +168,81 @@ def test_three_transactions_carry_the_epochs_and_sequences_of_the_java_producer(
                                                     **{"isolation.level": "read_committed"})]
             for topic in (java_topic, ours)}
     assert read == {java_topic: COMMITTED, ours: COMMITTED}
+
+
+def _prepare(kafka: ApacheKafka, transactional_id: str, topic: str, values: list[bytes]) -> PreparedTransaction:
+    """A producer writes `values` to partition 0 in a transaction, prepares it and closes, leaving it open."""
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=transactional_id) as p:
+        p.init_transactions(timeout=60)
+        p.begin_transaction()
+        for v in values:
+            p.send(topic, value=v, partition=0)
+        return p.prepare_transaction(timeout=60)
+
+
+@pytest.mark.parametrize("version", [2, 1], ids=["tv2", "tv1"])
+def test_admin_completes_prepared_transactions(request: pytest.FixtureRequest, version: int,
+                                               topic_name: str) -> None:
+    """Two transactions prepared by producers that then closed, the first aborted and the second committed by
+    the Admin (as the Spark sink's driver does): a read_committed reader sees the second's records only."""
+    kafka: ApacheKafka = request.getfixturevalue("apache_kafka" if version == 2 else "tv1_kafka")
+    with Admin(kafka.bootstrap_servers) as admin:
+        admin.create_topics([topic_name], num_partitions=1)
+        aborted = _prepare(kafka, f"{topic_name}-a", topic_name, [b"aborted-1", b"aborted-2"])
+        committed = _prepare(kafka, f"{topic_name}-c", topic_name, [b"committed-1", b"committed-2"])
+        assert (aborted.transaction_version, committed.transaction_version) == (version, version)
+        admin.complete_transaction(aborted, commit=False, timeout_s=60)
+        admin.complete_transaction(committed, commit=True, timeout_s=60)
+        # A driver that lost the first answer repeats the same outcome and succeeds; the other one is refused.
+        admin.complete_transaction(committed, commit=True, timeout_s=60)
+        admin.complete_transaction(aborted, commit=False, timeout_s=60)
+        with pytest.raises(InvalidTxnStateError):
+            admin.complete_transaction(committed, commit=False, timeout_s=60)
+
+    # The aborted records come first in the partition: a reader that showed them would read them instead.
+    read = [r["value"] for r in java_consume(kafka, topic_name, 2, **{"isolation.level": "read_committed"})]
+    assert read == [b"committed-1", b"committed-2"]
+    # A new producer with the committed one's id takes over without waiting for anything.
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=f"{topic_name}-c") as p:
+        p.init_transactions(timeout=60)
+
+
+@pytest.mark.parametrize("version", [2, 1], ids=["tv2", "tv1"])
+def test_offsets_sent_to_transactions_go_as_the_java_producer_sends_them(
+        request: pytest.FixtureRequest, version: int, topic_name: str) -> None:
+    """Consumer offsets in three transactions (with a record and committed, alone and aborted, alone and
+    committed): under version 2 TxnOffsetCommit v5 adds the group itself, with no AddOffsetsToTxn, as Java 4.4's
+    TransactionManager.sendOffsetsToTransaction does; under version 1 AddOffsetsToTxn comes first and
+    TxnOffsetCommit goes at v4. Either way the group's committed offset is the last committed transaction's."""
+    kafka: ApacheKafka = request.getfixturevalue("apache_kafka" if version == 2 else "tv1_kafka")
+    source, group = f"{topic_name}-in", f"{topic_name}-group"
+    with Admin(kafka.bootstrap_servers) as admin:
+        admin.create_topics([topic_name, source], num_partitions=1)
+        with Producer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=topic_name) as p:
+            sent = _count_requests(p)
+            p.init_transactions(timeout=60)
+            p.begin_transaction()
+            p.send(topic_name, value=b"out", partition=0)
+            p.send_offsets_to_transaction({(source, 0): 42}, group, timeout=60)
+            p.commit_transaction(timeout=60)
+            p.begin_transaction()
+            p.send_offsets_to_transaction({(source, 0): 99}, group, timeout=60)
+            p.abort_transaction(timeout=60)
+            assert admin.list_consumer_group_offsets(group, [(source, 0)], timeout_s=60) == {(source, 0): 42}
+            # Offsets alone: the transaction still has to be ended at the coordinator, or the offset would
+            # stay pending and the stable read below would wait for it.
+            p.begin_transaction()
+            p.send_offsets_to_transaction({(source, 0): 7}, group, timeout=60)
+            p.commit_transaction(timeout=60)
+        assert admin.list_consumer_group_offsets(group, [(source, 0)], timeout_s=60) == {(source, 0): 7}
+
+    add_offsets = [v for api, v in sent if api == ApiKey.ADD_OFFSETS_TO_TXN]
+    offset_commits = [v for api, v in sent if api == ApiKey.TXN_OFFSET_COMMIT]
+    end_txn = [v for api, v in sent if api == ApiKey.END_TXN]
+    # Each once per transaction at least: retried when the answer is NOT_COORDINATOR (the group's coordinator
+    # still loading on a fresh broker) or CONCURRENT_TRANSACTIONS (the last transaction's markers being written).
+    assert len(offset_commits) >= 3 and end_txn == [version + 3] * 3
+    if version == 2:
+        assert add_offsets == [] and set(offset_commits) == {5}
+    else:
+        assert len(add_offsets) >= 3 and set(add_offsets) == {4} and set(offset_commits) == {4}

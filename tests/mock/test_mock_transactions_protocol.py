@@ -334,7 +334,7 @@ def test_txn_offset_commit_is_staged_until_the_transaction_ends(cluster: MockClu
     def txn_commit(offset: int) -> int:
         body = group.request(ApiKey.TXN_OFFSET_COMMIT, 3, {
             "transactional_id": TXN, "group_id": "tg", "producer_id": txn.pid, "producer_epoch": txn.epoch,
-            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
+            "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None, "topics": [
                 {"name": "t", "partitions": [{"partition_index": 1, "committed_offset": offset,
                                               "committed_metadata": ""}]}]})
         return int(body["topics"][0]["partitions"][0]["error_code"])

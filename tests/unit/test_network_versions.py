@@ -19,6 +19,7 @@ from kafkajet.errors import ClusterAuthorizationFailedError, ProtocolError, Unsu
 from kafkajet.network.versions import (
     CLIENT_MAX_VERSIONS,
     FinalizedFeatures,
+    for_transaction_version,
     handle_api_versions_response,
     max_api_versions_version,
     negotiate,
@@ -117,6 +118,12 @@ def test_a_capped_api_is_negotiated_no_higher_than_its_cap() -> None:
     assert negotiate({int(ApiKey.LIST_OFFSETS): (0, 8)}, ApiKey.LIST_OFFSETS) == 4
     # Produce v13 names topics by id; kafkajet's Produce names them, so it stops at v12.
     assert negotiate({int(ApiKey.PRODUCE): (3, 99)}, ApiKey.PRODUCE) == 12 < SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]
+    # TxnOffsetCommit v6 names topics by id likewise (Java's forTopicNames stops at v5), and v5 is transaction
+    # version 2's: under version 1 it goes at v4, as Java's builder for isTransactionV2Enabled false.
+    negotiated = negotiate({int(ApiKey.TXN_OFFSET_COMMIT): (0, 6)}, ApiKey.TXN_OFFSET_COMMIT)
+    assert negotiated == 5 < SUPPORTED_VERSIONS[ApiKey.TXN_OFFSET_COMMIT][1]
+    assert for_transaction_version(ApiKey.TXN_OFFSET_COMMIT, negotiated, 2) == 5
+    assert for_transaction_version(ApiKey.TXN_OFFSET_COMMIT, negotiated, 1) == 4
     # An API without a cap gets the highest common version: EndTxn v5 (transaction version 2, where the
     # producer asks for it; the transaction manager caps it at v4 under version 1).
     assert negotiate({int(ApiKey.END_TXN): (0, 99)}, ApiKey.END_TXN) == SUPPORTED_VERSIONS[ApiKey.END_TXN][1] == 5

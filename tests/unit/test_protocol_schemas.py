@@ -237,7 +237,7 @@ def test_usable_ranges_match_sources_md() -> None:
         # SOURCES.md says 0-2; extended on purpose to the request's 0-4 (see tools/gen_protocol.py).
         ApiKey.INIT_PRODUCER_ID: (0, 4),
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-        ApiKey.END_TXN: (0, 5), ApiKey.TXN_OFFSET_COMMIT: (0, 4), ApiKey.SASL_AUTHENTICATE: (0, 2),
+        ApiKey.END_TXN: (0, 5), ApiKey.TXN_OFFSET_COMMIT: (0, 6), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
     }
     assert set(SCHEMAS) == {int(k) for k in ApiKey}

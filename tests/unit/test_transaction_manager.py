@@ -228,15 +228,22 @@ def test_end_txn_refused_as_invalid_state_is_fatal() -> None:
 from kafkajet.errors import (  # noqa: E402
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
     GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     OperationNotAttemptedError,
     RequestTimedOutError,
+    StaleMemberEpochError,
+    TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownMemberIdError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
+    UnsupportedForMessageFormatError,
 )
 from kafkajet.errors import KafkaConnectionError as _ConnectionError  # noqa: E402
 
@@ -457,13 +464,42 @@ def test_send_offsets_adds_the_group_then_commits_offsets_at_the_group_coordinat
     commit = next_req(tm)
     assert commit.api == ApiKey.TXN_OFFSET_COMMIT and tm.coordinator_node(commit) == 5
     body = commit.build()
-    assert (body["generation_id"], body["member_id"], body["group_instance_id"]) == (3, "m-1", "i-1")
+    assert (body["generation_id_or_member_epoch"], body["member_id"], body["group_instance_id"]) == (3, "m-1", "i-1")
     assert body["topics"] == [{"name": "in", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": None},
         {"partition_index": 1, "committed_offset": 42, "committed_leader_epoch": -1, "committed_metadata": "meta"}]}]
     answer(tm, commit, topics=[{"name": "in", "partitions": [{"partition_index": 0, "error_code": 0},
                                                              {"partition_index": 1, "error_code": 0}]}])
     assert result.is_done and result.error is None
+
+
+def test_under_transaction_version_2_offsets_go_straight_to_the_group_coordinator() -> None:
+    # Java 4.4's sendOffsetsToTransaction: TxnOffsetCommit v5 adds the group itself, no AddOffsetsToTxn; the
+    # transaction has started, so even an offsets-only transaction ends with an EndTxn.
+    tm = initialized()
+    tm.tv2 = True
+    tm.begin()
+    result = tm.send_offsets({("in", 0): (7, None)}, "grp", {"generation_id": 3, "member_id": "m-1"})
+    assert tm.transaction_started
+    find = next_req(tm)
+    assert find.api == ApiKey.FIND_COORDINATOR and find.build() == {"key": "grp", "key_type": 0}
+    answer(tm, find, error_code=0, node_id=5, host="g", port=1)
+    commit = next_req(tm)
+    assert commit.api == ApiKey.TXN_OFFSET_COMMIT and commit.transaction_version == 2
+    assert commit.build()["generation_id_or_member_epoch"] == 3
+    answer(tm, commit, topics=[{"name": "in", "partitions": [{"partition_index": 0, "error_code": 0}]}])
+    assert result.is_done and result.error is None
+    tm.begin_commit()
+    assert next_req(tm).api == ApiKey.END_TXN
+
+
+def test_under_transaction_version_1_offsets_commit_goes_at_version_1() -> None:
+    tm = in_transaction()
+    _, req = send_offsets_then_add(tm)
+    answer(tm, req, error_code=0)
+    answer(tm, next_req(tm), error_code=0, node_id=5, host="g", port=1)
+    commit = next_req(tm)
+    assert commit.api == ApiKey.TXN_OFFSET_COMMIT and commit.transaction_version == 1
 
 
 @pytest.mark.parametrize("error", [*MOVED, *BUSY])
@@ -517,6 +553,22 @@ def test_txn_offset_commit_refused_is_abortable_and_fenced_is_fatal() -> None:
     result, commit = offset_commit(tm)
     tm.handle_response(commit, commit_answer(ProducerFencedError.code), None, NOW)
     assert tm.state is State.FATAL_ERROR and isinstance(result.error, ProducerFencedError)
+
+
+@pytest.mark.parametrize(("error", "state"), [
+    *((e, State.ABORTABLE_ERROR) for e in (GroupAuthorizationFailedError, FencedInstanceIdError,
+                                           TransactionAbortableError, UnknownMemberIdError, IllegalGenerationError,
+                                           GroupIdNotFoundError, StaleMemberEpochError)),
+    *((e, State.FATAL_ERROR) for e in (TransactionalIdAuthorizationFailedError, UnsupportedForMessageFormatError,
+                                       InvalidTxnStateError, InvalidProducerEpochError)),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_txn_offset_commit_errors_are_classified_as_java_does(error: type[KafkaError], state: State) -> None:
+    # Java 4.4's TxnOffsetCommitHandler: the group's refusals leave the transaction abortable, anything it does
+    # not expect is fatal.
+    tm = in_transaction()
+    result, commit = offset_commit(tm)
+    tm.handle_response(commit, commit_answer(error.code), None, NOW)  # type: ignore[attr-defined]
+    assert tm.state is state and result.is_done and result.error is not None
 
 
 def test_a_group_coordinator_that_cannot_be_found_makes_the_transaction_abortable() -> None:

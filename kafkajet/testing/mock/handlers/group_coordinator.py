@@ -120,11 +120,12 @@ def handle_offset_fetch(state: ClusterState, req: Request) -> Answer:
 
 
 def offset_commit_error(state: ClusterState, req: Request, error: str) -> Body:
-    """OffsetCommit's and TxnOffsetCommit's: every partition gets the error."""
+    """OffsetCommit's and TxnOffsetCommit's: every partition gets the error. Each topic is answered as it was
+    named, by name or (TxnOffsetCommit v6+) by id."""
     c = code(error)
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": c}
-                                           for p in t.get("partitions") or []]}
+        {**{k: t[k] for k in ("name", "topic_id") if k in t},
+         "partitions": [{"partition_index": p["partition_index"], "error_code": c} for p in t.get("partitions") or []]}
         for t in req.body.get("topics") or []]}
 
 
