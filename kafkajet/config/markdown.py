@@ -63,10 +63,10 @@ def config_markdown(table: ClientTable = PRODUCER) -> str:
 SETTINGS_PAGE_HEAD = """\
 # Producer settings
 
-<!-- Generated from kafkajet/config.py by `python -m kafkajet.config > docs/settings.md`; do not edit by hand:
+<!-- Generated from kafkajet/config/clients.py by `python -m kafkajet.config > docs/settings.md`; do not edit by hand:
 tests/unit/test_settings_page.py fails when this page and the table differ. -->
 
-Every setting `Producer` and `AIOProducer` take, from the table in `kafkajet/config.py` that also validates
+Every setting `Producer` and `AIOProducer` take, from the table in `kafkajet/config/clients.py` that also validates
 them. Keys are the Java producer's where it has the setting; as keyword arguments they are written in
 snake_case (`linger_ms=5` is `linger.ms`). A value may be given as a string (a properties file, a Spark
 option) and is converted. An unknown key, a wrong type or a value out of range raises `ConfigError` naming
