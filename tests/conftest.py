@@ -69,12 +69,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
 
 
+# The Spark tier's files in two halves of about 400 s each (quiet machine, 2 cores); the rest is the other half.
+_SPARK_FIRST_HALF = {"test_spark.py", "test_protobuf_json_schema.py", "test_standalone_cluster.py",
+                     "test_group_commit.py", "test_avro_functions.py", "test_opentelemetry.py"}
+
+
 def _worker_group(item: pytest.Item) -> str:
     """Which tests `make test` runs in one pytest-xdist worker (--dist loadgroup): a file's tests together, so a
-    module's fixtures start once, and every Spark test in one worker, so one Spark JVM runs at a time (two
-    beside the brokers on 2 cores once kept a Python worker from connecting back within Spark's fixed 10 s)."""
+    module's fixtures start once, and the Spark tests in two groups, so at most two Spark sessions run at once
+    (three beside the brokers on 2 cores risk a Python worker not connecting back within Spark's fixed 10 s;
+    one group of them all was the run's longest chain, 27 minutes on a busy machine)."""
     path = item.path.relative_to(item.config.rootpath).as_posix()
-    return "spark" if path.startswith("tests/spark/") else path
+    if path.startswith("tests/spark/"):
+        return "spark-1" if item.path.name in _SPARK_FIRST_HALF else "spark-2"
+    return path
 
 
 @pytest.fixture(scope="session")
