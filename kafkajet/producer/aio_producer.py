@@ -32,7 +32,7 @@ from kafkajet.producer.send_gate import SendGate
 log = logging.getLogger("kafkajet.aio")
 
 _YIELD_EVERY = 256  # sends between turns given to the loop's other tasks (about 2 ms of sending)
-_RECORD_OVERHEAD = 128  # record and batch framing an allocation must cover beyond key and value
+_ALLOCATION_FRAMING = 128  # what a record's memory must cover beyond key and value: record and batch framing
 
 
 class AIOProducer:
@@ -132,8 +132,8 @@ class AIOProducer:
             p = self._open_producer("send")  # raises: not started, or stopped
             gate = p.send_gate
         need = self._batch_size
-        if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
-            need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
+        if type(value) is bytes and len(value) + _ALLOCATION_FRAMING > need:
+            need = len(value) + (len(key) if type(key) is bytes else 0) + _ALLOCATION_FRAMING
         if not gate.ready(topic, need):
             await self._make_room(p, gate, topic, need)
         self._unyielded += 1
@@ -175,8 +175,8 @@ class AIOProducer:
             p = self._open_producer("produce")  # raises: not started, or stopped
             gate = p.send_gate
         need = self._batch_size
-        if type(value) is bytes and len(value) + _RECORD_OVERHEAD > need:
-            need = len(value) + (len(key) if type(key) is bytes else 0) + _RECORD_OVERHEAD
+        if type(value) is bytes and len(value) + _ALLOCATION_FRAMING > need:
+            need = len(value) + (len(key) if type(key) is bytes else 0) + _ALLOCATION_FRAMING
         if not gate.ready(topic, need):
             await self._make_room(p, gate, topic, need)
         self._unyielded += 1
@@ -228,7 +228,7 @@ class AIOProducer:
         if gate.partition_count(topic) is None:
             await self._wait_for_topic(p, topic)
         # Memory for the records and a batch per partition they may open: what send_batch() will allocate.
-        sized = sum(len(v) for v in values if type(v) is bytes) + _RECORD_OVERHEAD * len(values)
+        sized = sum(len(v) for v in values if type(v) is bytes) + _ALLOCATION_FRAMING * len(values)
         count = gate.partition_count(topic) or 1
         need = min(sized + self._batch_size * (count + 1), gate.total_memory)
         if gate.free_memory() < need:

@@ -21,7 +21,7 @@ _WORDS: Final = [struct.Struct(f"<{n}I") for n in range(64)]
 # What a record counts toward its sticky partition's batch.size beyond its key and value: an estimate of its
 # framing (varints, attributes, headers count). send() and the batch paths must use the same figure, or a batch
 # call and a send() loop would switch partitions at different points.
-RECORD_OVERHEAD: Final = 16
+STICKY_RECORD_FRAMING: Final = 16
 
 # Keys repeat (user ids, device ids): a bounded memo of their murmur2 skips most hashing.
 _KEY_HASH_MEMO_SIZE = 65536
@@ -70,13 +70,13 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 def sticky_run_ends(lens: Sequence[int], batch_size: int) -> list[int]:
     """Where runs of keyless records end when each goes to one sticky partition until batch.size bytes went
     there (KIP-794): a run takes records while the bytes so far are below batch.size, up to and including the
-    first that reaches it. `lens` are the values' lengths; a record counts RECORD_OVERHEAD bytes more."""
+    first that reaches it. `lens` are the values' lengths; a record counts STICKY_RECORD_FRAMING bytes more."""
     n = len(lens)
     if n and lens.count(lens[0]) == n:
         # One size: every run has the same length, with no running sums to build.
-        step = -(-batch_size // (lens[0] + RECORD_OVERHEAD))
+        step = -(-batch_size // (lens[0] + STICKY_RECORD_FRAMING))
         return [*range(step, n, step), n]
-    running = list(accumulate(map(RECORD_OVERHEAD.__add__, lens)))
+    running = list(accumulate(map(STICKY_RECORD_FRAMING.__add__, lens)))
     ends = []
     i = 0
     while i < n:
@@ -260,7 +260,7 @@ class PartitionPlanner:
                 while i < n and keys[i] is None and (partitions is None or partitions[i] is None) \
                         and size < batch_size:
                     v = values[i]
-                    size += (0 if v is None else len(v)) + RECORD_OVERHEAD
+                    size += (0 if v is None else len(v)) + STICKY_RECORD_FRAMING
                     bucket.append(i)
                     i += 1
                 part.record_appended(topic, p, size)
@@ -293,7 +293,7 @@ class PartitionPlanner:
         for j in sticky_run_ends(lens, self.batch_size):
             p = part.partition(topic, None, count, available)
             out.setdefault(p, []).extend(range(i, j))
-            part.record_appended(topic, p, sum(lens[i:j]) + RECORD_OVERHEAD * (j - i))
+            part.record_appended(topic, p, sum(lens[i:j]) + STICKY_RECORD_FRAMING * (j - i))
             i = j
         return out
 

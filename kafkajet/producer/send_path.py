@@ -25,7 +25,7 @@ from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch_input import MAX_TIMESTAMP, BatchInput, check_headers, check_timestamp, serialize
 from kafkajet.producer.futures import RecordFuture
 from kafkajet.producer.metadata import Metadata
-from kafkajet.producer.partitioner import RECORD_OVERHEAD, PartitionPlanner, invalid_partition
+from kafkajet.producer.partitioner import STICKY_RECORD_FRAMING, PartitionPlanner, invalid_partition
 from kafkajet.producer.transactions import TransactionManager
 
 
@@ -134,7 +134,7 @@ class SendPath:
             if sticky is None:
                 p = self.partitioner.partition(topic, kb, n, cluster.available_partitions(topic))
             elif kb is None or self.ignore_keys:
-                p = sticky.take(topic, klen + vlen + RECORD_OVERHEAD, self.available_partitions, n)
+                p = sticky.take(topic, klen + vlen + STICKY_RECORD_FRAMING, self.available_partitions, n)
             else:
                 h = self.key_hashes.get(kb)
                 if h is None:

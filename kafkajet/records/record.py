@@ -236,7 +236,7 @@ def encode_record(
 
 # length(5) + attributes(1) + timestampDelta(10) + offsetDelta(5) + keyLength(5) + valueLength(5) +
 # headersCount(5): every varint at its widest.
-_RECORD_OVERHEAD_MAX = 36
+_RECORD_FRAMING_MAX = 36
 _HEADER_OVERHEAD_MAX = 10
 
 
@@ -246,7 +246,7 @@ def record_size_upper_bound(key_len: int, value_len: int, headers: Headers | Non
     Assumes the widest varints rather than computing them: the accumulator calls this per send() and only
     needs a bound, not the exact size.
     """
-    size = _RECORD_OVERHEAD_MAX + (key_len if key_len > 0 else 0) + (value_len if value_len > 0 else 0)
+    size = _RECORD_FRAMING_MAX + (key_len if key_len > 0 else 0) + (value_len if value_len > 0 else 0)
     if headers:
         for hkey, hvalue in headers:
             size += _HEADER_OVERHEAD_MAX + (len(hkey) if hkey.isascii() else len(hkey.encode("utf-8")))

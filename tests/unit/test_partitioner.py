@@ -10,7 +10,7 @@ import pytest
 
 from kafkajet.errors import InvalidPartitionError, KafkaError
 from kafkajet.producer.partitioner import (
-    RECORD_OVERHEAD,
+    STICKY_RECORD_FRAMING,
     PartitionPlanner,
     StickyPartitioner,
     murmur2,
@@ -56,7 +56,7 @@ def _run_ends_one_by_one(lens: list[int], batch_size: int) -> list[int]:
     """send()'s rule record by record: count each record's bytes, move on once batch.size is reached."""
     ends, produced = [], 0
     for i, length in enumerate(lens):
-        produced += length + RECORD_OVERHEAD
+        produced += length + STICKY_RECORD_FRAMING
         if produced >= batch_size:
             ends.append(i + 1)
             produced = 0
@@ -141,7 +141,7 @@ def test_a_batch_plan_places_records_as_one_by_one_sends_would() -> None:
     out = planner.plan("t", [None] * 100, [b"x" * 84] * 100, None, 6, list(range(6)), keyless=True)
     block = {i: p for p, idx in out.items() for i in idx}
     assert sorted(block) == list(range(100))
-    # 84 + RECORD_OVERHEAD = 100 bytes a record: runs of exactly 10, each on another partition than the last.
+    # 84 + STICKY_RECORD_FRAMING = 100 bytes a record: runs of exactly 10, each on another partition than the last.
     assert all(len({block[i] for i in range(r, r + 10)}) == 1 for r in range(0, 100, 10))
     assert all(block[r] != block[r - 10] for r in range(10, 100, 10))
     with pytest.raises(InvalidPartitionError, match=r"Invalid partition 9 for record 1 of topic 't'.*\[0...6\)"):
@@ -270,11 +270,11 @@ def test_the_mixed_path_checks_caller_partitions_at_both_ends() -> None:
 
 
 def test_the_mixed_path_sticks_keyless_runs_for_batch_size_bytes() -> None:
-    # 84-byte values + RECORD_OVERHEAD = 100 bytes a record: with batch.size 1000, ten keyless records a run,
+    # 84-byte values + STICKY_RECORD_FRAMING = 100 bytes a record: with batch.size 1000, ten keyless records a run,
     # even when keyed records come between them.
     planner = PartitionPlanner(resolve_partitioner("default", 1000), 1000, False)
     keys: list[bytes | None] = [None] * 10 + [b"key"] + [None] * 20
-    out = planner.plan("t", keys, [b"x" * (100 - RECORD_OVERHEAD)] * 31, None, 6, list(range(6)), keyless=False)
+    out = planner.plan("t", keys, [b"x" * (100 - STICKY_RECORD_FRAMING)] * 31, None, 6, list(range(6)), keyless=False)
     where = {i: p for p, idx in out.items() for i in idx}
     assert where[10] == partition_for_key(b"key", 6)
     runs = [{where[i] for i in r} for r in (range(0, 10), range(11, 21), range(21, 31))]
@@ -474,10 +474,10 @@ def test_sticky_runs_with_null_values_count_overhead_only_and_report_bytes() -> 
     planner = PartitionPlanner(part, 1000, False)
     out = planner.plan("t", [None] * 70, [None] * 70, None, 4, [0, 1, 2, 3], keyless=True)
     runs = sorted(len(idx) for idx in out.values())
-    # RECORD_OVERHEAD bytes a null record: 63 reach 1000 (62 make 992), the other 7 begin the next run.
+    # STICKY_RECORD_FRAMING bytes a null record: 63 reach 1000 (62 make 992), the other 7 begin the next run.
     assert sum(runs) == 70 and sorted(i for idx in out.values() for i in idx) == list(range(70))
     sticky = part.sticky  # type: ignore[attr-defined]
-    assert sticky._produced["t"] == 7 * RECORD_OVERHEAD
+    assert sticky._produced["t"] == 7 * STICKY_RECORD_FRAMING
 
 
 def test_round_robin_and_random_fall_back_to_every_partition_when_none_is_available() -> None:
