@@ -3,7 +3,7 @@ processes on free loopback ports, with the listeners and security a test asks fo
 killed, stopped and restarted mid-test.
 
 The jars come from Maven Central: in a clone of kafkajet, `make kafka` copies them into
-`.cache/apache-kafka-<version>` (the version is named once, in `jvm/pom.xml`); an installed kafkajet (pip) finds
+`.cache/apache-kafka-<version>` (the version is KAFKA_VERSION here, and jvm/pom.xml names the same); an installed kafkajet (pip) finds
 no clone, so point KAFKAJET_KAFKA_LIBS at that folder, or at the `libs/` folder of an Apache Kafka download. Java 17 or later runs them (JAVA_HOME, else `java` on the PATH).
 
 ```python
@@ -98,13 +98,14 @@ class ApacheKafkaUnavailable(BrokerStartError):
     """Apache Kafka's jars or a Java runtime are missing: the message says what to install or run."""
 
 
+# The Apache Kafka release the suite runs and the protocol layouts were taken from. An installed package has no
+# clone to read it from; jvm/pom.xml, which `make kafka` fetches with, names the same (a unit test holds them equal).
+KAFKA_VERSION = "4.4.0"
+
+
 def kafka_version() -> str:
-    """The Apache Kafka version the project's Maven file names (jvm/pom.xml)."""
-    try:
-        match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", _POM.read_text())
-    except OSError:
-        match = None
-    return match.group(1) if match else "4.4.0"
+    """The Apache Kafka version ApacheKafka runs: the package's KAFKA_VERSION."""
+    return KAFKA_VERSION
 
 
 def default_libs() -> Path:

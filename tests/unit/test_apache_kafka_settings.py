@@ -147,3 +147,13 @@ def test_listeners_sasl_and_passed_through_settings(tmp_path: Path) -> None:
 def test_a_cluster_it_cannot_run_is_refused_naming_why(kwargs: dict[str, object], names: str) -> None:
     with pytest.raises(ValueError, match=names):
         ApacheKafka(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_packages_kafka_version_is_the_one_maven_fetches() -> None:
+    # An installed package runs KAFKA_VERSION's jars; a clone's `make kafka` fetches jvm/pom.xml's.
+    import re
+
+    from kafkajet.testing.apache_kafka import KAFKA_VERSION
+
+    pom = (Path(__file__).resolve().parents[2] / "jvm" / "pom.xml").read_text()
+    assert re.findall(r"<kafka\.version>([^<]+)</kafka\.version>", pom) == [KAFKA_VERSION]
