@@ -89,13 +89,14 @@ build: $(STAMP)
 # Both builds: everything on the compiled one (a silent fallback to Python fails it), and on the pure-Python
 # one the unit and mock tiers (byte-identity and codec tests) and the interop tier (kafka-python's and aiokafka's
 # readers decoding the batches this build's producer writes, per codec). Side by side, each run's output printed
-# whole when it ends: the compiled run waits on brokers and JVMs for most of its time (about a third of two
-# cores busy), and the pure run's CPU fits in those gaps (CONTRIBUTING.md has the figures).
+# whole when it ends. The compiled run spreads over 4 pytest-xdist workers: it mostly waits on brokers and JVMs
+# (87 % of one core busy on average at 3 workers), so its 75 minutes of tests fit in about 20. A file's tests stay
+# in one worker, and the Spark tests in two groups (tests/conftest.py); CONTRIBUTING.md has the figures.
 test: $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure
 
 test-compiled:
-	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q -n 3 --dist loadgroup
+	KAFKAJET_EXPECT_COMPILED=1 $(PY) -m pytest -q -n 4 --dist loadgroup
 test-pure:
 	KAFKAJET_NO_EXTENSIONS=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit tests/mock tests/interop
 
