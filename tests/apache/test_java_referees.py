@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kafkajet import Producer
-from kafkajet.admin import Admin
+from kafkajet.admin import Admin, NewTopic
 from kafkajet.fetch import FetchClient
 from kafkajet.testing.apache_kafka import ApacheKafka
 from tests.helpers.java_clients import java_consume, java_produce
@@ -46,7 +46,8 @@ def _by_partition_offset(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]
 def test_the_java_consumer_reads_what_kafkajet_writes_byte_for_byte(apache_kafka: ApacheKafka,
                                                                     topic_name: str) -> None:
     with Admin(apache_kafka.bootstrap_servers) as admin:
-        admin.create_topics(topic_name, num_partitions=len(CODECS))
+        # Kept for ever: the records' timestamps (2020 on) are past the 7-day default retention.
+        admin.create_topics(NewTopic(topic_name, len(CODECS), configs={"retention.ms": "-1"}))
     written: list[dict[str, Any]] = []
     for partition, codec in enumerate(CODECS):
         records = _records(codec, partition)
@@ -71,7 +72,9 @@ def test_the_java_consumer_reads_what_kafkajet_writes_byte_for_byte(apache_kafka
 
 def test_kafkajet_reads_what_the_java_producer_writes(apache_kafka: ApacheKafka, topic_name: str) -> None:
     with Admin(apache_kafka.bootstrap_servers) as admin:
-        admin.create_topics(topic_name, num_partitions=2)
+        # Kept for ever: the records' timestamps (2020 on) are past the 7-day default retention, and the run's
+        # broker once deleted a rolled segment of them mid-test (log start 40, not 0).
+        admin.create_topics(NewTopic(topic_name, 2, configs={"retention.ms": "-1"}))
     records = _records("java", 0) + _records("java", 1)
     for codec in ("gzip", "zstd"):
         result = java_produce(apache_kafka, [{"op": "send", "topic": topic_name, **r} for r in records],
