@@ -65,7 +65,7 @@ $(KAFKA_LIBS)/.complete: jvm/pom.xml
 
 kafka: $(KAFKA_LIBS)/.complete
 
-krb5:
+krb5: prerequisites
 	@for tool in $(KRB5_TOOLS); do test -x $$tool || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	  if ! command -v apt-get >/dev/null; then \
@@ -92,7 +92,9 @@ build: $(STAMP)
 # whole when it ends. The compiled run spreads over 4 pytest-xdist workers: it mostly waits on brokers and JVMs
 # (87 % of one core busy on average at 3 workers), so its 75 minutes of tests fit in about 20. A file's tests stay
 # in one worker, and the Spark tests in two groups (tests/conftest.py); CONTRIBUTING.md has the figures.
-test: $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
+# The system packages first, then every pip step: a sub-make, so no install can run before apt-get, even with -j.
+test: krb5
+	$(MAKE) --no-print-directory $(STAMP) $(GSSAPI_STAMP) lint typecheck docs build kafka
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure
 
 test-compiled:

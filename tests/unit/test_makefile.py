@@ -151,3 +151,13 @@ def test_make_demo_with_an_old_python_says_so_in_one_line_before_installing_anyt
     errors = [line for line in run.stderr.splitlines() if not line.startswith("make: ***")]
     assert len(errors) == 1 and "Python >= 3.11" in errors[0] and "3.9.2" in errors[0], run.stderr
     assert not venv.exists()
+
+
+@pytest.mark.parametrize("jobs", [1, 4])
+def test_make_test_installs_the_system_packages_before_any_pip_step(jobs: int) -> None:
+    """On a fresh clone `make test` runs apt-get first: no pip step (the demo's or the suite's) comes before it."""
+    plan = make_plan("test", jobs=jobs)
+    system = [i for i, line in enumerate(plan) if SYSTEM_STEP.search(line)]
+    pips = [i for i, line in enumerate(plan) if "pip install" in line]
+    assert system and pips and system[0] < pips[0], \
+        f"`make test` plans {plan[pips[0]].strip()!r} before the apt-get step" if pips else "no pip step planned"
