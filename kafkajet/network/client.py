@@ -155,6 +155,10 @@ class NetworkClient:
     def nodes(self) -> dict[int, tuple[str, int]]:
         return {n.node_id: (n.host, n.port) for n in self._nodes.values()}
 
+    def knows(self, node_id: int) -> bool:
+        """False once metadata no longer lists the node (set_nodes forgot it): nothing will connect to it."""
+        return node_id in self._nodes
+
     def state(self, node_id: int) -> ConnectionState:
         node = self._nodes.get(node_id)
         return ConnectionState.DISCONNECTED if node is None else node.state

@@ -235,8 +235,14 @@ class Sender:
         else:
             node = txn.coordinator_node(req)
         if node is None or not self.client.ready(node, now):
-            lost = node is not None and self.client.last_error(node) is not None
-            txn.request_not_sent(req, now, forget_coordinator=lost)
+            # A coordinator that metadata no longer lists (a killed broker, fenced by the controller) has no
+            # connection and no error left to report: it is as lost as one that refused us, and only a new
+            # FindCoordinator names its successor (Java looks the coordinator up again whenever it is not ready).
+            reason = None
+            if node is not None:
+                reason = (self.client.last_error(node) if self.client.knows(node) else
+                          KafkaConnectionError(f"coordinator node {node} is no longer in the cluster metadata"))
+            txn.request_not_sent(req, now, forget_coordinator=reason is not None, reason=reason)
             delay = self.client.poll_delay(node, now) if node is not None else self.retry_backoff_ms
             return max(1.0, min(delay, self.retry_backoff_ms)), True
         version = self.client.api_version(node, req.api)  # capped where clients send less (versions.py)

@@ -436,10 +436,14 @@ class TransactionManager:
             return None
         return self.coordinators.get((req.coordinator, req.key))
 
-    def request_not_sent(self, req: TxnRequest, now: float, forget_coordinator: bool) -> None:
-        """The sender could not send `req` (no connection yet): it waits for its turn again."""
+    def request_not_sent(self, req: TxnRequest, now: float, forget_coordinator: bool,
+                         reason: KafkaError | None = None) -> None:
+        """The sender could not send `req` (no connection yet): it waits for its turn again. `reason`, why
+        its coordinator cannot be reached, is what a request given up on at transaction.timeout.ms names."""
         with self._lock:
             self.in_flight = None
+            if reason is not None:
+                req.last_error = reason
             if forget_coordinator and req.coordinator is not None:
                 self.coordinators.pop((req.coordinator, req.key), None)
             self._retry(req, now)

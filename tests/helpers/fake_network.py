@@ -87,6 +87,9 @@ class FakeNetworkClient:
         until = self.throttled_until.get(node_id, float("-inf"))
         return until - now if node_id not in self.down and until > now else self.connection_delay(node_id, now)
 
+    def knows(self, node_id: int) -> bool:
+        return node_id in self.nodes
+
     def last_error(self, node_id: int) -> KafkaError | None:
         return KafkaConnectionError(f"node {node_id} is down") if node_id in self.down else None
 

@@ -1148,6 +1148,21 @@ def test_a_coordinator_that_is_down_is_forgotten_and_looked_up_again_after_the_b
     assert len(rig.client.pending(ApiKey.FIND_COORDINATOR)) == 1
 
 
+def test_a_coordinator_that_metadata_no_longer_lists_is_looked_up_again() -> None:
+    # A killed coordinator, fenced by the controller, drops out of metadata: the client forgets the node and
+    # has no error for it. Kept, the EndTxn would wait for it until transaction.timeout.ms (seen on 3 brokers).
+    rig, txn = txn_rig()
+    txn.begin()
+    txn.maybe_add_partition((TOPIC, 0))
+    rig.append()
+    del rig.client.nodes[COORDINATOR]
+    rig.run()
+    assert rig.client.pending(ApiKey.ADD_PARTITIONS_TO_TXN) == []
+    assert ("txn", "tx") not in txn.coordinators
+    rig.run(RETRY_BACKOFF_MS)
+    assert len(rig.client.pending(ApiKey.FIND_COORDINATOR)) == 1
+
+
 def test_a_coordinator_not_ready_without_an_error_is_kept_and_waits_at_most_the_backoff() -> None:
     rig, txn = txn_rig()
     txn.begin()

@@ -192,3 +192,22 @@ def test_calls_while_an_abort_is_under_way_say_to_wait_for_it() -> None:
     assert "abort_transaction() has not finished" in refusal and "call begin_transaction() first" not in refusal
     with pytest.raises(IllegalStateError, match="abort_transaction\\(\\) has not finished"):
         tm.begin_commit()
+
+
+def test_an_end_txn_that_could_never_be_sent_names_why_when_given_up() -> None:
+    # The sender could not reach the coordinator on any attempt: the fatal error says why, not just how often.
+    tm = in_transaction()
+    commit = tm.begin_commit()
+    now = T0
+    gone = KafkaConnectionError("coordinator node 1 is no longer in the cluster metadata")
+    while not commit.is_done:
+        req, _ = tm.next_request(False, now)
+        if req is not None:
+            assert req.api in (ApiKey.END_TXN, ApiKey.FIND_COORDINATOR)
+            if req.api == ApiKey.FIND_COORDINATOR:
+                tm.handle_response(req, {"error_code": 0, "node_id": 1, "host": "h", "port": 9092}, None, now)
+            else:
+                tm.request_not_sent(req, now, forget_coordinator=True, reason=gone)
+        now += BACKOFF_MS
+    assert commit.error is not None and commit.error.__cause__ is gone
+    assert "no longer in the cluster metadata" in str(commit.error)
