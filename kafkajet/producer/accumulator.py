@@ -365,17 +365,8 @@ class RecordAccumulator:
                         break
                     if self.send_allowed is not None and not self.send_allowed(first.tp):
                         continue
-                    if idem is not None:
-                        if not idem.has_producer_id:
-                            continue
-                        if first.has_sequence:
-                            # A retried batch goes only when it is the oldest unresolved one (Java's rule):
-                            # otherwise it could land after a later sequence and be rejected.
-                            first_seq = idem.first_in_flight_sequence(first.tp)
-                            if first_seq is not None and first_seq != first.base_sequence:
-                                continue
-                        elif not idem.may_pipeline(first.tp):
-                            continue
+                    if idem is not None and not idem.may_drain(first):
+                        continue
                     dq.popleft()
                     if idem is not None:
                         first.base_sequence = first.base_sequence if first.has_sequence else idem.assign(first)
@@ -393,9 +384,11 @@ class RecordAccumulator:
                     out[node] = taken
         # Sealing (compression, CRC) happens outside the lock so send() threads are not held up by it;
         # drained batches are out of their deques and marked full, so nothing else touches them.
-        pid, epoch = (idem.producer_id, idem.producer_epoch) if idem is not None else (-1, -1)
         for batches in out.values():
             for b in batches:
+                # A partition's numbers run under its own id and epoch: after a bump, the old one until the
+                # batches it has out are done.
+                pid, epoch = idem.identity(b.tp) if idem is not None else (-1, -1)
                 b.seal(self.compression, pid, epoch, b.base_sequence, self.transactional, self.compression_level)
         return out
 
@@ -503,10 +496,13 @@ class RecordAccumulator:
             self.complete(batch, -1, -1, error)
         return len(batches)
 
-    def reset_sequences(self) -> None:
-        """After an epoch bump every queued batch is renumbered when it is next drained."""
+    def reset_sequences(self, partitions: set[TopicPartitionKey] | None = None) -> None:
+        """After an epoch bump the queued batches of `partitions` (all when None) are renumbered when next
+        drained."""
         with self._lock:
-            for dq in self._queues.values():
+            for tp, dq in self._queues.items():
+                if partitions is not None and tp not in partitions:
+                    continue
                 for batch in dq:
                     batch.reset_sequence()
                 # Renumbered batches must keep their send order: they are already in deque order.

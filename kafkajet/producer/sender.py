@@ -263,14 +263,18 @@ class Sender:
     def _maybe_init_producer_id(self, now: float) -> float:
         idem = self.idempotence
         assert idem is not None
-        if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None:
+        if idem.init_in_progress or idem.fatal_error is not None:
             return float("inf")
+        idem.maybe_resolve()
         if idem.bump_requested:
             if not idem.can_bump_now():
                 return float("inf")  # woken by the responses of the batches still in flight
+            rewrite = idem.partitions_to_rewrite()
             if idem.bump_epoch():
-                self.accumulator.reset_sequences()
+                self.accumulator.reset_sequences(rewrite)
                 return float("inf")
+        if idem.has_producer_id:
+            return float("inf")
         if now < self._init_pid_retry_at:
             return self._init_pid_retry_at - now
         node = self.client.least_loaded_node(now)
@@ -319,8 +323,9 @@ class Sender:
         expired = self.accumulator.expire(now, self.cause_for)
         for batch in expired:
             if self.idempotence is not None and batch.has_sequence:
-                # A numbered batch that never made it leaves a gap the broker would reject later ones for.
-                self.idempotence.request_epoch_bump(f"batch for {batch.topic}-{batch.partition} expired")
+                # A numbered batch was sent and may have been written: its partition waits for the answers of
+                # its other batches to tell whether it left a gap (Java's markSequenceUnresolved).
+                self.idempotence.expired(batch)
             self._on_failed(batch)
         return min(timeout, self.accumulator.next_expiry_ms(now))
 
@@ -477,8 +482,8 @@ class Sender:
 
     def _reenqueue(self, b: ProducerBatch, err: KafkaError, now: float) -> None:
         log.debug("retrying %r after %s", b, err)  # pragma: no mutate (log text)
-        if self.idempotence is not None:
-            self.idempotence.remove_in_flight(b)
+        # It stays among its partition's unresolved batches (Java's inflightBatchesBySequence): the partition's
+        # epoch cannot move on, nor a later retry overtake it, until it is answered.
         self.metrics.records_retried(b.count)
         self.accumulator.reenqueue(b, err, now)
 
@@ -487,7 +492,7 @@ class Sender:
         if idem is not None and b.has_sequence:
             idem.remove_in_flight(b)
             # A failed numbered batch leaves a gap later batches would trip over: renumber from here.
-            idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}")
+            idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}", b.tp)
         # Counted first, as _complete() counts (and Java's failBatch): completing wakes flush(), and a metrics()
         # read right after it must include the batch.
         self.metrics.records_failed(b.count)

@@ -27,6 +27,7 @@ class FakeBatch:
     count: int
     base_sequence: int = -1
     producer_epoch: int = -1
+    in_flight: bool = True  # on the wire (a retry waiting in its deque is not)
 
     @property
     def has_sequence(self) -> bool:
@@ -46,11 +47,11 @@ def test_the_sequence_wraps_after_2_to_the_31_minus_1_to_zero() -> None:
     # Kafka's DefaultRecordBatch.incrementSequence: (sequence + increment) wraps past Integer.MAX_VALUE to 0.
     idem = IdempotenceManager()
     idem.set_producer_id(7, 0)
-    idem._next_sequence[("t", 0)] = 2**31 - 2
+    idem._partition(("t", 0)).next_sequence = 2**31 - 2
     assert idem.assign(FakeBatch(("t", 0), 3)) == 2**31 - 2  # type: ignore[arg-type]
     # records at 2^31-2, 2^31-1, then 0
     assert idem.next_sequence(("t", 0)) == 1
-    idem._next_sequence[("t", 0)] = 2**31 - 1
+    idem._partition(("t", 0)).next_sequence = 2**31 - 1
     idem.assign(FakeBatch(("t", 0), 1))  # type: ignore[arg-type]
     assert idem.next_sequence(("t", 0)) == 0
 
@@ -143,7 +144,7 @@ def test_in_flight_batches_are_kept_oldest_sequence_first_even_when_a_retry_re_e
     idem.remove_in_flight(first)  # type: ignore[arg-type]
     assert idem.first_in_flight_sequence(tp) == 2 and idem.is_first_in_flight(second)  # type: ignore[arg-type]
     idem.add_in_flight(first)  # type: ignore[arg-type]
-    assert [b.base_sequence for b in idem._in_flight[tp]] == [0, 2, 5]
+    assert [b.base_sequence for b in idem._partition(tp).in_flight] == [0, 2, 5]
     assert idem.is_first_in_flight(first) and idem.first_in_flight_sequence(tp) == 0  # type: ignore[arg-type]
     # Removing a batch twice, or one never added, changes nothing.
     idem.remove_in_flight(FakeBatch(tp, 1, base_sequence=99))  # type: ignore[arg-type]
@@ -221,7 +222,9 @@ def acknowledged_up_to(last: int) -> IdempotenceManager:
     """A manager whose partition t-0 has sequences 0..last acknowledged."""
     idem = IdempotenceManager()
     idem.set_producer_id(7, 0)
-    idem.acknowledged(RefusedBatch(("t", 0), last + 1, base_sequence=0, producer_epoch=0))  # type: ignore[arg-type]
+    sent = RefusedBatch(("t", 0), last + 1, producer_epoch=0)
+    sent.base_sequence = idem.assign(sent)  # type: ignore[arg-type]
+    idem.acknowledged(sent)  # type: ignore[arg-type]
     return idem
 
 
@@ -294,3 +297,20 @@ def test_a_split_batch_leaves_the_in_flight_list_and_asks_for_a_new_epoch() -> N
     idem.batch_split(batch, MessageTooLargeError())  # type: ignore[arg-type]
     assert idem.in_flight_count(("t", 0)) == 0
     assert idem.bump_requested and idem.bump_reason == "batch for t-0 split after MESSAGE_TOO_LARGE"
+
+
+def test_a_late_duplicate_answer_does_not_move_the_acknowledged_sequence_back() -> None:
+    # A retried batch answered (as a duplicate) after the batch behind it: Java's maybeUpdateLastAckedSequence.
+    idem = IdempotenceManager()
+    idem.set_producer_id(7, 0)
+    tp = ("t", 0)
+    first, second = _sent(idem, tp, 2), _sent(idem, tp, 3)
+    idem.acknowledged(second)  # type: ignore[arg-type]
+    idem.acknowledged(first)  # type: ignore[arg-type]
+    assert idem.is_next_expected(FakeBatch(tp, 1, base_sequence=5))  # type: ignore[arg-type]
+    # Across the wrap at 2^31 the mark still only goes forward.
+    idem._partition(tp).last_acked = 2**31 - 2
+    idem.acknowledged(FakeBatch(tp, 3, base_sequence=2**31 - 1, producer_epoch=0))  # type: ignore[arg-type]
+    assert idem.is_next_expected(FakeBatch(tp, 1, base_sequence=2))  # type: ignore[arg-type]
+    idem.acknowledged(FakeBatch(tp, 1, base_sequence=2**31 - 3, producer_epoch=0))  # type: ignore[arg-type]
+    assert idem.is_next_expected(FakeBatch(tp, 1, base_sequence=2))  # type: ignore[arg-type]

@@ -939,7 +939,7 @@ def test_a_failed_record_has_no_offset_and_counts_as_an_error() -> None:
     assert rig.sender.metrics.totals["record-retry-total"] == 0
 
 
-def test_a_retry_counts_its_records_and_an_idempotent_retry_leaves_the_in_flight_list() -> None:
+def test_a_retry_counts_its_records_and_an_idempotent_retry_stays_among_the_unresolved() -> None:
     rig = make_rig(idempotent=True)
     rig.connect()
     rig.append(b"a")
@@ -948,7 +948,8 @@ def test_a_retry_counts_its_records_and_an_idempotent_retry_leaves_the_in_flight
     rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0], NotLeaderOrFollowerError.code))
     rig.run()
     assert rig.sender.metrics.totals["record-retry-total"] == 2
-    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
+    # Java's inflightBatchesBySequence: a retry waiting in its deque is still its partition's oldest batch.
+    assert rig.idempotence is not None and rig.idempotence.first_in_flight_sequence((TOPIC, 0)) == 0
     rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
     b = batch_header(rig.produces()[1])
     assert (b.base_sequence, b.records_count) == (0, 2)  # the retry keeps its numbers
@@ -1399,7 +1400,6 @@ def test_unknown_producer_id_for_the_next_expected_batch_retries_it_under_a_new_
     answer_out_of_order(rig, rig.produces()[0], UnknownProducerIdError.code)
     rig.run()
     assert not fut.done()
-    assert rig.idempotence is not None and rig.idempotence.in_flight_count((TOPIC, 0)) == 0
     rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
     assert len(rig.produces()) == 2
     b = batch_header(rig.produces()[1])
@@ -1640,3 +1640,96 @@ def test_a_first_batch_refused_by_a_leader_not_yet_ready_loses_nothing() -> None
     run_against(rig, logs, futures)
     assert [f.exception(timeout=0) for f in futures] == [None] * len(futures)
     assert {p: log.values for p, log in logs.items()} == sent
+
+
+# --- per-partition epoch bumps and unresolved sequences (Java's TransactionManager, KIP-360) ----------------------
+
+
+def test_a_failed_batch_bumps_its_partition_without_waiting_for_another_partitions_requests() -> None:
+    from kafkajet.errors import InvalidRecordError
+
+    rig = make_rig(idempotent=True)
+    rig.connect(leaders=[0, 1])
+    bad, slow = rig.append(b"bad", partition=0), rig.append(b"slow", partition=1)
+    rig.run()
+    (req0,) = [r for r in rig.produces() if r.node == 0]
+    (req1,) = [r for r in rig.produces() if r.node == 1]
+    rig.client.respond(ApiKey.PRODUCE, produce_body(req0, InvalidRecordError.code), node=0)
+    rig.run()
+    assert bad.done() and not slow.done()  # partition 1's request is still unanswered
+    nxt = rig.append(b"next", partition=0)
+    rig.run()
+    rig.run()
+    # Partition 0 goes on at once under the new epoch, from sequence 0; partition 1 was not made to wait for it.
+    (again,) = [r for r in rig.produces() if r.node == 0 and r is not req0]
+    b = batch_header(again, 0)
+    assert (b.producer_epoch, b.base_sequence) == (1, 0)
+    # Partition 1's batches of the old epoch finish under it, and only then does it start again at 0.
+    later = rig.append(b"later", partition=1)
+    rig.run()
+    assert [r for r in rig.produces() if r.node == 1] == [req1]
+    rig.client.respond(ApiKey.PRODUCE, produce_body(req1), node=1)
+    rig.run()
+    rig.run()
+    assert slow.done() and slow.exception() is None
+    (after,) = [r for r in rig.produces() if r.node == 1 and r is not req1]
+    assert (batch_header(after, 1).producer_epoch, batch_header(after, 1).base_sequence) == (1, 0)
+    assert not nxt.done() and not later.done()
+
+
+def _retried_then_expired(rig: Rig) -> tuple[RecordFuture, RecordFuture, SentRequest]:
+    """Partition 0: batch A (acknowledged), B sent and answered with a retriable error, C pipelined behind B;
+    B then expires in its deque while C's request is still out."""
+    from kafkajet.errors import NotLeaderOrFollowerError
+
+    rig.append(b"a")
+    rig.run()
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[0]))
+    rig.run()
+    b = rig.append(b"b" * 200)
+    rig.run()
+    c = rig.append(b"c" * 200)
+    rig.run()
+    req_b, req_c = rig.produces()[1:3]
+    rig.client.respond(ApiKey.PRODUCE, produce_body(req_b, NotLeaderOrFollowerError.code))
+    rig.run()
+    rig.client.down.add(0)  # no connection for B's retry: it expires waiting in its deque
+    rig.run(DELIVERY_TIMEOUT_FOR_UNRESOLVED)
+    rig.client.up(0)
+    assert b.done() and not c.done()
+    return b, c, req_c
+
+
+DELIVERY_TIMEOUT_FOR_UNRESOLVED = 200_000.0
+
+
+def test_an_expired_batch_whose_successor_was_written_needs_no_bump() -> None:
+    rig = make_rig(idempotent=True, batch_size=256)
+    rig.connect()
+    _, c, req_c = _retried_then_expired(rig)
+    idem = rig.idempotence
+    assert idem is not None
+    d = rig.append(b"d")
+    rig.run()
+    assert rig.produces()[-1] is req_c  # nothing new while B's fate is unknown
+    rig.client.respond(ApiKey.PRODUCE, produce_body(req_c))  # C written: B was written before it
+    rig.run()
+    rig.run()
+    assert c.done() and c.exception() is None and not idem.bump_requested
+    b = batch_header(rig.produces()[-1])
+    assert (b.producer_epoch, b.base_sequence) == (0, 3) and not d.done()
+
+
+def test_an_expired_batch_whose_successor_is_refused_bumps_its_partition_and_retries_the_successor() -> None:
+    from kafkajet.errors import OutOfOrderSequenceNumberError
+
+    rig = make_rig(idempotent=True, batch_size=256)
+    rig.connect()
+    _, c, req_c = _retried_then_expired(rig)
+    rig.client.respond(ApiKey.PRODUCE, produce_body(req_c, OutOfOrderSequenceNumberError.code))
+    rig.run()
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    rig.run()
+    assert not c.done()
+    b = batch_header(rig.produces()[-1])
+    assert (b.producer_epoch, b.base_sequence) == (1, 0)  # C again, renumbered under the new epoch
