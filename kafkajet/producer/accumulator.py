@@ -22,7 +22,26 @@ from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Cluster
+from kafkajet.producer.partitioner import StickyPartitioner
 from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
+
+
+class _TopicLoad:
+    """One topic's partitions as ready() weighs them for adaptive partitioning (Java's partitionReady arrays)."""
+
+    def __init__(self) -> None:
+        self.queues = 0  # partitions of the topic with a deque, leader or not
+        self.sizes: list[int] = []
+        self.partitions: list[int] = []
+        self.racks: list[str | None] = []
+
+
+class NodeLatency:
+    """Java's NodeLatencyStats: when a node last had a batch ready, and when it last could take one."""
+
+    def __init__(self, now: float) -> None:
+        self.ready_ms = now
+        self.drain_ms = now
 
 
 @dataclass
@@ -94,6 +113,12 @@ class RecordAccumulator:
         # flight is muted, so no later batch of it leaves (not even to a new leader) before that one resolves.
         self.guarantee_order = guarantee_order
         self._muted: set[TopicPartitionKey] = set()
+        # partitioner.adaptive.partitioning.enable with the default partitioner: ready() gives it each topic's
+        # queue sizes, and partitioner.availability.timeout.ms (> 0) leaves out the partitions of a leader that
+        # has not been able to take a batch for that long (Java's RecordAccumulator.partitionReady).
+        self.adaptive: StickyPartitioner | None = None
+        self.availability_timeout_ms = 0.0
+        self._node_latency: dict[int, NodeLatency] = {}
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -317,7 +342,10 @@ class RecordAccumulator:
         result = ReadyCheck()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes > 0 or self.closed
+        loads: dict[str, _TopicLoad] | None = None if self.adaptive is None else {}
         for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
+            if loads is not None:
+                self._weigh(loads, tp, dq, cluster, now)
             if not dq or tp in self._muted:
                 continue
             leader = cluster.leader_for(tp[0], tp[1])
@@ -337,7 +365,55 @@ class RecordAccumulator:
                 result.nodes.add(leader)
             else:
                 result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
+        if loads is not None and self.adaptive is not None:
+            for topic, load in loads.items():
+                # As Java, only once every partition of the topic has had a batch: a partition without a deque
+                # would be missing from the table and never chosen again.
+                weighed = load.queues >= (cluster.partition_count(topic) or 0)
+                self.adaptive.update_load_stats(topic, load.sizes if weighed else None, load.partitions,
+                                                load.racks, load.queues)
         return result
+
+    def _weigh(self, loads: dict[str, _TopicLoad], tp: TopicPartitionKey, dq: deque[ProducerBatch],
+               cluster: Cluster, now: float) -> None:
+        """Count one partition's queue into its topic's load (adaptive partitioning).
+
+        A queue's size is in batch.size units, not batches: a batch that cannot leave keeps growing here (up to
+        batch.max.size) where Java would queue another, so the deque's length would hide a slow broker's backlog.
+        With fixed batches (batch.max.size = batch.size) the two agree."""
+        load = loads.get(tp[0])
+        if load is None:
+            load = loads[tp[0]] = _TopicLoad()
+        load.queues += 1
+        leader = cluster.leader_for(tp[0], tp[1])
+        if leader is None:
+            return
+        size = 0
+        if dq:
+            if self.availability_timeout_ms > 0:
+                latency = self._node_latency.get(leader)
+                if latency is not None and latency.ready_ms - latency.drain_ms > self.availability_timeout_ms:
+                    return  # its leader has not taken a batch for too long: not a choice for now
+            batch_size = max(1, self.batch_size)
+            for batch in list(dq):
+                size += -(-len(batch.buf) // batch_size)
+        load.sizes.append(size)
+        load.partitions.append(tp[1])
+        node = cluster.nodes.get(leader)
+        load.racks.append(None if node is None else node.rack)
+
+    def update_node_latency(self, node: int, now: float, can_drain: bool) -> None:
+        """The sender found `node` with a batch ready, and could (or could not) send to it now: Java's
+        updateNodeLatencyStats, what partitioner.availability.timeout.ms is measured with."""
+        if self.availability_timeout_ms <= 0:
+            return
+        latency = self._node_latency.get(node)
+        if latency is None:
+            latency = self._node_latency[node] = NodeLatency(now)
+        # drain first: a reader between the two writes must not see a gap that is not there.
+        if can_drain:
+            latency.drain_ms = now
+        latency.ready_ms = now
 
     def drain(self, cluster: Cluster, nodes: Iterable[int], max_size: int, now: float) -> dict[int, list[ProducerBatch]]:
         """Take at most one batch per partition for each node, up to max_size bytes per request."""
