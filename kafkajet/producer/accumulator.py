@@ -378,9 +378,9 @@ class RecordAccumulator:
                cluster: Cluster, now: float) -> None:
         """Count one partition's queue into its topic's load (adaptive partitioning).
 
-        A queue's size is in batch.size units, not batches: a batch that cannot leave keeps growing here (up to
-        batch.max.size) where Java would queue another, so the deque's length would hide a slow broker's backlog.
-        With fixed batches (batch.max.size = batch.size) the two agree."""
+        A queue's size is in whole batch.size units, at least one a batch: a batch that cannot leave keeps growing
+        here (up to batch.max.size) where Java would queue another, so the deque's length would hide a slow
+        broker's backlog. With fixed batches (batch.max.size = batch.size) it is the deque's length, as Java's."""
         load = loads.get(tp[0])
         if load is None:
             load = loads[tp[0]] = _TopicLoad()
@@ -396,7 +396,7 @@ class RecordAccumulator:
                     return  # its leader has not taken a batch for too long: not a choice for now
             batch_size = max(1, self.batch_size)
             for batch in list(dq):
-                size += -(-len(batch.buf) // batch_size)
+                size += max(1, len(batch.buf) // batch_size)
         load.sizes.append(size)
         load.partitions.append(tp[1])
         node = cluster.nodes.get(leader)
