@@ -95,3 +95,34 @@ def test_without_both_settings_keyless_records_go_to_every_rack(cluster: MockClu
     with Producer(bootstrap_servers=cluster.bootstrap_servers, batch_size=1024, **settings) as p:
         got = sent_partitions(p, "t", 3000)
     assert set(got) == set(range(6)), f"keyless records went only to {dict(got)}"
+
+
+def records_to_a_down_broker(cluster: MockCluster, topic: str, timeout_ms: int) -> tuple[int, int]:
+    """Broker 1 down (its leadership kept, as before the cluster notices): how many keyless records of a first
+    second, and of the second after it, go to its partitions (counted once it is back and everything arrived)."""
+    cluster.create_topic(topic, partitions=6)
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, batch_size=1024, linger_ms=5,
+                  partitioner_availability_timeout_ms=timeout_ms) as p:
+        p.send(topic, b"warm-up").result(timeout=30)
+        cluster.broker_down(1)
+        for phase in (b"A", b"B"):
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                for _ in range(50):
+                    p.send(topic, phase * 100)
+                time.sleep(0.002)  # load shaping, as above
+        cluster.broker_up(1)
+        p.flush(60)
+    on_1 = Counter(r.value[:1] for q, leader in leaders(cluster, topic, 6).items() if leader == 1
+                   for r in cluster.records(topic, q))
+    return on_1[b"A"], on_1[b"B"]
+
+
+@pytest.mark.mock_cluster(brokers=3)
+def test_a_leader_that_cannot_take_batches_for_the_availability_timeout_gets_no_keyless_records(
+        cluster: MockCluster) -> None:
+    first, then = records_to_a_down_broker(cluster, "timeout-off", 0)
+    assert then > 0, "without the timeout adaptive partitioning only weighs the down broker's queues"
+    first, then = records_to_a_down_broker(cluster, "timeout-on", 200)
+    assert first > 0, "it had records before the timeout passed"
+    assert then == 0, f"{then} records went to a broker that had taken nothing for a second"
