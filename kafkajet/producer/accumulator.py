@@ -33,7 +33,7 @@ class _TopicLoad:
         self.queues = 0  # partitions of the topic with a deque, leader or not
         self.sizes: list[int] = []
         self.partitions: list[int] = []
-        self.racks: list[str | None] = []
+        self.racks: list[str | None] = []  # filled only when rack-aware
 
 
 class NodeLatency:
@@ -342,13 +342,41 @@ class RecordAccumulator:
         result = ReadyCheck()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes > 0 or self.closed
-        loads: dict[str, _TopicLoad] | None = None if self.adaptive is None else {}
+        adaptive = self.adaptive
+        loads: dict[str, _TopicLoad] | None = None if adaptive is None else {}
+        rack_aware = adaptive is not None and adaptive.rack is not None
+        unit = max(1, self.batch_size)
+        timeout = self.availability_timeout_ms
+        load = _TopicLoad()
+        load_topic = ""
         for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
-            if loads is not None:
-                self._weigh(loads, tp, dq, cluster, now)
-            if not dq or tp in self._muted:
-                continue
-            leader = cluster.leader_for(tp[0], tp[1])
+            if loads is None:
+                if not dq or tp in self._muted:
+                    continue
+                leader = cluster.leader_for(tp[0], tp[1])
+            else:
+                # Adaptive partitioning weighs every partition with a deque, empty or muted (Java's partitionReady).
+                leader = cluster.leader_for(tp[0], tp[1])
+                if tp[0] != load_topic:
+                    load_topic = tp[0]
+                    found = loads.get(load_topic)
+                    if found is None:
+                        found = loads[load_topic] = _TopicLoad()
+                    load = found
+                load.queues += 1
+                if leader is not None:
+                    # Inline for the usual deque of one batch: this runs for every partition on every pass.
+                    n = len(dq)
+                    size = (len(dq[0].buf) // unit or 1) if n == 1 and timeout <= 0 else \
+                        self._queue_size(dq, leader, unit) if n else 0
+                    if size >= 0:
+                        load.sizes.append(size)
+                        load.partitions.append(tp[1])
+                        if rack_aware:
+                            node = cluster.nodes.get(leader)
+                            load.racks.append(None if node is None else node.rack)
+                if not dq or tp in self._muted:
+                    continue
             if leader is None:
                 result.unknown_leaders = True
                 continue
@@ -374,33 +402,22 @@ class RecordAccumulator:
                                                 load.racks, load.queues)
         return result
 
-    def _weigh(self, loads: dict[str, _TopicLoad], tp: TopicPartitionKey, dq: deque[ProducerBatch],
-               cluster: Cluster, now: float) -> None:
-        """Count one partition's queue into its topic's load (adaptive partitioning).
+    def _queue_size(self, dq: deque[ProducerBatch], leader: int, unit: int) -> int:
+        """A non-empty queue's size for adaptive partitioning, or -1 when partitioner.availability.timeout.ms
+        leaves it out (its leader has not been able to take a batch for that long).
 
-        A queue's size is in whole batch.size units, at least one a batch: a batch that cannot leave keeps growing
-        here (up to batch.max.size) where Java would queue another, so the deque's length would hide a slow
-        broker's backlog. With fixed batches (batch.max.size = batch.size) it is the deque's length, as Java's."""
-        load = loads.get(tp[0])
-        if load is None:
-            load = loads[tp[0]] = _TopicLoad()
-        load.queues += 1
-        leader = cluster.leader_for(tp[0], tp[1])
-        if leader is None:
-            return
+        The size is in whole batch.size units (`unit`), at least one a batch: a batch that cannot leave keeps
+        growing here (up to batch.max.size) where Java would queue another, so the deque's length would hide a
+        slow broker's backlog. With fixed batches (batch.max.size = batch.size) it is the deque's length, as
+        Java's."""
+        if self.availability_timeout_ms > 0:
+            latency = self._node_latency.get(leader)
+            if latency is not None and latency.ready_ms - latency.drain_ms > self.availability_timeout_ms:
+                return -1
         size = 0
-        if dq:
-            if self.availability_timeout_ms > 0:
-                latency = self._node_latency.get(leader)
-                if latency is not None and latency.ready_ms - latency.drain_ms > self.availability_timeout_ms:
-                    return  # its leader has not taken a batch for too long: not a choice for now
-            batch_size = max(1, self.batch_size)
-            for batch in list(dq):
-                size += max(1, len(batch.buf) // batch_size)
-        load.sizes.append(size)
-        load.partitions.append(tp[1])
-        node = cluster.nodes.get(leader)
-        load.racks.append(None if node is None else node.rack)
+        for batch in list(dq):
+            size += len(batch.buf) // unit or 1
+        return size
 
     def update_node_latency(self, node: int, now: float, can_drain: bool) -> None:
         """The sender found `node` with a batch ready, and could (or could not) send to it now: Java's

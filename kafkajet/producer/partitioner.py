@@ -140,12 +140,19 @@ class StickyPartitioner:
         self.in_rack = in_rack
         # topic -> the stats of all its weighed partitions, and of those led in `rack` (None: none are).
         self._load: dict[str, tuple[LoadStats, LoadStats | None]] = {}
+        # What each topic's stats were last built from: the sender's passes mostly see the same queues again.
+        self._load_inputs: dict[str, tuple[list[int] | None, list[int], list[str | None], int]] = {}
 
     def update_load_stats(self, topic: str, queue_sizes: list[int] | None, partitions: list[int],
                           racks: list[str | None], queues: int) -> None:
         """Java's updatePartitionLoadStats: the queue sizes of the topic's partitions that have a leader and
         are not excluded by partitioner.availability.timeout.ms (None: no adaptive stats for the topic),
-        their ids, their leaders' racks, and `queues`, how many partitions of the topic have a queue at all."""
+        their ids, their leaders' racks (only read when rack-aware), and `queues`, how many partitions of the
+        topic have a queue at all."""
+        inputs = (queue_sizes, partitions, racks, queues)
+        if self._load_inputs.get(topic) == inputs:
+            return
+        self._load_inputs[topic] = inputs
         n = 0 if queue_sizes is None else len(queue_sizes)
         # Fewer than two partitions: nothing to weigh, unless some were excluded (then the rest still count).
         if queue_sizes is None or n < 1 or queues < 2:

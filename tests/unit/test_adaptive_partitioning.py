@@ -136,12 +136,12 @@ def test_ready_weighs_the_queues_in_batch_size_units_once_every_partition_has_on
     acc.ready(cluster, 0.0)
     total, local = sp._load["t"]
     assert (total.cumulative, total.partitions, local) == ([6, 7, 13, 19], [0, 1, 2, 3], None)
-    # A waiting batch that grew to 3x batch.size (batch.max.size) weighs as the three batches Java would queue.
-    acc.batch_max_size = 1000
-    queue(acc, 0, 0)
-    acc._queues[("t", 0)][-1].buf.extend(b"\0" * 200)
+    # A waiting batch that grew to 3x batch.size (batch.max.size) weighs as the three batches Java would queue,
+    # alone in its deque (partition 0: 3) or behind others (partition 1: 5 + 3).
+    for p in (0, 1):
+        acc._queues[("t", p)][-1].buf.extend(b"\0" * 200)
     acc.ready(cluster, 0.0)
-    assert sp._load["t"][0].cumulative == [4, 5, 11, 17]
+    assert sp._load["t"][0].cumulative == [6, 7, 15, 23]
 
 
 def test_ready_builds_the_rack_table_from_the_leaders_racks() -> None:
