@@ -88,6 +88,12 @@ class Cluster:
     def available_partitions(self, topic: str) -> tuple[int, ...]:
         return self._available.get(topic, ())  # type: ignore[attr-defined, no-any-return]
 
+    def available_partitions_in_rack(self, topic: str, rack: str) -> tuple[int, ...]:
+        """The topic's partitions with a leader in `rack` (KIP-1123); asked once per sticky switch, so not kept."""
+        leaders = self._leaders  # type: ignore[attr-defined]
+        nodes = self.nodes
+        return tuple(p for p in self.available_partitions(topic) if nodes[leaders[(topic, p)]].rack == rack)
+
     def partitions_for_node(self, node_id: int) -> tuple[PartitionInfo, ...]:
         return self._by_node.get(node_id, ())  # type: ignore[attr-defined, no-any-return]
 

@@ -223,9 +223,16 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
       "callable fn(key_bytes, all_partitions, available) -> int, or default / round_robin / random",
       _callable_or_name),
     K("partitioner.ignore.keys", "bool", False, "spread keyed records like keyless ones", _bool),
-    K("partitioner.adaptive.partitioning.enable", "bool", True, "Java: favour partitions on less loaded brokers",
-      _bool, not_read="keyless records go to the available partitions (those with a leader) uniformly, "
-      "whatever their brokers' queues"),
+    K("partitioner.adaptive.partitioning.enable", "bool", True, "default partitioner: keyless records favour "
+      "partitions with shorter queues (slower brokers get fewer); false: uniform among those with a leader",
+      _bool),
+    K("partitioner.availability.timeout.ms", "int", 0, "default partitioner, adaptive: a partition whose leader "
+      "has not been able to take a batch for this long gets no keyless records until it can; 0: off",
+      _int_range(0)),
+    K("partitioner.rack.aware", "bool", False, "default partitioner: keyless records go to partitions led in "
+      "client.rack when any is available (KIP-1123), else to all", _bool),
+    K("client.rack", "str", None, "the rack (availability zone) this client runs in, for partitioner.rack.aware",
+      _str),
     K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
     K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
     K("transactional.id", "str", None, "enables transactions (init_transactions, begin/commit/abort); implies "

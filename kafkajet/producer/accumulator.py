@@ -22,7 +22,26 @@ from kafkajet.producer.buffer_pool import BufferPool
 from kafkajet.producer.futures import DeliveryCallback, RecordFuture, Segment
 from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.metadata import Cluster
+from kafkajet.producer.partitioner import StickyPartitioner
 from kafkajet.records import BATCH_HEADER_SIZE, record_size_upper_bound
+
+
+class _TopicLoad:
+    """One topic's partitions as ready() weighs them for adaptive partitioning (Java's partitionReady arrays)."""
+
+    def __init__(self) -> None:
+        self.queues = 0  # partitions of the topic with a deque, leader or not
+        self.sizes: list[int] = []
+        self.partitions: list[int] = []
+        self.racks: list[str | None] = []  # filled only when rack-aware
+
+
+class NodeLatency:
+    """Java's NodeLatencyStats: when a node last had a batch ready, and when it last could take one."""
+
+    def __init__(self, now: float) -> None:
+        self.ready_ms = now
+        self.drain_ms = now
 
 
 @dataclass
@@ -94,6 +113,12 @@ class RecordAccumulator:
         # flight is muted, so no later batch of it leaves (not even to a new leader) before that one resolves.
         self.guarantee_order = guarantee_order
         self._muted: set[TopicPartitionKey] = set()
+        # partitioner.adaptive.partitioning.enable with the default partitioner: ready() gives it each topic's
+        # queue sizes, and partitioner.availability.timeout.ms (> 0) leaves out the partitions of a leader that
+        # has not been able to take a batch for that long (Java's RecordAccumulator.partitionReady).
+        self.adaptive: StickyPartitioner | None = None
+        self.availability_timeout_ms = 0.0
+        self._node_latency: dict[int, NodeLatency] = {}
 
     # --- caller threads ---------------------------------------------------------------------------
 
@@ -317,10 +342,41 @@ class RecordAccumulator:
         result = ReadyCheck()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes > 0 or self.closed
+        adaptive = self.adaptive
+        loads: dict[str, _TopicLoad] | None = None if adaptive is None else {}
+        rack_aware = adaptive is not None and adaptive.rack is not None
+        unit = max(1, self.batch_size)
+        timeout = self.availability_timeout_ms
+        load = _TopicLoad()
+        load_topic = ""
         for tp, dq in list(self._queues.items()):  # a C-level copy: safe while send() adds partitions
-            if not dq or tp in self._muted:
-                continue
-            leader = cluster.leader_for(tp[0], tp[1])
+            if loads is None:
+                if not dq or tp in self._muted:
+                    continue
+                leader = cluster.leader_for(tp[0], tp[1])
+            else:
+                # Adaptive partitioning weighs every partition with a deque, empty or muted (Java's partitionReady).
+                leader = cluster.leader_for(tp[0], tp[1])
+                if tp[0] != load_topic:
+                    load_topic = tp[0]
+                    found = loads.get(load_topic)
+                    if found is None:
+                        found = loads[load_topic] = _TopicLoad()
+                    load = found
+                load.queues += 1
+                if leader is not None:
+                    # Inline for the usual deque of one batch: this runs for every partition on every pass.
+                    n = len(dq)
+                    size = (len(dq[0].buf) // unit or 1) if n == 1 and timeout <= 0 else \
+                        self._queue_size(dq, leader, unit) if n else 0
+                    if size >= 0:
+                        load.sizes.append(size)
+                        load.partitions.append(tp[1])
+                        if rack_aware:
+                            node = cluster.nodes.get(leader)
+                            load.racks.append(None if node is None else node.rack)
+                if not dq or tp in self._muted:
+                    continue
             if leader is None:
                 result.unknown_leaders = True
                 continue
@@ -337,7 +393,44 @@ class RecordAccumulator:
                 result.nodes.add(leader)
             else:
                 result.next_check_ms = min(result.next_check_ms, self.linger_ms - waited)
+        if loads is not None and self.adaptive is not None:
+            for topic, load in loads.items():
+                # As Java, only once every partition of the topic has had a batch: a partition without a deque
+                # would be missing from the table and never chosen again.
+                weighed = load.queues >= (cluster.partition_count(topic) or 0)
+                self.adaptive.update_load_stats(topic, load.sizes if weighed else None, load.partitions,
+                                                load.racks, load.queues)
         return result
+
+    def _queue_size(self, dq: deque[ProducerBatch], leader: int, unit: int) -> int:
+        """A non-empty queue's size for adaptive partitioning, or -1 when partitioner.availability.timeout.ms
+        leaves it out (its leader has not been able to take a batch for that long).
+
+        The size is in whole batch.size units (`unit`), at least one a batch: a batch that cannot leave keeps
+        growing here (up to batch.max.size) where Java would queue another, so the deque's length would hide a
+        slow broker's backlog. With fixed batches (batch.max.size = batch.size) it is the deque's length, as
+        Java's."""
+        if self.availability_timeout_ms > 0:
+            latency = self._node_latency.get(leader)
+            if latency is not None and latency.ready_ms - latency.drain_ms > self.availability_timeout_ms:
+                return -1
+        size = 0
+        for batch in list(dq):
+            size += len(batch.buf) // unit or 1
+        return size
+
+    def update_node_latency(self, node: int, now: float, can_drain: bool) -> None:
+        """The sender found `node` with a batch ready, and could (or could not) send to it now: Java's
+        updateNodeLatencyStats, what partitioner.availability.timeout.ms is measured with."""
+        if self.availability_timeout_ms <= 0:
+            return
+        latency = self._node_latency.get(node)
+        if latency is None:
+            latency = self._node_latency[node] = NodeLatency(now)
+        # drain first: a reader between the two writes must not see a gap that is not there.
+        if can_drain:
+            latency.drain_ms = now
+        latency.ready_ms = now
 
     def drain(self, cluster: Cluster, nodes: Iterable[int], max_size: int, now: float) -> dict[int, list[ProducerBatch]]:
         """Take at most one batch per partition for each node, up to max_size bytes per request."""

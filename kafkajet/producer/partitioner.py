@@ -1,4 +1,6 @@
-"""Choosing a partition: explicit > murmur2 of the key (Java-exact) > uniform sticky (KIP-794).
+"""Choosing a partition: explicit > murmur2 of the key (Java-exact) > sticky (KIP-794), weighted by the
+brokers' queues (adaptive), without partitions whose leader stopped draining (availability timeout) and within
+the client's rack when asked (KIP-1123), as Java's BuiltInPartitioner.
 
 Compiled in place by mypyc (hatch_build.py lists it): after an edit, `python hatch_build.py` rebuilds it;
 until then kafkajet._build runs this source.
@@ -9,7 +11,7 @@ from __future__ import annotations
 import random
 import struct
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Final, Protocol, cast
@@ -92,19 +94,83 @@ class Partitioner(Protocol):
     def record_appended(self, topic: str, partition: int, nbytes: int) -> None: ...
 
 
+class LoadStats:
+    """Java's PartitionLoadStats: a cumulative frequency table over some partitions of a topic, each weighted by
+    (longest queue + 1 - its queue), so a random number below the last entry lands on a short queue more often."""
+
+    def __init__(self, cumulative: list[int], partitions: list[int]) -> None:
+        self.cumulative = cumulative
+        self.partitions = partitions
+
+    def pick(self, rng: random.Random) -> int:
+        # The first entry strictly greater than the draw: Java's binarySearch, insertion point + 1.
+        return self.partitions[bisect_right(self.cumulative, rng.randrange(self.cumulative[-1]))]
+
+
+def cumulative_frequencies(queue_sizes: Sequence[int], max_size_plus_1: int) -> list[int]:
+    """Java's invertAndFoldQueueSizeArray: (max + 1 - size) as a running sum."""
+    out = []
+    total = 0
+    for size in queue_sizes:
+        total += max_size_plus_1 - size
+        out.append(total)
+    return out
+
+
 class StickyPartitioner:
-    """KIP-794 uniform sticky: keyless records stay on one partition until batch.size bytes went to it.
+    """KIP-794 sticky: keyless records stay on one partition until batch.size bytes went to it, then move to
+    one chosen at random: weighted by the queue sizes the accumulator last saw when it has them (adaptive
+    partitioning, update_load_stats()), else uniformly among the partitions with a leader; with `in_rack`, among
+    those led in the client's rack when there are any (KIP-1123).
 
     Thread-safe: the switch decision happens under a short lock; reading the current choice does not lock
-    (a stale read only sends one record to the previous sticky partition, which is harmless).
+    (a stale read only sends one record to the previous sticky partition, which is harmless). The load stats
+    are replaced whole by the sender thread and read once per switch.
     """
 
-    def __init__(self, batch_size: int, rng: random.Random | None = None) -> None:
+    def __init__(self, batch_size: int, rng: random.Random | None = None, rack: str | None = None,
+                 in_rack: Callable[[str], Sequence[int]] | None = None) -> None:
         self.batch_size = batch_size
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._current: dict[str, int] = {}
         self._produced: dict[str, int] = {}
+        # partitioner.rack.aware with client.rack: the rack, and the topic's available partitions led there.
+        self.rack = rack
+        self.in_rack = in_rack
+        # topic -> the stats of all its weighed partitions, and of those led in `rack` (None: none are).
+        self._load: dict[str, tuple[LoadStats, LoadStats | None]] = {}
+        # What each topic's stats were last built from: the sender's passes mostly see the same queues again.
+        self._load_inputs: dict[str, tuple[list[int] | None, list[int], list[str | None], int]] = {}
+
+    def update_load_stats(self, topic: str, queue_sizes: list[int] | None, partitions: list[int],
+                          racks: list[str | None], queues: int) -> None:
+        """Java's updatePartitionLoadStats: the queue sizes of the topic's partitions that have a leader and
+        are not excluded by partitioner.availability.timeout.ms (None: no adaptive stats for the topic),
+        their ids, their leaders' racks (only read when rack-aware), and `queues`, how many partitions of the
+        topic have a queue at all."""
+        inputs = (queue_sizes, partitions, racks, queues)
+        if self._load_inputs.get(topic) == inputs:
+            return
+        self._load_inputs[topic] = inputs
+        n = 0 if queue_sizes is None else len(queue_sizes)
+        # Fewer than two partitions: nothing to weigh, unless some were excluded (then the rest still count).
+        if queue_sizes is None or n < 1 or queues < 2:
+            self._load.pop(topic, None)
+            return
+        longest = max(queue_sizes)
+        if n == queues and min(queue_sizes) == longest:
+            # Equal queues and none excluded: the uniform choice is the same distribution, and cheaper.
+            self._load.pop(topic, None)
+            return
+        local: LoadStats | None = None
+        rack = self.rack
+        if rack is not None:
+            here = [i for i, r in enumerate(racks) if r == rack]
+            if here:
+                sizes = [queue_sizes[i] for i in here]
+                local = LoadStats(cumulative_frequencies(sizes, max(sizes) + 1), [partitions[i] for i in here])
+        self._load[topic] = (LoadStats(cumulative_frequencies(queue_sizes, longest + 1), list(partitions)), local)
 
     def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
         p = self._current.get(topic)
@@ -116,10 +182,20 @@ class StickyPartitioner:
         return p
 
     def _next(self, topic: str, available: Sequence[int], num_partitions: int, previous: int | None) -> int:
-        choices = list(available) if available else list(range(num_partitions))
-        if previous is not None and len(choices) > 1 and previous in choices:
-            choices.remove(previous)
-        p = self._rng.choice(choices)
+        load = self._load.get(topic)
+        if load is not None:
+            # Java's nextPartition: the in-rack table when rack-aware and some weighed partition is in the rack.
+            total, local = load
+            p = (total if local is None else local).pick(self._rng)
+        else:
+            choices = list(available) if available else list(range(num_partitions))
+            if available and self.in_rack is not None:
+                led_here = self.in_rack(topic)
+                if led_here:
+                    choices = list(led_here)
+            if previous is not None and len(choices) > 1 and previous in choices:
+                choices.remove(previous)
+            p = self._rng.choice(choices)
         self._current[topic] = p
         self._produced[topic] = 0
         return p

@@ -158,6 +158,7 @@ class Producer:
                                            self._idempotence, cfg["retry.backoff.ms"])
             self._txn.on_state = self._on_transaction_state
         self._accumulator = self._make_accumulator(cfg)
+        self._configure_builtin_partitioner(cfg)
         if self._txn is not None:
             self._accumulator.send_allowed = self._txn.is_send_allowed
             self._accumulator.transactional = True
@@ -237,6 +238,20 @@ class Producer:
             idempotence=self._idempotence,
             guarantee_order=cfg["max.in.flight.requests.per.connection"] == 1,
         )
+
+    def _configure_builtin_partitioner(self, cfg: ProducerConfig) -> None:
+        """Java's BuiltInPartitioner settings, which a custom or other named partitioner ignores (as in Java)."""
+        sticky = self._planner.sticky
+        if sticky is None:
+            return
+        rack = cfg["client.rack"]
+        if cfg["partitioner.rack.aware"] and rack:
+            metadata = self._metadata
+            sticky.rack = rack
+            sticky.in_rack = lambda topic: metadata.cluster.available_partitions_in_rack(topic, rack)
+        if cfg["partitioner.adaptive.partitioning.enable"]:
+            self._accumulator.adaptive = sticky
+            self._accumulator.availability_timeout_ms = float(cfg["partitioner.availability.timeout.ms"])
 
     def _make_client(self, cfg: ProducerConfig) -> NetworkClient:
         client = NetworkClient(

@@ -302,7 +302,10 @@ class Sender:
         timeout = ready.next_check_ms
         sendable = []
         for node in ready.nodes:
-            if self.client.ready(node, now):
+            can_send = self.client.ready(node, now)
+            # How long a node could not take its ready batches: partitioner.availability.timeout.ms.
+            self.accumulator.update_node_latency(node, now, can_send)
+            if can_send:
                 sendable.append(node)
             else:
                 delay = self.client.poll_delay(node, now)  # a reconnect backoff, or a quota's throttle

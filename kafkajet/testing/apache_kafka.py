@@ -225,7 +225,8 @@ class ApacheKafka:
     - tls: the broker's certificate for SSL and SASL_SSL listeners.
     - authorizer: the StandardAuthorizer, with the plain-text (anonymous) and `admin` principals as super users;
       add_acl() grants, deny_acl() refuses.
-    - broker_config: any broker setting, passed through.
+    - broker_config: any broker setting, passed through, the same on every node.
+    - racks: each node's broker.rack (node 1's first), as Metadata reports it to clients.
     - features: feature levels the storage is formatted with (kafka-storage format --feature name=level), e.g.
       {"transaction.version": 1} for a cluster that does not finalize transaction version 2 (KIP-890); the
       others keep the release's defaults (Kafka 4.4 finalizes transaction.version 2).
@@ -244,6 +245,7 @@ class ApacheKafka:
         oauth: OAuthValidation | None = None,
         authorizer: bool = False,
         broker_config: Mapping[str, object] | None = None,
+        racks: Sequence[str] | None = None,
         features: Mapping[str, int] | None = None,
         libs: str | Path | None = None,
         heap: str = "768m",
@@ -266,7 +268,10 @@ class ApacheKafka:
             raise ValueError("OAUTHBEARER needs oauth=OAuthValidation(jwks_url, audience, issuer)")
         if any(p.endswith("SSL") for p in protocols) and tls is None:
             raise ValueError("an SSL or SASL_SSL listener needs tls=TlsFiles(certificate, key, ca)")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks={list(racks)}: give one rack per node, {brokers} in all")
         self.brokers = brokers
+        self._racks = list(racks) if racks is not None else None
         self._settings = _Settings(
             listeners=protocols, mechanisms=mechanisms,
             users=dict(users if users is not None else {"admin": "admin-secret", "alice": "alice-secret"}),
@@ -548,6 +553,8 @@ class ApacheKafka:
             props["super.users"] = "User:ANONYMOUS;User:admin"
             # Mutual TLS principals are the certificate's CN, as users would configure it.
             props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+        if self._racks is not None:
+            props["broker.rack"] = self._racks[node.node_id - 1]
         props.update(s.broker_config)
         return props
 

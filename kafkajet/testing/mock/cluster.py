@@ -53,7 +53,7 @@ the default host; kafkajet.testing.kdc runs a local KDC that makes them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 
 from kafkajet.protocol import ApiKey
@@ -85,7 +85,8 @@ __all__ = ["MockCluster", "MockConfig", "RequestRecord", "NO_LEADER", "SaslAuthR
 
 
 class MockCluster:
-    """brokers are numbered 1..n, each with its own port on `host`. Methods that wait take a timeout (seconds)."""
+    """brokers are numbered 1..n, each with its own port on `host` (and `racks[i]` the rack of broker i + 1).
+    Methods that wait take a timeout (seconds)."""
 
     def __init__(
         self,
@@ -105,9 +106,12 @@ class MockCluster:
         sasl_oauthbearer_validator: TokenValidator | None = None,
         sasl_aws_msk_iam_validator: NativeMskValidator | None = None,
         sasl_gssapi_keytab: str | None = None,
+        racks: Sequence[str | None] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks={list(racks)}: give one rack (or None) per broker, {brokers} in all")
         mechanisms = tuple(sasl_mechanisms or ())
         unknown = [m for m in mechanisms if m not in SERVER_MECHANISMS]
         if unknown:
@@ -128,6 +132,7 @@ class MockCluster:
                             unknown_producer_error=unknown_producer_error, sasl_mechanisms=mechanisms,
                             sasl_session_lifetime_ms=sasl_session_lifetime_ms)
         self._host = host
+        self._racks = list(racks) if racks is not None else [None] * brokers
         self._state = ClusterState(config, list(range(1, brokers + 1)))
         for user, password in (sasl_users or {}).items():
             self._state.sasl_credentials.set(user, password)
@@ -146,7 +151,8 @@ class MockCluster:
         try:
             for broker_id in self._state.broker_ids:
                 port = server.listen(broker_id)
-                self._state.brokers[broker_id] = BrokerState(broker_id, self._host, port)
+                self._state.brokers[broker_id] = BrokerState(broker_id, self._host, port,
+                                                             rack=self._racks[broker_id - 1])
             server.start(f"kafkajet-mock-cluster-{self._state.cluster_id[-12:]}")
         except BaseException:
             server.stop(5.0)

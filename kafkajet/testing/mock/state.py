@@ -63,6 +63,7 @@ class BrokerState:
     port: int
     up: bool = True
     rtt_ms: float = 0.0
+    rack: str | None = None  # broker.rack, as Metadata and DescribeCluster report it
 
 
 @dataclass

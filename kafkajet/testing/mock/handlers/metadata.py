@@ -19,7 +19,7 @@ log = logging.getLogger("kafkajet.testing.mock")
 def _brokers(state: ClusterState) -> list[Body]:
     # Down brokers stay listed: the cluster has not noticed (as during a network partition), so clients keep
     # trying them and their leadership; set_leader() is the failover.
-    return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}
+    return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
             for b in state.brokers.values()]
 
 
@@ -66,7 +66,7 @@ def handle_metadata(state: ClusterState, req: Request) -> Answer:
 
 
 def handle_describe_cluster(state: ClusterState, req: Request) -> Answer:
-    brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": None}
+    brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
                for b in _brokers(state)]
     return Answer({"throttle_time_ms": 0, "error_code": 0, "error_message": None, "cluster_id": state.cluster_id,
                    "controller_id": state.controller_id, "brokers": brokers})
