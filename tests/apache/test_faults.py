@@ -112,8 +112,19 @@ def test_idempotent_stream_survives_a_killed_leader_and_a_controlled_shutdown(th
         assert seq == sorted(seq), f"partition {partition} is out of order"
 
 
-def test_transactions_stay_whole_through_a_killed_leader_and_a_controlled_shutdown(three: ApacheKafka,
-                                                                                    topic_name: str) -> None:
+@pytest.fixture(params=[2, 1], ids=["tv2", "tv1"])
+def three_at_transaction_version(request: pytest.FixtureRequest) -> Iterator[tuple[ApacheKafka, int]]:
+    """Three nodes that finalize transaction.version 2 (Kafka 4.4's default) or 1: both protocols must keep a
+    transaction whole through the faults (TV2 bumps the epoch at every EndTxn and adds partitions implicitly)."""
+    features = {} if request.param == 2 else {"transaction.version": 1}
+    with running_apache_kafka(brokers=3, features=features) as kafka:
+        yield kafka, request.param
+
+
+def test_transactions_stay_whole_through_a_killed_leader_and_a_controlled_shutdown(
+        three_at_transaction_version: tuple[ApacheKafka, int], topic_name: str) -> None:
+    three, version = three_at_transaction_version
+    assert three.finalized_features().get("transaction.version", 0) == version
     per_txn, transactions = 1_000, 60
     topic = _replicated_topic(three, topic_name)
     committed: list[int] = []
