@@ -9,7 +9,7 @@ callback(metadata, exception)) that keeps its done-callbacks until delivery, so 
 rather than one call_soon each; and the queue is flat, three entries a record: a partial and a tuple per record
 that lived until the loop drained them were, with the future, what made the garbage collector over a quarter
 of the event loop's time in the gather benchmark (py-spy). For the same reason no thread RecordFuture
-is built beside it (Producer.send_without_future) while send() is the plain one; a wrapped send() (the
+is built beside it (the send path of Producer._async_view()) while send() is the plain one; a wrapped send() (the
 opentelemetry one) is called as before, so that it sees every record.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from kafkajet.errors import IllegalStateError, ProducerClosedError
 from kafkajet.producer.futures import DeliveryCallback, RecordMetadata
 from kafkajet.producer.producer import Producer
-from kafkajet.producer.send_gate import SendGate
+from kafkajet.producer.send_gate import AsyncView, SendGate
 
 log = logging.getLogger("kafkajet.aio")
 
@@ -65,6 +65,10 @@ class AIOProducer:
         self._memory_freed: asyncio.Event | None = None
         self._stopped = False
         self._gate: SendGate | None = None
+        # The producer's own send and its path without a RecordFuture (Producer._async_view()), kept here so
+        # that each send() reads two attributes of its own.
+        self._plain_send: Any = None
+        self._send_without_future: Any = None
         self._batch_size = 0
         self._unyielded = 0
         self.memory_waits = 0  # how often send() awaited buffer memory (on the loop, without blocking it)
@@ -79,7 +83,8 @@ class AIOProducer:
             return
         self._loop = loop = asyncio.get_running_loop()
         self._producer = await loop.run_in_executor(None, partial(Producer, self._config, **self._kwargs))
-        self._gate = self._producer.send_gate
+        view: AsyncView = self._producer._async_view()
+        self._gate, self._plain_send, self._send_without_future = view.gate, view.plain_send, view.send_without_future
         self._memory_freed = asyncio.Event()
         self._batch_size = self._producer.config["batch.size"]
 
@@ -130,7 +135,7 @@ class AIOProducer:
         p, gate = self._producer, self._gate
         if p is None or gate is None:  # stop() clears the gate: one check on the hot path
             p = self._open_producer("send")  # raises: not started, or stopped
-            gate = p.send_gate
+            gate = p._async_view().gate
         need = self._batch_size
         if type(value) is bytes and len(value) + _ALLOCATION_FRAMING > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _ALLOCATION_FRAMING
@@ -145,8 +150,8 @@ class AIOProducer:
         fut = self._future_type(loop=self._loop)
         # Only this loop allocates from the pool, and the sender thread only frees: the memory checked above
         # is still there, so send() does not block. The future is the record's delivery callback.
-        if p.send is p.plain_send:
-            p.send_without_future(topic, value, key, headers, partition, timestamp_ms, fut)
+        if p.send is self._plain_send:
+            self._send_without_future(topic, value, key, headers, partition, timestamp_ms, fut)
         else:  # wrapped (opentelemetry): the wrapper must see the record
             p.send(topic, value, key, headers, partition, timestamp_ms, callback=fut)
         return fut
@@ -173,7 +178,7 @@ class AIOProducer:
         p, gate = self._producer, self._gate
         if p is None or gate is None:
             p = self._open_producer("produce")  # raises: not started, or stopped
-            gate = p.send_gate
+            gate = p._async_view().gate
         need = self._batch_size
         if type(value) is bytes and len(value) + _ALLOCATION_FRAMING > need:
             need = len(value) + (len(key) if type(key) is bytes else 0) + _ALLOCATION_FRAMING
@@ -224,7 +229,7 @@ class AIOProducer:
         every RecordMetadata in input order (or the first failure; the BatchFuture is its `batch` attribute
         for errors())."""
         p = self._open_producer("send_batch")
-        gate = p.send_gate
+        gate = p._async_view().gate
         if gate.partition_count(topic) is None:
             await self._wait_for_topic(p, topic)
         # Memory for the records and a batch per partition they may open: what send_batch() will allocate.

@@ -54,7 +54,7 @@ from kafkajet.producer.partitioner import (
     PartitionPlanner,
     resolve_partitioner,
 )
-from kafkajet.producer.send_gate import SendGate
+from kafkajet.producer.send_gate import AsyncView, SendGate
 from kafkajet.producer.send_path import SendPath
 from kafkajet.producer.sender import Sender
 from kafkajet.producer.transactions import State as TxnState
@@ -167,23 +167,20 @@ class Producer:
         self._wakeup = self._sender.wakeup
         self._path = SendPath(self._metadata, self._accumulator, self._planner, self._batch_input, self._max_block_ms,
                               self._wakeup, self._txn, self._interceptors, self._on_send, self._raise_refused,
-                              self.explain_exhausted)
+                              self._explain_exhausted)
         # Each record's call goes straight to the (compiled) send path, not through send() below: a Python call
         # layer costs a tenth of what the compiled send() does. _instrument() wraps this one.
         self.send = self._path.send  # type: ignore[method-assign]
-        # AIOProducer's way in while send is still this one (`send is plain_send`): its records' futures are
-        # asyncio ones, so the RecordFuture send() makes would be thrown away. A wrapped send (opentelemetry's,
-        # or a caller's) fails the check, and then every record goes through the wrapper as before.
-        self.plain_send = self.send
-        self.send_without_future = self._path.send_without_future
+        # AIOProducer's way in while send is still this one (see _async_view()).
+        self._plain_send = self.send
         # produce() likewise: straight to the send path, which makes no future for it.
         self.produce = self._path.produce  # type: ignore[method-assign]
         self._accumulator.on_unheard_failure = self._unheard_failed
         if self._txn is not None:
             self._refusing = True  # until begin_transaction(): send() explains why
         # What AIOProducer checks before send() so that its event loop never blocks in it.
-        self.send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
-                                  self.explain_exhausted)
+        self._send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
+                                   self._explain_exhausted)
         self._pool.on_block = self._wakeup
         self._accumulator.on_new_batch = self._wakeup
         self._metrics.gauges.update({
@@ -431,7 +428,14 @@ class Producer:
             count = cluster.partition_count(topic) or 0
         return cluster, count
 
-    def explain_exhausted(self, err: BufferExhaustedError) -> BufferExhaustedError:
+    def _async_view(self) -> AsyncView:
+        """What AIOProducer reaches under send(), in one place: the gate it checks so that its loop never
+        blocks in send(), and the send path that makes no RecordFuture (its records' futures are asyncio ones).
+        That path is taken only while send is still the producer's own: a wrapped send (opentelemetry's, or a
+        caller's) must see every record."""
+        return AsyncView(self._send_gate, self._plain_send, self._path.send_without_future)
+
+    def _explain_exhausted(self, err: BufferExhaustedError) -> BufferExhaustedError:
         """`err` with the reason memory is not coming back, when there is one: the records holding it cannot be
         delivered (no leader, a connection refused or failing TLS/SASL), and a bigger buffer would not help."""
         for batch in sorted(self._accumulator.incomplete_batches(), key=lambda b: b.created_ms):
@@ -462,7 +466,7 @@ class Producer:
         except BufferExhaustedError as e:
             if wake:
                 self._wakeup()
-            raise self.explain_exhausted(e)  # noqa: B904  (it sets the connection error as the cause)
+            raise self._explain_exhausted(e)  # noqa: B904  (it sets the connection error as the cause)
         if wake:
             self._wakeup()
         return BatchFuture(len(vals), segments, ts, batch.key_sizes, batch.value_sizes)

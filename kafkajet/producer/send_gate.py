@@ -8,6 +8,7 @@ The narrow view of the producer's internals AIOProducer needs, so that it reads 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from kafkajet.errors import BufferExhaustedError
 from kafkajet.producer.buffer_pool import BufferPool
@@ -49,3 +50,11 @@ class SendGate:
     def exhausted(self, need: int) -> BufferExhaustedError:
         """The error send() would raise after max.block.ms without `need` bytes, with the reason if known."""
         return self._explain(self._pool.exhausted(need, self.max_block_ms, self._pool.available_memory()))
+
+
+class AsyncView(NamedTuple):
+    """AIOProducer's one view of a Producer's internals (Producer._async_view())."""
+
+    gate: SendGate
+    plain_send: Callable[..., Any]  # the producer's own send: `producer.send is plain_send` unless wrapped
+    send_without_future: Callable[..., None]  # send() with the caller's future as the record's callback
