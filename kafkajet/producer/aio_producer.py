@@ -260,10 +260,8 @@ class AIOProducer:
     # --- waiting without blocking the loop ---------------------------------------------------------------
 
     async def _wait_for_topic(self, p: Producer, topic: str) -> None:
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, got {topic!r}")
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, p.partitions_for, topic)  # bounded by max.block.ms, raises after it
+        await loop.run_in_executor(None, p._wait_for_partitions, topic)  # bounded by max.block.ms, raises after
 
     async def _wait_for_memory(self, gate: SendGate, need: int) -> None:
         """Wait (on the loop) until the pool has `need` bytes, at most max.block.ms."""

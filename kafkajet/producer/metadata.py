@@ -60,6 +60,15 @@ class Metadata:
         with self._cond:
             return list(self._topics)
 
+    def wait_for_partitions(self, topic: Any, max_wait_ms: float, wake: Any) -> tuple[Cluster, int]:
+        """What every send path does on a topic metadata does not know yet (send(), the batch paths, and
+        AIOProducer off its loop): refuse a topic that is not a name, then wait for its partitions (at most
+        max_wait_ms). The cluster view that knows it, and its partition count."""
+        if type(topic) is not str or not topic:
+            raise TypeError(f"topic must be a non-empty str, got {topic!r}")
+        cluster = self.wait_for_topic(topic, max_wait_ms, wake)
+        return cluster, cluster.partition_count(topic) or 0
+
     def wait_for_topic(self, topic: str, max_wait_ms: float, wake: Any, clock: Clock = now_ms) -> Cluster:
         """Block until `topic` has partitions in metadata, at most max_wait_ms (then KafkaTimeoutError)."""
         now = clock()

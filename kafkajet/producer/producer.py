@@ -417,15 +417,18 @@ class Producer:
                           None if timestamps is None else timestamps[i]) for i in range(len(values))]
         return BatchFuture.of(futs)
 
+    def _wait_for_partitions(self, topic: str) -> None:
+        """The topic's metadata, waited for (at most max.block.ms): AIOProducer calls this off its loop."""
+        if self._close_called:
+            raise ProducerClosedError(f"send to {topic!r} after close(): create a new Producer")
+        self._metadata.wait_for_partitions(topic, self._max_block_ms, self._wakeup)
+
     def _cluster_with(self, topic: str) -> tuple[Cluster, int]:
         """The cluster view once it knows `topic`, and the topic's partition count (waits up to max.block.ms)."""
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)
         if count is None:
-            if type(topic) is not str or not topic:
-                raise TypeError(f"topic must be a non-empty str, got {topic!r}")
-            cluster = self._metadata.wait_for_topic(topic, self._max_block_ms, self._wakeup)
-            count = cluster.partition_count(topic) or 0
+            return self._metadata.wait_for_partitions(topic, self._max_block_ms, self._wakeup)
         return cluster, count
 
     def _async_view(self) -> AsyncView:

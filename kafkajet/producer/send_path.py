@@ -101,11 +101,8 @@ class SendPath:
         cluster = self.metadata.cluster
         counted = cluster.partition_counts.get(topic)
         if counted is None:
-            if type(topic) is not str or not topic:
-                raise TypeError(f"topic must be a non-empty str, got {topic!r}")
             deadline = now_ms() + self.max_block_ms
-            cluster = self.metadata.wait_for_topic(topic, self.max_block_ms, self.wakeup)
-            counted = cluster.partition_count(topic) or 0
+            cluster, counted = self.metadata.wait_for_partitions(topic, self.max_block_ms, self.wakeup)
         n: int = counted
         kb: bytes | None
         vb: bytes | None
