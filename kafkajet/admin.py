@@ -78,6 +78,27 @@ class TopicDescription:
     topic_id: Any = None
 
 
+# DescribeConfigs' resource type of a topic, and the config source of a value nobody set (Java's
+# ConfigResource.Type.TOPIC and ConfigEntry.ConfigSource.DEFAULT_CONFIG).
+_TOPIC_RESOURCE = 2
+_DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One setting as DescribeConfigs gives it (Java's ConfigEntry): `source` is the wire's ConfigSource
+    (1 topic, 4 the broker's static file, 5 Kafka's default, ...); `value` is None for a sensitive one."""
+    name: str
+    value: str | None
+    source: int
+    read_only: bool = False
+    sensitive: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == _DEFAULT_CONFIG
+
+
 # A broker as DescribeCluster and Metadata describe it: the same thing the producer's cluster view holds.
 BrokerDescription = Node
 
@@ -289,6 +310,39 @@ class Admin:
         for err in md.topic_errors.values():
             raise err
         return {name: _describe_topic(md, name) for name in md.partitions}
+
+    def describe_topic_configs(self, names: Sequence[str] | str,
+                               timeout_s: float | None = None) -> dict[str, dict[str, ConfigEntry]]:
+        """Each named topic's settings by name, defaults included (DescribeConfigs, as Java's
+        Admin.describeConfigs for topic resources); UnknownTopicOrPartitionError naming a missing topic. A
+        broker that keeps no topic settings (Tansu) answers none."""
+        timeout_s = self._timeout(timeout_s)
+        topic_names = [names] if isinstance(names, str) else list(names)
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+
+            def attempt() -> dict[str, dict[str, ConfigEntry]]:
+                conn = self._any_connection(deadline)
+                body = conn.request(ApiKey.DESCRIBE_CONFIGS, {
+                    "resources": [{"resource_type": _TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None}
+                                  for n in topic_names],
+                    "include_synonyms": False, "include_documentation": False,
+                }, timeout_s=self._request_timeout_s(deadline))
+                out: dict[str, dict[str, ConfigEntry]] = {}
+                for result in body.get("results") or ():
+                    name = result["resource_name"]
+                    err = make_error(result["error_code"], _topic_message("describe the settings of", name,
+                                                                        result.get("error_message")))
+                    if err is not None:
+                        if err.retriable and not isinstance(err, UnknownTopicOrPartitionError):
+                            raise _Retry(err)
+                        raise err
+                    out[name] = {c["name"]: ConfigEntry(c["name"], c["value"], c["config_source"], c["read_only"],
+                                                        c["is_sensitive"]) for c in result.get("configs") or ()}
+                return out
+
+            return self._retry(deadline, timeout_s, f"describing the settings of topic(s) {_names(topic_names)}",
+                               attempt)
 
     def describe_cluster(self, timeout_s: float | None = None) -> ClusterDescription:
         """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
