@@ -413,6 +413,38 @@ class Admin:
         with self._lock:
             return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
 
+    def delete_consumer_groups(self, group_ids: Sequence[str] | str,
+                               timeout_s: float | None = None) -> dict[str, KafkaError | None]:
+        """Delete groups and their committed offsets (DeleteGroups at each group's coordinator, as Java's
+        Admin.deleteConsumerGroups): each group id with None when deleted, else the broker's answer
+        (GroupNotEmptyError while consumers are in it, GroupIdNotFoundError for an unknown group). Moved or
+        loading coordinators are retried within the timeout; what stays refused is returned, not raised."""
+        timeout_s = self._timeout(timeout_s)
+        groups = [group_ids] if isinstance(group_ids, str) else list(group_ids)
+        outcome: dict[str, KafkaError | None] = {}
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            for group in groups:
+                def attempt(group: str = group) -> KafkaError | None:
+                    conn = self._coordinator(group, GROUP_COORDINATOR, deadline)
+                    body = conn.request(ApiKey.DELETE_GROUPS, {"groups_names": [group]},
+                                        timeout_s=self._request_timeout_s(deadline))
+                    for result in body.get("results") or ():
+                        if result["group_id"] != group:
+                            continue
+                        try:
+                            self._coordinator_answer(result["error_code"], group, GROUP_COORDINATOR,
+                                                     result.get("error_message") or "DeleteGroups")
+                        except _Retry:
+                            raise
+                        except KafkaError as e:
+                            return e
+                        return None
+                    raise KafkaError(f"DeleteGroups answered nothing for group {group!r}")
+
+                outcome[group] = self._retry(deadline, timeout_s, f"deleting group {group!r}", attempt)
+        return outcome
+
     def commit_consumer_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int], *,
                                       metadata: str | None = None, timeout_s: float | None = None) -> None:
         """Commit `offsets` (the next offset to read, per partition) for a group that has no live members:

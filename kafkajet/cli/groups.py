@@ -38,8 +38,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--describe", action="store_true", help="committed offsets and lag of --group")
     action.add_argument("--reset-offsets", action="store_true",
                         help="plan (--dry-run, the default) or commit (--execute) new offsets for --group")
+    action.add_argument("--delete", action="store_true",
+                        help="delete --group (repeatable) or --all-groups with their committed offsets; only "
+                             "groups no consumer is in")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--group", default=None, help="the group to describe or reset")
+    which.add_argument("--group", dest="groups", action="append", default=[],
+                       help="the group to describe, reset or delete (--delete takes it repeated)")
     which.add_argument("--all-groups", action="store_true", help="every group the cluster lists")
     topics = p.add_mutually_exclusive_group()
     topics.add_argument("--topic", dest="topics", action="append", default=[], metavar="TOPIC[:P,P...]",
@@ -105,8 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
     parser: argparse.ArgumentParser = args.parser
     require_bootstrap(parser, args)
-    if (args.describe or args.reset_offsets) and not (args.group or args.all_groups):
-        parser.error(f"--{'describe' if args.describe else 'reset-offsets'} needs --group NAME or --all-groups")
+    if len(args.groups) > 1 and not args.delete:
+        parser.error("--group is given once, except with --delete")
+    args.group = args.groups[0] if args.groups else None
+    if (args.describe or args.reset_offsets or args.delete) and not (args.group or args.all_groups):
+        action = "describe" if args.describe else "reset-offsets" if args.reset_offsets else "delete"
+        parser.error(f"--{action} needs --group NAME or --all-groups")
     reset_only = ("topics", "all_topics", "to_earliest", "to_latest", "to_datetime", "to_offset", "shift_by",
                   "dry_run", "execute")
     if not args.reset_offsets:
@@ -122,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.reset_offsets:
             return _reset(parser, admin, args)
+        if args.delete:
+            return _delete(admin, args)
         if args.all_groups:
             return _describe_all(admin, args)
         described = admin.describe_consumer_group(args.group, args.timeout)
@@ -150,6 +160,27 @@ def _describe_all(admin: Any, args: argparse.Namespace) -> int:
         else:
             print(f"Consumer group '{listing.group_id}' has no committed offsets.")
     return 0
+
+
+def _delete(admin: Any, args: argparse.Namespace) -> int:
+    """Kafka's tool's words: one line when every group went, else each refusal (exit 1)."""
+    groups = ([g.group_id for g in admin.list_consumer_groups(args.timeout)] if args.all_groups
+              else list(dict.fromkeys(args.groups)))
+    if not groups:
+        print("No consumer groups to delete.", file=sys.stderr)
+        return 0
+    outcome = admin.delete_consumer_groups(groups, args.timeout)
+    deleted = [g for g, e in outcome.items() if e is None]
+    failed = {g: e for g, e in outcome.items() if e is not None}
+    if not failed:
+        print("Deletion of requested consumer groups ('" + "', '".join(deleted) + "') was successful.")
+        return 0
+    print("\nError: Deletion of some consumer groups failed:", file=sys.stderr)
+    for group, error in failed.items():
+        print(f"* Group '{group}' could not be deleted due to: {type(error).__name__}: {error}")
+    if deleted:
+        print("\nThese consumer groups were deleted successfully: '" + "', '".join(deleted) + "'")
+    return 1
 
 
 def parse_datetime_ms(text: str) -> int:

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from kafkajet.admin import Admin
-from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing import ApacheKafka, EmbeddedBroker
 from tests.helpers.readback import committed_offsets
 from tests.helpers.waiting import wait_for
 from tests.integration.test_cli import cli
@@ -168,3 +168,23 @@ def test_reset_offsets_usage_mistakes_exit_2(broker: EmbeddedBroker) -> None:
         code, _, err = _groups(broker, *args)
         assert code == 2, (args, err)
         assert says in err and "Traceback" not in err, err
+
+
+def test_delete_removes_groups_with_kafkas_words_and_names_each_refusal(broker: EmbeddedBroker, topic_name: str,
+                                                                         group: str) -> None:
+    other = topic_name + "-other"
+    _commit(broker, other, {(topic_name, 0): 1})
+    r = cli("groups", "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group, "--group", other)
+    assert (r.returncode, r.stdout) == (0, f"Deletion of requested consumer groups ('{group}', '{other}') was "
+                                           "successful.\n"), r.stderr
+    with Admin(broker.bootstrap_servers) as admin:
+        listed = {g.group_id for g in admin.list_consumer_groups(30)}
+        assert group not in listed and other not in listed
+        assert admin.list_consumer_group_offsets(group, [(topic_name, 0), (topic_name, 1)], timeout_s=30) == {}
+    if not isinstance(broker, ApacheKafka):
+        return  # Tansu answers deleting a group it does not know as done: nothing is refused there
+    # Deleted already: the broker's answer (GROUP_ID_NOT_FOUND) is named per group, and the run fails.
+    r = cli("groups", "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "Deletion of some consumer groups failed:" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout.startswith(f"* Group '{group}' could not be deleted due to: GroupIdNotFoundError"), r.stdout
