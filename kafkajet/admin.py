@@ -27,6 +27,7 @@ from kafkajet.errors import (
     ConfigError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -158,6 +159,48 @@ class ConsumerGroupDescription:
     @property
     def lag(self) -> int:
         return sum(p.lag for p in self.partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    """A live member of a group as DescribeGroups gives it (Java's MemberDescription): host as the broker saw
+    the connection ("/127.0.0.1"), and the partitions its consumer protocol assignment holds."""
+
+    member_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None = None
+    assignment: list[tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMembers:
+    group_id: str
+    state: str
+    protocol_type: str
+    members: list[MemberDescription]
+
+
+def consumer_assignment(data: bytes | None) -> list[tuple[str, int]]:
+    """The partitions of a consumer group member's assignment (Java's ConsumerProtocolAssignment v0-v3, never
+    flexible: version int16, [topic string, [partition int32]], user data); [] for none or a layout it is not."""
+    import struct
+
+    if not data:
+        return []
+    try:
+        (count,) = struct.unpack_from(">i", data, 2)
+        pos, out = 6, []
+        for _ in range(max(count, 0)):
+            (length,) = struct.unpack_from(">h", data, pos)
+            topic = data[pos + 2:pos + 2 + length].decode()
+            pos += 2 + length
+            (n,) = struct.unpack_from(">i", data, pos)
+            out += [(topic, p) for p in struct.unpack_from(f">{max(n, 0)}i", data, pos + 4)]
+            pos += 4 + 4 * max(n, 0)
+        return out
+    except (struct.error, UnicodeDecodeError):
+        return []
 
 
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
@@ -412,6 +455,35 @@ class Admin:
 
         with self._lock:
             return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
+
+    def describe_consumer_group_members(self, group_id: str, timeout_s: float | None = None) -> GroupMembers:
+        """The group's state and live members with their assigned partitions (DescribeGroups at its
+        coordinator, as Java's Admin.describeConsumerGroups for a classic group). A group the coordinator does
+        not know is "Dead" with no members, as Kafka's tool says."""
+        timeout_s = self._timeout(timeout_s)
+
+        def attempt() -> GroupMembers:
+            conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
+            body = conn.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id], "include_authorized_operations": False},
+                                timeout_s=self._request_timeout_s(deadline))
+            for g in body.get("groups") or ():
+                if g["group_id"] != group_id:
+                    continue
+                if g["error_code"] == GroupIdNotFoundError.code:  # DescribeGroups v6 says so; before, "Dead"
+                    return GroupMembers(group_id, "Dead", "", [])
+                self._coordinator_answer(g["error_code"], group_id, GROUP_COORDINATOR,
+                                         g.get("error_message") or "DescribeGroups")
+                consumer = g["protocol_type"] == "consumer"
+                members = [MemberDescription(m["member_id"], m["client_id"], m["client_host"],
+                                             m.get("group_instance_id"),
+                                             consumer_assignment(m["member_assignment"]) if consumer else [])
+                           for m in g.get("members") or ()]
+                return GroupMembers(group_id, g["group_state"], g["protocol_type"], members)
+            raise KafkaError(f"DescribeGroups answered nothing for group {group_id!r}")
+
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            return self._retry(deadline, timeout_s, f"describing group {group_id!r}", attempt)
 
     def delete_consumer_groups(self, group_ids: Sequence[str] | str,
                                timeout_s: float | None = None) -> dict[str, KafkaError | None]:

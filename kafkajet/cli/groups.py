@@ -16,7 +16,9 @@ from kafkajet.cli.client_options import (
     require_bootstrap,
 )
 
-COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
+COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+           "CLIENT-ID")
+MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 # The states in which Kafka's tool lets a group's offsets be reset: no consumer is in it. "Unknown" (Tansu's
 # answer for every group) says nothing either way: the commit is then left to the broker to refuse.
@@ -38,6 +40,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--describe", action="store_true", help="committed offsets and lag of --group")
     action.add_argument("--reset-offsets", action="store_true",
                         help="plan (--dry-run, the default) or commit (--execute) new offsets for --group")
+    p.add_argument("--members", action="store_true",
+                   help="--describe: the group's live members (consumer id, host, client id, partitions held) "
+                        "instead of its offsets")
     action.add_argument("--delete", action="store_true",
                         help="delete --group (repeatable) or --all-groups with their committed offsets; only "
                              "groups no consumer is in")
@@ -121,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         given = [name for name in reset_only if getattr(args, name) not in (None, False, [])]
         if given:
             parser.error(f"--{given[0].replace('_', '-')} goes with --reset-offsets")
+    if args.members and not args.describe:
+        parser.error("--members goes with --describe")
     if args.list and args.all_groups:
         parser.error("--all-groups goes with --describe or --reset-offsets")
     with Admin(client_config(args)) as admin:
@@ -134,29 +141,65 @@ def run(args: argparse.Namespace) -> int:
             return _delete(admin, args)
         if args.all_groups:
             return _describe_all(admin, args)
+        if args.members:
+            return _describe_members(admin, args.group, args.timeout)
         described = admin.describe_consumer_group(args.group, args.timeout)
-    if not described.partitions:
+        members = admin.describe_consumer_group_members(args.group, args.timeout)
+    rows = _lag_rows(described, members)
+    if not rows:
         raise CliError(f"consumer group {args.group!r} has no committed offsets (no such group, or it has "
                        "committed nothing yet)")
-    _table([COLUMNS] + _lag_rows(described))
+    _no_active_members(members)
+    _table([COLUMNS] + rows)
     return 0
 
 
-def _lag_rows(described: Any) -> list[tuple[str, ...]]:
-    return [(described.group_id, p.topic, str(p.partition), str(p.committed_offset), str(p.log_end_offset),
-             str(p.lag)) for p in described.partitions]
+def _no_active_members(members: Any) -> None:
+    if not members.members and members.state not in UNKNOWN_STATES:  # as Kafka's tool, on stderr
+        print(f"\nConsumer group '{members.group_id}' has no active members.", file=sys.stderr)
+
+
+def _lag_rows(described: Any, members: Any) -> list[tuple[str, ...]]:
+    """Kafka's tool's rows: each committed partition, with the member that holds it (or "-"), and each held
+    partition without a commit yet (no offset, no lag)."""
+    holder = {tp: m for m in members.members for tp in m.assignment}
+    rows: dict[tuple[str, int], tuple[str, ...]] = {}
+    for p in described.partitions:
+        m = holder.get((p.topic, p.partition))
+        rows[(p.topic, p.partition)] = (
+            described.group_id, p.topic, str(p.partition), str(p.committed_offset), str(p.log_end_offset),
+            str(p.lag), *((m.member_id, m.host, m.client_id) if m else ("-", "-", "-")))
+    for tp, m in holder.items():
+        if tp not in rows:
+            rows[tp] = (described.group_id, tp[0], str(tp[1]), "-", "-", "-", m.member_id, m.host, m.client_id)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _describe_members(admin: Any, group: str, timeout_s: float | None) -> int:
+    members = admin.describe_consumer_group_members(group, timeout_s)
+    if members.state == "Dead":
+        raise CliError(f"consumer group {group!r} does not exist")
+    _no_active_members(members)
+    # A broker that does not say (Tansu gives no host, client id or assignment) gets "-", not a blank column.
+    _table([MEMBER_COLUMNS] + [(group, m.member_id, m.host or "-", m.client_id or "-", str(len(m.assignment)))
+                               for m in sorted(members.members, key=lambda m: m.member_id)])
+    return 0
 
 
 def _describe_all(admin: Any, args: argparse.Namespace) -> int:
     """Each group's table, a blank line between them, as Kafka's tool prints --describe --all-groups."""
     first = True
     for listing in admin.list_consumer_groups(args.timeout):
-        described = admin.describe_consumer_group(listing.group_id, args.timeout)
         if not first:
             print()
         first = False
-        if described.partitions:
-            _table([COLUMNS] + _lag_rows(described))
+        if args.members:
+            _describe_members(admin, listing.group_id, args.timeout)
+            continue
+        described = admin.describe_consumer_group(listing.group_id, args.timeout)
+        rows = _lag_rows(described, admin.describe_consumer_group_members(listing.group_id, args.timeout))
+        if rows:
+            _table([COLUMNS] + rows)
         else:
             print(f"Consumer group '{listing.group_id}' has no committed offsets.")
     return 0
