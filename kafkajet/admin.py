@@ -27,6 +27,7 @@ from kafkajet.errors import (
     ConfigError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -76,6 +77,27 @@ class TopicDescription:
     partitions: list[PartitionDescription]
     is_internal: bool = False
     topic_id: Any = None
+
+
+# DescribeConfigs' resource type of a topic, and the config source of a value nobody set (Java's
+# ConfigResource.Type.TOPIC and ConfigEntry.ConfigSource.DEFAULT_CONFIG).
+_TOPIC_RESOURCE = 2
+_DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One setting as DescribeConfigs gives it (Java's ConfigEntry): `source` is the wire's ConfigSource
+    (1 topic, 4 the broker's static file, 5 Kafka's default, ...); `value` is None for a sensitive one."""
+    name: str
+    value: str | None
+    source: int
+    read_only: bool = False
+    sensitive: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == _DEFAULT_CONFIG
 
 
 # A broker as DescribeCluster and Metadata describe it: the same thing the producer's cluster view holds.
@@ -137,6 +159,48 @@ class ConsumerGroupDescription:
     @property
     def lag(self) -> int:
         return sum(p.lag for p in self.partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    """A live member of a group as DescribeGroups gives it (Java's MemberDescription): host as the broker saw
+    the connection ("/127.0.0.1"), and the partitions its consumer protocol assignment holds."""
+
+    member_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None = None
+    assignment: list[tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMembers:
+    group_id: str
+    state: str
+    protocol_type: str
+    members: list[MemberDescription]
+
+
+def consumer_assignment(data: bytes | None) -> list[tuple[str, int]]:
+    """The partitions of a consumer group member's assignment (Java's ConsumerProtocolAssignment v0-v3, never
+    flexible: version int16, [topic string, [partition int32]], user data); [] for none or a layout it is not."""
+    import struct
+
+    if not data:
+        return []
+    try:
+        (count,) = struct.unpack_from(">i", data, 2)
+        pos, out = 6, []
+        for _ in range(max(count, 0)):
+            (length,) = struct.unpack_from(">h", data, pos)
+            topic = data[pos + 2:pos + 2 + length].decode()
+            pos += 2 + length
+            (n,) = struct.unpack_from(">i", data, pos)
+            out += [(topic, p) for p in struct.unpack_from(f">{max(n, 0)}i", data, pos + 4)]
+            pos += 4 + 4 * max(n, 0)
+        return out
+    except (struct.error, UnicodeDecodeError):
+        return []
 
 
 _COORDINATOR_RETRY = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
@@ -290,6 +354,39 @@ class Admin:
             raise err
         return {name: _describe_topic(md, name) for name in md.partitions}
 
+    def describe_topic_configs(self, names: Sequence[str] | str,
+                               timeout_s: float | None = None) -> dict[str, dict[str, ConfigEntry]]:
+        """Each named topic's settings by name, defaults included (DescribeConfigs, as Java's
+        Admin.describeConfigs for topic resources); UnknownTopicOrPartitionError naming a missing topic. A
+        broker that keeps no topic settings (Tansu) answers none."""
+        timeout_s = self._timeout(timeout_s)
+        topic_names = [names] if isinstance(names, str) else list(names)
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+
+            def attempt() -> dict[str, dict[str, ConfigEntry]]:
+                conn = self._any_connection(deadline)
+                body = conn.request(ApiKey.DESCRIBE_CONFIGS, {
+                    "resources": [{"resource_type": _TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None}
+                                  for n in topic_names],
+                    "include_synonyms": False, "include_documentation": False,
+                }, timeout_s=self._request_timeout_s(deadline))
+                out: dict[str, dict[str, ConfigEntry]] = {}
+                for result in body.get("results") or ():
+                    name = result["resource_name"]
+                    err = make_error(result["error_code"], _topic_message("describe the settings of", name,
+                                                                        result.get("error_message")))
+                    if err is not None:
+                        if err.retriable and not isinstance(err, UnknownTopicOrPartitionError):
+                            raise _Retry(err)
+                        raise err
+                    out[name] = {c["name"]: ConfigEntry(c["name"], c["value"], c["config_source"], c["read_only"],
+                                                        c["is_sensitive"]) for c in result.get("configs") or ()}
+                return out
+
+            return self._retry(deadline, timeout_s, f"describing the settings of topic(s) {_names(topic_names)}",
+                               attempt)
+
     def describe_cluster(self, timeout_s: float | None = None) -> ClusterDescription:
         """Cluster id, controller and brokers; DescribeCluster where the broker supports it, else Metadata."""
         timeout_s = self._timeout(timeout_s)
@@ -358,6 +455,67 @@ class Admin:
 
         with self._lock:
             return self._retry(deadline, timeout_s, f"offsets of group {group_id!r}", attempt)
+
+    def describe_consumer_group_members(self, group_id: str, timeout_s: float | None = None) -> GroupMembers:
+        """The group's state and live members with their assigned partitions (DescribeGroups at its
+        coordinator, as Java's Admin.describeConsumerGroups for a classic group). A group the coordinator does
+        not know is "Dead" with no members, as Kafka's tool says."""
+        timeout_s = self._timeout(timeout_s)
+
+        def attempt() -> GroupMembers:
+            conn = self._coordinator(group_id, GROUP_COORDINATOR, deadline)
+            body = conn.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id], "include_authorized_operations": False},
+                                timeout_s=self._request_timeout_s(deadline))
+            for g in body.get("groups") or ():
+                if g["group_id"] != group_id:
+                    continue
+                if g["error_code"] == GroupIdNotFoundError.code:  # DescribeGroups v6 says so; before, "Dead"
+                    return GroupMembers(group_id, "Dead", "", [])
+                self._coordinator_answer(g["error_code"], group_id, GROUP_COORDINATOR,
+                                         g.get("error_message") or "DescribeGroups")
+                consumer = g["protocol_type"] == "consumer"
+                members = [MemberDescription(m["member_id"], m["client_id"], m["client_host"],
+                                             m.get("group_instance_id"),
+                                             consumer_assignment(m["member_assignment"]) if consumer else [])
+                           for m in g.get("members") or ()]
+                return GroupMembers(group_id, g["group_state"], g["protocol_type"], members)
+            raise KafkaError(f"DescribeGroups answered nothing for group {group_id!r}")
+
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            return self._retry(deadline, timeout_s, f"describing group {group_id!r}", attempt)
+
+    def delete_consumer_groups(self, group_ids: Sequence[str] | str,
+                               timeout_s: float | None = None) -> dict[str, KafkaError | None]:
+        """Delete groups and their committed offsets (DeleteGroups at each group's coordinator, as Java's
+        Admin.deleteConsumerGroups): each group id with None when deleted, else the broker's answer
+        (GroupNotEmptyError while consumers are in it, GroupIdNotFoundError for an unknown group). Moved or
+        loading coordinators are retried within the timeout; what stays refused is returned, not raised."""
+        timeout_s = self._timeout(timeout_s)
+        groups = [group_ids] if isinstance(group_ids, str) else list(group_ids)
+        outcome: dict[str, KafkaError | None] = {}
+        with self._lock:
+            deadline = self._deadline(timeout_s)
+            for group in groups:
+                def attempt(group: str = group) -> KafkaError | None:
+                    conn = self._coordinator(group, GROUP_COORDINATOR, deadline)
+                    body = conn.request(ApiKey.DELETE_GROUPS, {"groups_names": [group]},
+                                        timeout_s=self._request_timeout_s(deadline))
+                    for result in body.get("results") or ():
+                        if result["group_id"] != group:
+                            continue
+                        try:
+                            self._coordinator_answer(result["error_code"], group, GROUP_COORDINATOR,
+                                                     result.get("error_message") or "DeleteGroups")
+                        except _Retry:
+                            raise
+                        except KafkaError as e:
+                            return e
+                        return None
+                    raise KafkaError(f"DeleteGroups answered nothing for group {group!r}")
+
+                outcome[group] = self._retry(deadline, timeout_s, f"deleting group {group!r}", attempt)
+        return outcome
 
     def commit_consumer_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int], *,
                                       metadata: str | None = None, timeout_s: float | None = None) -> None:

@@ -56,7 +56,8 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "EndTxn": 26, "TxnOffsetCommit": 28}
+_API_KEYS = {"Produce": 0, "DescribeGroups": 15, "EndTxn": 26, "TxnOffsetCommit": 28, "DescribeConfigs": 32,
+              "DeleteGroups": 42}
 
 
 def kafka_version(libs: Path) -> str:

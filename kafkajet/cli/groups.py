@@ -16,7 +16,9 @@ from kafkajet.cli.client_options import (
     require_bootstrap,
 )
 
-COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
+COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+           "CLIENT-ID")
+MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 # The states in which Kafka's tool lets a group's offsets be reset: no consumer is in it. "Unknown" (Tansu's
 # answer for every group) says nothing either way: the commit is then left to the broker to refuse.
@@ -38,8 +40,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     action.add_argument("--describe", action="store_true", help="committed offsets and lag of --group")
     action.add_argument("--reset-offsets", action="store_true",
                         help="plan (--dry-run, the default) or commit (--execute) new offsets for --group")
+    p.add_argument("--members", action="store_true",
+                   help="--describe: the group's live members (consumer id, host, client id, partitions held) "
+                        "instead of its offsets")
+    action.add_argument("--delete", action="store_true",
+                        help="delete --group (repeatable) or --all-groups with their committed offsets; only "
+                             "groups no consumer is in")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--group", default=None, help="the group to describe or reset")
+    which.add_argument("--group", dest="groups", action="append", default=[],
+                       help="the group to describe, reset or delete (--delete takes it repeated)")
     which.add_argument("--all-groups", action="store_true", help="every group the cluster lists")
     topics = p.add_mutually_exclusive_group()
     topics.add_argument("--topic", dest="topics", action="append", default=[], metavar="TOPIC[:P,P...]",
@@ -105,14 +114,20 @@ def run(args: argparse.Namespace) -> int:
 
     parser: argparse.ArgumentParser = args.parser
     require_bootstrap(parser, args)
-    if (args.describe or args.reset_offsets) and not (args.group or args.all_groups):
-        parser.error(f"--{'describe' if args.describe else 'reset-offsets'} needs --group NAME or --all-groups")
+    if len(args.groups) > 1 and not args.delete:
+        parser.error("--group is given once, except with --delete")
+    args.group = args.groups[0] if args.groups else None
+    if (args.describe or args.reset_offsets or args.delete) and not (args.group or args.all_groups):
+        action = "describe" if args.describe else "reset-offsets" if args.reset_offsets else "delete"
+        parser.error(f"--{action} needs --group NAME or --all-groups")
     reset_only = ("topics", "all_topics", "to_earliest", "to_latest", "to_datetime", "to_offset", "shift_by",
                   "dry_run", "execute")
     if not args.reset_offsets:
         given = [name for name in reset_only if getattr(args, name) not in (None, False, [])]
         if given:
             parser.error(f"--{given[0].replace('_', '-')} goes with --reset-offsets")
+    if args.members and not args.describe:
+        parser.error("--members goes with --describe")
     if args.list and args.all_groups:
         parser.error("--all-groups goes with --describe or --reset-offsets")
     with Admin(client_config(args)) as admin:
@@ -122,34 +137,93 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.reset_offsets:
             return _reset(parser, admin, args)
+        if args.delete:
+            return _delete(admin, args)
         if args.all_groups:
             return _describe_all(admin, args)
+        if args.members:
+            return _describe_members(admin, args.group, args.timeout)
         described = admin.describe_consumer_group(args.group, args.timeout)
-    if not described.partitions:
+        members = admin.describe_consumer_group_members(args.group, args.timeout)
+    rows = _lag_rows(described, members)
+    if not rows:
         raise CliError(f"consumer group {args.group!r} has no committed offsets (no such group, or it has "
                        "committed nothing yet)")
-    _table([COLUMNS] + _lag_rows(described))
+    _no_active_members(members)
+    _table([COLUMNS] + rows)
     return 0
 
 
-def _lag_rows(described: Any) -> list[tuple[str, ...]]:
-    return [(described.group_id, p.topic, str(p.partition), str(p.committed_offset), str(p.log_end_offset),
-             str(p.lag)) for p in described.partitions]
+def _no_active_members(members: Any) -> None:
+    if not members.members and members.state not in UNKNOWN_STATES:  # as Kafka's tool, on stderr
+        print(f"\nConsumer group '{members.group_id}' has no active members.", file=sys.stderr)
+
+
+def _lag_rows(described: Any, members: Any) -> list[tuple[str, ...]]:
+    """Kafka's tool's rows: each committed partition, with the member that holds it (or "-"), and each held
+    partition without a commit yet (no offset, no lag)."""
+    holder = {tp: m for m in members.members for tp in m.assignment}
+    rows: dict[tuple[str, int], tuple[str, ...]] = {}
+    for p in described.partitions:
+        m = holder.get((p.topic, p.partition))
+        rows[(p.topic, p.partition)] = (
+            described.group_id, p.topic, str(p.partition), str(p.committed_offset), str(p.log_end_offset),
+            str(p.lag), *((m.member_id, m.host, m.client_id) if m else ("-", "-", "-")))
+    for tp, m in holder.items():
+        if tp not in rows:
+            rows[tp] = (described.group_id, tp[0], str(tp[1]), "-", "-", "-", m.member_id, m.host, m.client_id)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _describe_members(admin: Any, group: str, timeout_s: float | None) -> int:
+    members = admin.describe_consumer_group_members(group, timeout_s)
+    if members.state == "Dead":
+        raise CliError(f"consumer group {group!r} does not exist")
+    _no_active_members(members)
+    # A broker that does not say (Tansu gives no host, client id or assignment) gets "-", not a blank column.
+    _table([MEMBER_COLUMNS] + [(group, m.member_id, m.host or "-", m.client_id or "-", str(len(m.assignment)))
+                               for m in sorted(members.members, key=lambda m: m.member_id)])
+    return 0
 
 
 def _describe_all(admin: Any, args: argparse.Namespace) -> int:
     """Each group's table, a blank line between them, as Kafka's tool prints --describe --all-groups."""
     first = True
     for listing in admin.list_consumer_groups(args.timeout):
-        described = admin.describe_consumer_group(listing.group_id, args.timeout)
         if not first:
             print()
         first = False
-        if described.partitions:
-            _table([COLUMNS] + _lag_rows(described))
+        if args.members:
+            _describe_members(admin, listing.group_id, args.timeout)
+            continue
+        described = admin.describe_consumer_group(listing.group_id, args.timeout)
+        rows = _lag_rows(described, admin.describe_consumer_group_members(listing.group_id, args.timeout))
+        if rows:
+            _table([COLUMNS] + rows)
         else:
             print(f"Consumer group '{listing.group_id}' has no committed offsets.")
     return 0
+
+
+def _delete(admin: Any, args: argparse.Namespace) -> int:
+    """Kafka's tool's words: one line when every group went, else each refusal (exit 1)."""
+    groups = ([g.group_id for g in admin.list_consumer_groups(args.timeout)] if args.all_groups
+              else list(dict.fromkeys(args.groups)))
+    if not groups:
+        print("No consumer groups to delete.", file=sys.stderr)
+        return 0
+    outcome = admin.delete_consumer_groups(groups, args.timeout)
+    deleted = [g for g, e in outcome.items() if e is None]
+    failed = {g: e for g, e in outcome.items() if e is not None}
+    if not failed:
+        print("Deletion of requested consumer groups ('" + "', '".join(deleted) + "') was successful.")
+        return 0
+    print("\nError: Deletion of some consumer groups failed:", file=sys.stderr)
+    for group, error in failed.items():
+        print(f"* Group '{group}' could not be deleted due to: {type(error).__name__}: {error}")
+    if deleted:
+        print("\nThese consumer groups were deleted successfully: '" + "', '".join(deleted) + "'")
+    return 1
 
 
 def parse_datetime_ms(text: str) -> int:

@@ -622,6 +622,11 @@ def format_metrics(metrics: Mapping[str, float], client_id: str) -> str:
     return "\n".join(lines)
 
 
+class _DropWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.WARNING
+
+
 def _embedded_broker_note(bootstrap: str, topic: str) -> str:
     return (f"No bootstrap server given: started an embedded broker at {bootstrap} and created topic '{topic}' "
             f"with {EMBEDDED_PARTITIONS} partitions (use --bootstrap-server to measure your cluster)")
@@ -640,12 +645,18 @@ def run(args: argparse.Namespace, stdout: TextIO = sys.stdout, stderr: TextIO = 
         payloads = read_payload_file(path, unescape_delimiter(args.payload_delimiter))
         print(f"Number of messages read: {len(payloads)}", file=stdout, flush=True)
     embedded = "bootstrap.servers" not in props
+    # Check the settings before starting a broker: a typo should cost nothing. Its warnings (idempotence
+    # given way to acks=0) are held back: the producer built below gives the same ones, and twice reads as two.
+    config_log = logging.getLogger("kafkajet.config")
+    quiet = _DropWarnings()
+    config_log.addFilter(quiet)
     try:
-        # Check the settings before starting a broker: a typo should cost nothing.
         parse_producer_config({**props, "bootstrap.servers": props.get("bootstrap.servers", "127.0.0.1:9092")})
     except ConfigError as e:  # a bad setting is a bad invocation: exit 2, as `produce` and argparse do
         print(f"error: {e}", file=stderr)
         return 2
+    finally:
+        config_log.removeFilter(quiet)
     if args.warmup_records > 0:
         print(f"Warmup first {args.warmup_records} records. Steady state results will print after the complete "
               "test summary.", file=stdout, flush=True)

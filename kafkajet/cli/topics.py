@@ -124,13 +124,18 @@ def run(args: argparse.Namespace) -> int:
                 if args.if_exists:
                     return 0
                 raise CliError(f"topic {args.topic!r} does not exist") from None
+            configs = admin.describe_topic_configs(sorted(topics), args.timeout) if topics else {}
             for name in sorted(topics):
                 desc = topics[name]
                 replication = max((len(p.replicas) for p in desc.partitions), default=0)
-                # A broker that keeps no topic ids (Tansu) gives none: leave the field out rather than print None.
+                # Metadata up to v9 (this client's range) carries no topic id, and Tansu keeps none: the field
+                # is left out rather than printed as None (Kafka's tool shows it from Metadata v10 or
+                # DescribeTopicPartitions).
                 topic_id = f"TopicId: {desc.topic_id}\t" if desc.topic_id else ""
+                # As Kafka's tool: every setting not at Kafka's default, the topic's own and the broker's.
+                overridden = ",".join(f"{c.name}={c.value}" for c in configs.get(name, {}).values() if not c.is_default)
                 print(f"Topic: {name}\t{topic_id}PartitionCount: {len(desc.partitions)}\t"
-                      f"ReplicationFactor: {replication}")
+                      f"ReplicationFactor: {replication}\tConfigs: {overridden}")
                 for part in desc.partitions:
                     print(f"\tTopic: {name}\tPartition: {part.partition}\tLeader: {part.leader}\t"
                           f"Replicas: {','.join(map(str, part.replicas))}\tIsr: {','.join(map(str, part.isr))}")

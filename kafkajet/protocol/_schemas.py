@@ -261,6 +261,32 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'port', 'type': 'int32', 'versions': '0+'},
         ]},
     },
+    15: {'name': 'DescribeGroups', 'versions': (0, 6),
+        'request': {'flexible': '5+', 'fields': [
+            {'name': 'groups', 'type': '[]string', 'versions': '0+'},
+            {'name': 'include_authorized_operations', 'type': 'bool', 'versions': '3+'},
+        ]},
+        'response': {'flexible': '5+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '1+'},
+            {'name': 'groups', 'type': '[]Groups', 'versions': '0+', 'fields': [
+                {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
+                {'name': 'error_message', 'type': 'string', 'versions': '6+', 'nullable': '6+'},
+                {'name': 'group_id', 'type': 'string', 'versions': '0+'},
+                {'name': 'group_state', 'type': 'string', 'versions': '0+'},
+                {'name': 'protocol_type', 'type': 'string', 'versions': '0+'},
+                {'name': 'protocol_data', 'type': 'string', 'versions': '0+'},
+                {'name': 'members', 'type': '[]Members', 'versions': '0+', 'fields': [
+                    {'name': 'member_id', 'type': 'string', 'versions': '0+'},
+                    {'name': 'group_instance_id', 'type': 'string', 'versions': '4+', 'nullable': '4+'},
+                    {'name': 'client_id', 'type': 'string', 'versions': '0+'},
+                    {'name': 'client_host', 'type': 'string', 'versions': '0+'},
+                    {'name': 'member_metadata', 'type': 'bytes', 'versions': '0+'},
+                    {'name': 'member_assignment', 'type': 'bytes', 'versions': '0+'},
+                ]},
+                {'name': 'authorized_operations', 'type': 'int32', 'versions': '3+'},
+            ]},
+        ]},
+    },
     16: {'name': 'ListGroups', 'versions': (0, 5),
         'request': {'flexible': '3+', 'fields': [
             {'name': 'states_filter', 'type': '[]string', 'versions': '4+'},
@@ -471,6 +497,40 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             ]},
         ]},
     },
+    32: {'name': 'DescribeConfigs', 'versions': (1, 4),
+        'request': {'flexible': '4+', 'fields': [
+            {'name': 'resources', 'type': '[]Resources', 'versions': '1+', 'fields': [
+                {'name': 'resource_type', 'type': 'int8', 'versions': '1+'},
+                {'name': 'resource_name', 'type': 'string', 'versions': '1+'},
+                {'name': 'configuration_keys', 'type': '[]string', 'versions': '1+', 'nullable': '1+'},
+            ]},
+            {'name': 'include_synonyms', 'type': 'bool', 'versions': '1+'},
+            {'name': 'include_documentation', 'type': 'bool', 'versions': '3+'},
+        ]},
+        'response': {'flexible': '4+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '1+'},
+            {'name': 'results', 'type': '[]Results', 'versions': '1+', 'fields': [
+                {'name': 'error_code', 'type': 'int16', 'versions': '1+'},
+                {'name': 'error_message', 'type': 'string', 'versions': '1+', 'nullable': '1+'},
+                {'name': 'resource_type', 'type': 'int8', 'versions': '1+'},
+                {'name': 'resource_name', 'type': 'string', 'versions': '1+'},
+                {'name': 'configs', 'type': '[]Configs', 'versions': '1+', 'fields': [
+                    {'name': 'name', 'type': 'string', 'versions': '1+'},
+                    {'name': 'value', 'type': 'string', 'versions': '1+', 'nullable': '1+'},
+                    {'name': 'read_only', 'type': 'bool', 'versions': '1+'},
+                    {'name': 'config_source', 'type': 'int8', 'versions': '1+'},
+                    {'name': 'is_sensitive', 'type': 'bool', 'versions': '1+'},
+                    {'name': 'synonyms', 'type': '[]Synonyms', 'versions': '1+', 'fields': [
+                        {'name': 'name', 'type': 'string', 'versions': '1+'},
+                        {'name': 'value', 'type': 'string', 'versions': '1+', 'nullable': '1+'},
+                        {'name': 'source', 'type': 'int8', 'versions': '1+'},
+                    ]},
+                    {'name': 'config_type', 'type': 'int8', 'versions': '3+'},
+                    {'name': 'documentation', 'type': 'string', 'versions': '3+', 'nullable': '3+'},
+                ]},
+            ]},
+        ]},
+    },
     36: {'name': 'SaslAuthenticate', 'versions': (0, 2),
         'request': {'flexible': '2+', 'fields': [
             {'name': 'auth_bytes', 'type': 'bytes', 'versions': '0+'},
@@ -480,6 +540,19 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'error_message', 'type': 'string', 'versions': '0+', 'nullable': '0+'},
             {'name': 'auth_bytes', 'type': 'bytes', 'versions': '0+'},
             {'name': 'session_lifetime_ms', 'type': 'int64', 'versions': '1+', 'default': 0},
+        ]},
+    },
+    42: {'name': 'DeleteGroups', 'versions': (0, 3),
+        'request': {'flexible': '2+', 'fields': [
+            {'name': 'groups_names', 'type': '[]string', 'versions': '0+'},
+        ]},
+        'response': {'flexible': '2+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '0+'},
+            {'name': 'results', 'type': '[]Results', 'versions': '0+', 'fields': [
+                {'name': 'group_id', 'type': 'string', 'versions': '0+'},
+                {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
+                {'name': 'error_message', 'type': 'string', 'versions': '3+', 'nullable': '3+'},
+            ]},
         ]},
     },
     60: {'name': 'DescribeCluster', 'versions': (0, 0),

@@ -59,6 +59,12 @@ def register(spark: Any, *, check_workers: bool = True) -> None:
             raise ConfigError(f"Spark's Python workers failed to start ({type(e).__name__}). {WORKER_ADVICE}") from e
         if not all(found):
             raise ConfigError(f"Spark's Python workers cannot import kafkajet. {WORKER_ADVICE}")
+    _quiet_local_task_errors(spark)
+    if _session_knows_the_format(spark):
+        # Found by Spark itself (pyspark_kafkajet) or registered before. Registering again changes nothing but
+        # earns Spark's "replaced a ... registered data source" warning, then and at every stream start (each
+        # query's session clone registers the runtime sources again, over the one Spark found).
+        return
     try:
         spark.dataSource.register(KafkaDataSource)
     except Exception as e:
@@ -78,6 +84,35 @@ def _ask_the_workers(spark: Any) -> list[bool]:
         asked = udf(_worker_has_kafkajet, "boolean")
         return [bool(row[0]) for row in spark.range(1).select(asked(lit(0))).collect()]
     return list(spark.sparkContext.parallelize([0], 1).map(_worker_has_kafkajet).collect())
+
+
+def _session_knows_the_format(spark: Any) -> bool:
+    """Whether a classic session already has the "kafkajet" data source; False when there is no JVM to ask
+    (Spark Connect), where register() then registers as before."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return False
+    return bool(jsession.sessionState().dataSourceManager().dataSourceExists(KafkaDataSource.name()))
+
+
+# In local mode the executor is the driver's JVM: its "Exception in task" ERROR prints the trace that the
+# scheduler's "Lost task" warning prints again, before the job's exception carries it a third time.
+_EXECUTOR_LOGGER = "org.apache.spark.executor.Executor"
+
+
+def _quiet_local_task_errors(spark: Any) -> None:
+    """In local mode, leave a failed task's trace to the scheduler's warning and the job's exception: the
+    executor's own copy of it goes. Not when the user's log4j configuration names the executor's logger, nor
+    on a cluster, where the executor's log is the only copy on that machine."""
+    context = getattr(spark, "sparkContext", None) if getattr(spark, "_jsparkSession", None) is not None else None
+    if context is None or not str(context.master).startswith("local"):
+        return
+    jvm = context._jvm
+    log4j = jvm.org.apache.logging.log4j
+    configuration = log4j.LogManager.getContext(False).getConfiguration()
+    if configuration.getLoggerConfig(_EXECUTOR_LOGGER).getName() == _EXECUTOR_LOGGER:
+        return  # the user set this logger's level: theirs to keep
+    log4j.core.config.Configurator.setLevel(_EXECUTOR_LOGGER, log4j.Level.FATAL)
 
 
 def _condition(e: Exception) -> str | None:

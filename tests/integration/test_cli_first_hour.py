@@ -198,6 +198,33 @@ def test_topics_create_warns_of_period_underscore_collisions_and_describe_prints
     assert r.stdout.startswith(f"Topic: {name}\t") and "None" not in r.stdout, r.stdout
 
 
+def test_topics_describe_heads_each_topic_as_kafkas_tool_does_configs_included(
+        broker: EmbeddedBroker, topic_name: str) -> None:
+    from kafkajet.testing import ApacheKafka
+
+    # A compacted topic, as the Schema Registry's _schemas: its cleanup.policy is what a user looks for.
+    r = cli("topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", topic_name,
+            "--partitions", "2", "--config", "cleanup.policy=compact")
+    assert r.returncode == 0, r.stderr
+    r = cli("topics", "--bootstrap-server", broker.bootstrap_servers, "--describe", "--topic", topic_name)
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[0]
+    if isinstance(broker, ApacheKafka):
+        java = broker.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap_servers,
+                               "--describe", "--topic", topic_name)
+        assert java.returncode == 0, java.stderr.decode()
+        # Java's head line's fields (TopicId aside: kafkajet's Metadata v9 carries no topic ids), Configs
+        # (every setting not at Kafka's default) in the broker's order.
+        java_head = java.stdout.decode().splitlines()[0]
+        fields = dict(f.split(": ", 1) for f in head.split("\t"))
+        java_fields = dict(f.split(": ", 1) for f in java_head.split("\t"))
+        java_fields.pop("TopicId")
+        assert fields == java_fields, (head, java_head)
+        assert "cleanup.policy=compact" in fields["Configs"].split(","), head
+    else:  # Tansu keeps no topic settings and gives no topic ids: the field is there, empty
+        assert head == f"Topic: {topic_name}\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: ", head
+
+
 def test_topics_create_if_not_exists_on_an_existing_topic_says_nothing_or_the_partition_difference(
         broker: EmbeddedBroker, topic_name: str) -> None:
     bs = ("--bootstrap-server", broker.bootstrap_servers)

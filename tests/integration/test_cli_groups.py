@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from kafkajet.admin import Admin
-from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing import ApacheKafka, EmbeddedBroker
 from tests.helpers.readback import committed_offsets
 from tests.helpers.waiting import wait_for
 from tests.integration.test_cli import cli
@@ -62,9 +62,11 @@ def test_describe_all_groups_shows_each_group(broker: EmbeddedBroker, topic_name
     _commit(broker, other, {(topic_name, 1): 1})
     code, rows, err = _groups(broker, "--describe", "--all-groups")
     assert code == 0, err
-    assert [group, topic_name, "0", "2", "5", "3"] in rows and [group, topic_name, "1", "5", "5", "0"] in rows
-    assert [other, topic_name, "1", "1", "5", "4"] in rows
-    assert rows.count(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]) >= 2
+    idle = ["-", "-", "-"]  # no member holds these partitions
+    assert [group, topic_name, "0", "2", "5", "3", *idle] in rows and [group, topic_name, "1", "5", "5", "0", *idle] in rows
+    assert [other, topic_name, "1", "1", "5", "4", *idle] in rows
+    assert rows.count(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                       "CLIENT-ID"]) >= 2
     assert [] in rows  # a blank line between two groups' tables
 
 
@@ -168,3 +170,64 @@ def test_reset_offsets_usage_mistakes_exit_2(broker: EmbeddedBroker) -> None:
         code, _, err = _groups(broker, *args)
         assert code == 2, (args, err)
         assert says in err and "Traceback" not in err, err
+
+
+def test_delete_removes_groups_with_kafkas_words_and_names_each_refusal(broker: EmbeddedBroker, topic_name: str,
+                                                                         group: str) -> None:
+    other = topic_name + "-other"
+    _commit(broker, other, {(topic_name, 0): 1})
+    r = cli("groups", "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group, "--group", other)
+    assert (r.returncode, r.stdout) == (0, f"Deletion of requested consumer groups ('{group}', '{other}') was "
+                                           "successful.\n"), r.stderr
+    with Admin(broker.bootstrap_servers) as admin:
+        listed = {g.group_id for g in admin.list_consumer_groups(30)}
+        assert group not in listed and other not in listed
+        assert admin.list_consumer_group_offsets(group, [(topic_name, 0), (topic_name, 1)], timeout_s=30) == {}
+    if not isinstance(broker, ApacheKafka):
+        return  # Tansu answers deleting a group it does not know as done: nothing is refused there
+    # Deleted already: the broker's answer (GROUP_ID_NOT_FOUND) is named per group, and the run fails.
+    r = cli("groups", "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "Deletion of some consumer groups failed:" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout.startswith(f"* Group '{group}' could not be deleted due to: GroupIdNotFoundError"), r.stdout
+
+
+@pytest.mark.broker_kinds("apache", reason=(
+    "Tansu's DescribeGroups names a member but not its client id, host or assignment (all empty), so no "
+    "partition can be matched to it there; Kafka's own tool is the reference on Apache Kafka"))
+def test_describe_names_the_live_member_holding_each_partition_as_kafkas_tool(broker: EmbeddedBroker,
+                                                                               topic_name: str, group: str) -> None:
+    from kafka import KafkaConsumer
+
+    member = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                           client_id="cli-member", enable_auto_commit=False)
+    stop = threading.Event()
+    try:
+        wait_for(lambda: member.poll(100) is not None and len(member.assignment()) == 2, 60,
+                 "the member holding both partitions")
+        poller = threading.Thread(target=lambda: [member.poll(100) for _ in iter(stop.is_set, True)], daemon=True)
+        poller.start()
+        code, rows, err = _groups(broker, "--describe", "--group", group)
+        m_code, m_rows, m_err = _groups(broker, "--describe", "--group", group, "--members")
+        assert isinstance(broker, ApacheKafka)
+        java = broker.run_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                               broker.bootstrap_servers, "--describe", "--group", group)
+        stop.set()
+        poller.join(30)
+    finally:
+        stop.set()
+        member.close(autocommit=False)
+    assert code == 0 and m_code == 0, (err, m_err)
+    assert rows[0][6:] == ["CONSUMER-ID", "HOST", "CLIENT-ID"]
+    (member_id,) = {row[6] for row in rows[1:]}
+    assert member_id.startswith("cli-member-"), rows
+    for partition, offsets in (("0", ["2", "5", "3"]), ("1", ["5", "5", "0"])):
+        row = [group, topic_name, partition, *offsets, member_id]
+        assert [r[:7] for r in rows[1:]].count(row) == 1, rows
+    assert {(r[7], r[8]) for r in rows[1:]} == {(rows[1][7], "cli-member")} and rows[1][7].startswith("/")
+    assert m_rows == [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+                      [group, member_id, rows[1][7], "cli-member", "2"]]
+    # The reference: the same rows, word for word, as Kafka's own tool prints.
+    assert java.returncode == 0, java.stderr.decode()
+    java_rows = [line.split() for line in java.stdout.decode().splitlines() if line.strip()]
+    assert sorted(java_rows[1:]) == sorted(rows[1:]) and java_rows[0] == rows[0], (java_rows, rows)

@@ -35,11 +35,30 @@ def test_the_demo_pipeline_verifies_its_per_user_totals() -> None:
     assert lines[-1].startswith("verdict: OK - 10,000 users"), lines[-3:]
 
 
-def test_the_demo_takes_an_input_file(tmp_path: Path) -> None:
+SLOW_SOURCE_RUNNER = """#!/bin/sh
+# Spark's Python, held 12 s the first time it starts the streaming source's runner: longer than the 10 s
+# Spark waits for it to connect back, as a busy machine can hold it.
+case "$*" in
+  *python_streaming_source_runner*) if mkdir "$KAFKAJET_TEST_SLOW_MARK" 2>/dev/null; then sleep 12; fi;;
+esac
+exec {python} "$@"
+"""
+
+
+def test_the_demo_takes_an_input_file_and_restarts_a_stream_whose_worker_connected_back_late(
+        tmp_path: Path) -> None:
     data = tmp_path / "orders.csv"
     data.write_text("customer,amount\n" + "".join(f"c{i % 7},{i}\n" for i in range(700)))
-    r = demo("--input", str(data))
+    python = tmp_path / "slow-python"
+    python.write_text(SLOW_SOURCE_RUNNER.format(python=sys.executable))
+    python.chmod(0o755)
+    mark = tmp_path / "held-once"
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "KAFKAJET_TEST_SLOW_MARK": str(mark)}
+    r = subprocess.run([sys.executable, "-m", "kafkajet", "demo", "--input", str(data)], capture_output=True,
+                       text=True, timeout=600, cwd=ROOT, env=env)
+    assert mark.exists(), "the source runner was never held"
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "did not connect back in time" in r.stdout and "restarting the query from its checkpoint" in r.stdout
     assert r.stdout.splitlines()[-1].startswith("verdict: OK - 7 users"), r.stdout
 
 

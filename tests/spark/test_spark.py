@@ -266,7 +266,23 @@ back = spark.read.format("kafkajet").option("kafka.bootstrap.servers", bootstrap
 print("ROWS", back.count())
 import kafkajet.spark
 kafkajet.spark.register(spark)  # still fine once Spark found it itself
+kafkajet.spark.register(spark)  # and again: a notebook cell run twice
 print("REGISTERED")
+query = (spark.readStream.format("kafkajet").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+         .option("startingOffsets", "earliest").load().writeStream.format("memory").queryName("streamed")
+         .trigger(availableNow=True).start())
+query.awaitTermination(120)
+print("STREAMED", spark.sql("select count(*) from streamed").collect()[0][0])
+
+
+def fail(_):
+    raise ValueError("probe-" + "failure")  # split: the source line in a trace must not count as the message
+
+
+try:
+    spark.sparkContext.parallelize([0], 1).map(fail).collect()
+except Exception:
+    print("JOB FAILED")  # the job's exception is the user's to print: not counted below
 spark.stop()
 """
 
@@ -287,6 +303,12 @@ def test_the_format_works_without_register_in_a_fresh_session(broker: EmbeddedBr
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "ROWS 10" in out.stdout and "REGISTERED" in out.stdout, out.stdout + out.stderr[-3000:]
+    assert "STREAMED 10" in out.stdout and "JOB FAILED" in out.stdout, out.stdout + out.stderr[-3000:]
+    # At Spark's default log level (WARN), noise a user learns to ignore: register() replacing the format Spark
+    # found was warned about at each call and again at every stream start; a failed task's trace was logged
+    # by the executor and again by the scheduler (local mode: one JVM), before the job's exception.
+    assert "DataSourceManager" not in out.stderr, out.stderr[-3000:]
+    assert out.stderr.count("ValueError: probe-failure") == 1, out.stderr[-6000:]
 
 
 def test_read_committed_reads_only_committed_transactions(spark: Any) -> None:

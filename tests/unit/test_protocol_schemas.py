@@ -239,6 +239,8 @@ def test_usable_ranges_match_sources_md() -> None:
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
         ApiKey.END_TXN: (0, 5), ApiKey.TXN_OFFSET_COMMIT: (0, 6), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
+        # From Kafka 4.4's client jar only (SOURCES.md, message-4.4.0-jar).
+        ApiKey.DESCRIBE_GROUPS: (0, 6), ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.DELETE_GROUPS: (0, 3),
     }
     assert set(SCHEMAS) == {int(k) for k in ApiKey}
 
@@ -246,7 +248,8 @@ def test_usable_ranges_match_sources_md() -> None:
 # First flexible version of request / response, from the SOURCES.md table (None = never flexible).
 FLEXIBLE_FROM = {
     0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 16: (3, 3), 17: (None, None), 18: (3, 3), 19: (5, None),
-    20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, 3), 28: (3, 3), 36: (2, 2), 60: (0, 0),
+    15: (5, 5), 20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, 3), 28: (3, 3), 32: (4, 4), 36: (2, 2),
+    42: (2, 2), 60: (0, 0),
 }
 
 
