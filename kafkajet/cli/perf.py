@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kafkajet.cli.client_options import CliError, parse_properties
+from kafkajet.cli.client_options import CliError, parse_assignments, read_properties
 from kafkajet.cli.program import program_name
 
 if TYPE_CHECKING:
@@ -298,29 +298,16 @@ def read_payload_file(path: str, delimiter: str) -> list[bytes]:
 
 # --- configuration --------------------------------------------------------------------------------------
 
-def parse_property_args(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"Invalid property: {item!r} (expected NAME=VALUE, e.g. linger.ms=5)")
-        out[key.strip()] = value  # split at the first '=' only: values such as JAAS lines contain '='
-    return out
-
-
 def producer_properties(args: argparse.Namespace) -> dict[str, str]:
     """--command-config / --producer.config, overridden by --command-property / --producer-props, then by
-    --bootstrap-server: Java's precedence."""
+    --bootstrap-server: Java's precedence. Parsed as every other command parses them (cli/client_options.py)."""
     props: dict[str, str] = {}
-    if args.config_file:
-        try:
-            with open(args.config_file, encoding="utf-8") as f:
-                props.update(parse_properties(f.read()))
-        except OSError as e:
-            raise UsageError(f"cannot read {args.config_file}: {e.strerror or e}") from None
-        except CliError as e:
-            raise UsageError(str(e)) from None
-    props.update(parse_property_args(args.props or []))
+    try:
+        if args.config_file:
+            props.update(read_properties(args.config_file))
+        props.update(parse_assignments(args.props, "--command-property"))
+    except CliError as e:
+        raise UsageError(str(e)) from None
     if args.bootstrap_server:
         props["bootstrap.servers"] = args.bootstrap_server
     # Java's tool forces byte-array serializers whatever the file says; here values are bytes already.
@@ -503,6 +490,10 @@ class PerfRun:
         try:
             if transaction_s is not None:
                 self.producer.init_transactions()
+                # As Kafka's tool, the run's clock and its throttle start after initTransactions(): timed from
+                # before, the wait for the coordinator would be made up by a burst of records at the start.
+                self.stats.start = self.stats.window_start = clock()
+                throttler = Throttler(self.args.throughput, self.stats.start)
             for chunk in chunks:
                 for value in chunk:
                     start = clock()

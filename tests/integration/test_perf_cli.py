@@ -169,7 +169,7 @@ def test_unknown_producer_setting_names_the_nearest_key() -> None:
     (["--record-size", "10", "--warmup-records", "10"], "--warmup-records must be strictly fewer"),
     (["--record-size", "10", "--throughput", "0"], "--throughput 0 would never send"),
     (["--record-size", "10", "--transaction-duration-ms", "0"], "--transaction-duration-ms should be greater"),
-    (["--record-size", "10", "--producer-props", "acks"], "Invalid property: 'acks' (expected NAME=VALUE"),
+    (["--record-size", "10", "--producer-props", "acks"], "--command-property 'acks': expected key=value"),
     (["--payload-file", "/nonexistent/payloads.txt"], "--payload-file /nonexistent/payloads.txt: No such file"),
 ])
 def test_bad_options_give_a_clear_error(args: Sequence[str], message: str) -> None:
