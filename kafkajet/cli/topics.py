@@ -14,6 +14,7 @@ from kafkajet.cli.client_options import (
     client_config,
     require_bootstrap,
 )
+from kafkajet.cluster import format_uuid
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                 desc = topics[name]
                 replication = max((len(p.replicas) for p in desc.partitions), default=0)
                 # A broker that keeps no topic ids (Tansu) gives none: leave the field out rather than print None.
-                topic_id = f"TopicId: {desc.topic_id}\t" if desc.topic_id else ""
+                topic_id = f"TopicId: {format_uuid(desc.topic_id)}\t" if desc.topic_id else ""
                 print(f"Topic: {name}\t{topic_id}PartitionCount: {len(desc.partitions)}\t"
                       f"ReplicationFactor: {replication}")
                 for part in desc.partitions:
