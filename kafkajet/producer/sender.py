@@ -15,15 +15,17 @@ from functools import partial
 from typing import Any
 
 from kafkajet.clock import now_ms
-from kafkajet.cluster import Cluster, metadata_request_body
+from kafkajet.cluster import Cluster, Node, metadata_request_body
 from kafkajet.errors import (
     NO_ERROR,
     AuthenticationError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
+    NotLeaderOrFollowerError,
     ProducerClosedError,
     RecordListTooLargeError,
     TransactionAbortedError,
@@ -35,7 +37,7 @@ from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager, Verdict
-from kafkajet.producer.metadata import Metadata
+from kafkajet.producer.metadata import RELIABLE_EPOCHS_FROM_VERSION, Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
@@ -45,6 +47,8 @@ log = logging.getLogger("kafkajet.producer.sender")
 # Produce answers the sender treats by kind rather than by retriability.
 _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
+# Refusals that may name the partition's new leader (KIP-951, Produce v10+).
+_LEADER_MOVED_CODES = (NotLeaderOrFollowerError.code, FencedLeaderEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 ResponseHandler = Callable[[ClientResponse], None]
 
@@ -149,16 +153,17 @@ class Sender:
         if self.fatal_error is not None:
             # A record appended while the error was being raised still gets its outcome (Java's maybeAbortBatches).
             self.accumulator.abort_undrained(self.fatal_error)
-        timeout = self._maybe_update_metadata(now)
         if self.transactions is not None:
             wait, produce = self._maybe_send_transactional(now)
-            timeout = min(timeout, wait)
+            timeout = wait
             if produce:
                 timeout = min(timeout, self._send_produce_data(now))
         else:
-            if self.idempotence is not None:
-                timeout = min(timeout, self._maybe_init_producer_id(now))
+            timeout = self._maybe_init_producer_id(now) if self.idempotence is not None else float("inf")
             timeout = min(timeout, self._send_produce_data(now))
+        # After produce data, as Java's NetworkClient.poll asks for metadata after sendProducerData: a batch a
+        # leader hint moved goes to its new leader before the metadata request the refusal also asked for.
+        timeout = min(timeout, self._maybe_update_metadata(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
         if self.client.server_disconnects():
@@ -366,9 +371,14 @@ class Sender:
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
             return
+        top_error = make_error(response.body.get("error_code", NO_ERROR), "Metadata request refused")
+        if top_error is not None:  # v13+: the whole answer refused (e.g. REBOOTSTRAP_REQUIRED)
+            self.metadata.failed(top_error, now)
+            return
         cluster = Cluster.from_metadata_response(response.body)
-        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
-        self.metadata.update(cluster, now)
+        self.metadata.update(cluster, now, reliable_epochs=response.api_version >= RELIABLE_EPOCHS_FROM_VERSION)
+        # The addresses of the view taken: a leader the epoch guard kept may be missing from this answer.
+        self.client.set_nodes({n.node_id: (n.host, n.port) for n in self.metadata.cluster.nodes.values()})
 
     def _handle_init_pid(self, response: ClientResponse) -> None:
         idem = self.idempotence
@@ -420,12 +430,30 @@ class Sender:
         for topic in response.body.get("responses", ()):
             for p in topic.get("partition_responses", ()):
                 results[(topic["name"], p["index"])] = p
+        hints: dict[tuple[str, int], tuple[int, int]] = {}
         for b in batches:
             p = results.get(b.tp)
             if p is None:
                 self._retry_or_fail(b, KafkaError(f"the broker's response did not mention {b.topic}-{b.partition}"), now)
                 continue
             self._handle_partition(b, p, now)
+            hint = p.get("current_leader")
+            if hint and p.get("error_code") in _LEADER_MOVED_CODES and hint["leader_id"] >= 0 \
+                    and hint["leader_epoch"] >= 0:
+                hints[b.tp] = (hint["leader_id"], hint["leader_epoch"])
+        if hints:
+            self._take_leader_hints(hints, response.body.get("node_endpoints") or ())
+
+    def _take_leader_hints(self, hints: dict[tuple[str, int], tuple[int, int]], endpoints: Any) -> None:
+        """Java's Sender after handleProduceResponse: the refused batches' partitions move to the leaders the
+        answer names when those are newer than the producer's view, so their retries go there without waiting
+        for a Metadata round trip (KIP-951)."""
+        nodes = [Node(e["node_id"], e["host"], e["port"], e.get("rack")) for e in endpoints if e["node_id"] >= 0]
+        for n in nodes:
+            self.client.add_node(n.node_id, n.host, n.port)
+        moved = self.metadata.update_leaders(hints, nodes)
+        if moved:
+            log.debug("leader hints moved %s", {tp: hints[tp] for tp in moved})  # pragma: no mutate (log text)
 
     def _handle_partition(self, b: ProducerBatch, p: dict[str, Any], now: float) -> None:
         code = p.get("error_code", NO_ERROR)
