@@ -453,7 +453,8 @@ class Sender:
             self.client.add_node(n.node_id, n.host, n.port)
         moved = self.metadata.update_leaders(hints, nodes)
         if moved:
-            log.debug("leader hints moved %s", {tp: hints[tp] for tp in moved})  # pragma: no mutate (log text)
+            log.debug("leader hints moved %s", ", ".join(  # pragma: no mutate (log text)
+                f"{t}-{p} to node {hints[(t, p)][0]} (epoch {hints[(t, p)][1]})" for t, p in sorted(moved)))
 
     def _handle_partition(self, b: ProducerBatch, p: dict[str, Any], now: float) -> None:
         code = p.get("error_code", NO_ERROR)
