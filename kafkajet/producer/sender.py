@@ -159,11 +159,17 @@ class Sender:
             if produce:
                 timeout = min(timeout, self._send_produce_data(now))
         else:
-            timeout = self._maybe_init_producer_id(now) if self.idempotence is not None else float("inf")
-            timeout = min(timeout, self._send_produce_data(now))
+            # A requested epoch bump is local (KIP-360) and comes first, so the batches it renumbers go this pass.
+            if self.idempotence is not None:
+                self._maybe_bump_epoch()
+            timeout = self._send_produce_data(now)
         # After produce data, as Java's NetworkClient.poll asks for metadata after sendProducerData: a batch a
         # leader hint moved goes to its new leader before the metadata request the refusal also asked for.
         timeout = min(timeout, self._maybe_update_metadata(now))
+        if self.transactions is None and self.idempotence is not None:
+            # After metadata: an InitProducerId a broker is slow to answer must not hold up, on the same
+            # connection, the metadata every send() waits for.
+            timeout = min(timeout, self._maybe_init_producer_id(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
         if self.client.server_disconnects():
@@ -259,17 +265,21 @@ class Sender:
             for node_id, (host, port) in txn.coordinator_addresses.items():
                 self.client.add_node(node_id, host, port)
 
+    def _maybe_bump_epoch(self) -> None:
+        """Apply a requested epoch bump once nothing is in flight (woken by the responses of what still is)."""
+        idem = self.idempotence
+        assert idem is not None
+        if not idem.bump_requested or idem.init_in_progress or idem.fatal_error is not None or not idem.can_bump_now():
+            return
+        if idem.bump_epoch():
+            self.accumulator.reset_sequences()
+        # Otherwise the epoch is exhausted and the id dropped: _maybe_init_producer_id asks for a new one.
+
     def _maybe_init_producer_id(self, now: float) -> float:
         idem = self.idempotence
         assert idem is not None
-        if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None:
+        if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None or idem.bump_requested:
             return float("inf")
-        if idem.bump_requested:
-            if not idem.can_bump_now():
-                return float("inf")  # woken by the responses of the batches still in flight
-            if idem.bump_epoch():
-                self.accumulator.reset_sequences()
-                return float("inf")
         if now < self._init_pid_retry_at:
             return self._init_pid_retry_at - now
         node = self.client.least_loaded_node(now)
