@@ -47,6 +47,8 @@ log = logging.getLogger("kafkajet.producer.sender")
 # Produce answers the sender treats by kind rather than by retriability.
 _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
+# Produce names topics by id from this version on (KIP-516).
+TOPIC_IDS_FROM_PRODUCE_VERSION = 13
 # Refusals that may name the partition's new leader (KIP-951, Produce v10+).
 _LEADER_MOVED_CODES = (NotLeaderOrFollowerError.code, FencedLeaderEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
@@ -345,19 +347,31 @@ class Sender:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
             by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.wire})
+        topic_data: list[dict[str, Any]] = [{"name": t, "partition_data": parts} for t, parts in by_topic.items()]
         body = {
             "transactional_id": self._transactional_id,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
-            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
+            "topic_data": topic_data,
         }
-        version = None
+        version = self.client.api_version(node, ApiKey.PRODUCE)
         if self.transactions is not None and not self.transactions.tv2:
             # Produce v12+ would add the partitions to the transaction implicitly, which a transaction of
             # version 1 does with AddPartitionsToTxn (Java's ProduceRequest.builder(data, useTransactionV1Version)).
-            version = for_transaction_version(ApiKey.PRODUCE, self.client.api_version(node, ApiKey.PRODUCE), 1)
+            version = for_transaction_version(ApiKey.PRODUCE, version, 1)
+        names: dict[bytes, str] = {}
+        if version >= TOPIC_IDS_FROM_PRODUCE_VERSION:
+            # v13 names topics by id alone (KIP-516), the ids metadata gave (Java's topicIdsForBatches); a topic
+            # whose id is not known (a broker keeping none) goes by name, at v12.
+            ids = self.metadata.cluster.topic_ids
+            names = {ids[t]: t for t in by_topic if ids.get(t) is not None}
+            if len(names) == len(by_topic):
+                for data in topic_data:
+                    data["topic_id"] = ids[data["name"]]
+            else:
+                version, names = TOPIC_IDS_FROM_PRODUCE_VERSION - 1, {}
         self.client.send(node, ApiKey.PRODUCE, body, now, version=version, expect_response=self.acks != 0,
-                         context=partial(self._handle_produce, batches=batches))
+                         context=partial(self._handle_produce, batches=batches, names=names))
         # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
         # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained
         # (record-queue-time-avg came out at -34 ms under a send() loop).
@@ -424,7 +438,7 @@ class Sender:
         self.metadata.fatal(error)
         self.accumulator.abort_all(error)
 
-    def _handle_produce(self, response: ClientResponse, batches: list[ProducerBatch]) -> None:
+    def _handle_produce(self, response: ClientResponse, batches: list[ProducerBatch], names: dict[bytes, str]) -> None:
         now = self._clock()
         if response.error is not None:
             self.metadata.request_update()
@@ -438,8 +452,10 @@ class Sender:
             return
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.body.get("responses", ()):
+            # v13 answers by topic id: the name is the one the request gave that id.
+            name: str = topic["name"] if "name" in topic else names.get(topic["topic_id"], "")
             for p in topic.get("partition_responses", ()):
-                results[(topic["name"], p["index"])] = p
+                results[(name, p["index"])] = p
         hints: dict[tuple[str, int], tuple[int, int]] = {}
         for b in batches:
             p = results.get(b.tp)
