@@ -327,7 +327,8 @@ class RecordAccumulator:
             if leader in result.nodes:
                 continue
             first = dq[0]
-            if first.backing_off(cluster.leader_epoch_for(tp[0], tp[1]), now):
+            # A first attempt never backs off, and drain() notes its leader epoch: the lookup is for retries only.
+            if first.attempts and first.backing_off(cluster.leader_epoch_for(tp[0], tp[1]), now):
                 result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
                 continue
             waited = now - first.created_ms
