@@ -178,13 +178,9 @@ class Metadata:
             del self._epochs[tp]
         if not kept:
             return new
-        nodes = dict(new.nodes)
-        for parts in kept.values():
-            for p in parts:
-                # The leader kept may be missing from this answer's brokers (it shut down): keep its address.
-                if p.leader >= 0 and p.leader not in nodes and p.leader in old.nodes:
-                    nodes[p.leader] = old.nodes[p.leader]
-        return dataclasses.replace(new, nodes=nodes, partitions={**new.partitions, **kept})
+        # The brokers are this answer's, as Java's MetadataCache: a kept leader it no longer lists has no address,
+        # and its partition waits for an answer that knows where the leader went.
+        return dataclasses.replace(new, partitions={**new.partitions, **kept})
 
     def update_leaders(self, leaders: Mapping[TopicPartitionKey, tuple[int, int]],
                        nodes: Iterable[Node]) -> set[TopicPartitionKey]:

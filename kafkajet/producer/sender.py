@@ -400,9 +400,8 @@ class Sender:
             self.metadata.failed(top_error, now)
             return
         cluster = Cluster.from_metadata_response(response.body)
+        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
         self.metadata.update(cluster, now, reliable_epochs=response.api_version >= RELIABLE_EPOCHS_FROM_VERSION)
-        # The addresses of the view taken: a leader the epoch guard kept may be missing from this answer.
-        self.client.set_nodes({n.node_id: (n.host, n.port) for n in self.metadata.cluster.nodes.values()})
 
     def _handle_init_pid(self, response: ClientResponse) -> None:
         idem = self.idempotence
@@ -475,9 +474,10 @@ class Sender:
         answer names when those are newer than the producer's view, so their retries go there without waiting
         for a Metadata round trip (KIP-951)."""
         nodes = [Node(e["node_id"], e["host"], e["port"], e.get("rack")) for e in endpoints if e["node_id"] >= 0]
-        for n in nodes:
-            self.client.add_node(n.node_id, n.host, n.port)
         moved = self.metadata.update_leaders(hints, nodes)
+        for leader in {hints[tp][0] for tp in moved}:
+            node = self.metadata.cluster.nodes[leader]
+            self.client.add_node(node.node_id, node.host, node.port)  # a leader no Metadata answer named yet
         if moved:
             log.debug("leader hints moved %s", ", ".join(  # pragma: no mutate (log text)
                 f"{t}-{p} to node {hints[(t, p)][0]} (epoch {hints[(t, p)][1]})" for t, p in sorted(moved)))

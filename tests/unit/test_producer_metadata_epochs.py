@@ -37,11 +37,14 @@ def test_an_older_epoch_keeps_the_leader_and_a_newer_or_equal_one_moves_it() -> 
     assert md.cluster.leader_for("t", 0) == 2
 
 
-def test_a_kept_leader_keeps_its_address_when_the_answer_lists_it_no_more() -> None:
+def test_a_kept_leader_the_answer_lists_no_more_leaves_its_partition_waiting() -> None:
     md = metadata()
     md.update(view(1, 5), 1)
-    md.update(view(2, 4, nodes={2: NODES[2], 3: NODES[3]}), 2)
-    assert md.cluster.leader_for("t", 0) == 1 and md.cluster.nodes[1] == NODES[1]
+    md.update(view(2, 4, nodes={2: NODES[2], 3: NODES[3]}), 2)  # node 1 shut down; a lagging broker answers
+    # Neither back to the older leader nor to a broker that is gone: no leader, as in Java's MetadataCache.
+    assert md.cluster.leader_for("t", 0) is None and md.cluster.partition_count("t") == 2
+    md.update(view(3, 6, nodes={2: NODES[2], 3: NODES[3]}), 3)
+    assert md.cluster.leader_for("t", 0) == 3
 
 
 def test_answers_without_reliable_epochs_are_taken_whole_and_forget_the_epochs() -> None:
