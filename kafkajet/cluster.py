@@ -7,6 +7,7 @@ the Metadata request they all send (metadata_request_body).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -64,23 +65,36 @@ class Cluster:
     def __post_init__(self) -> None:
         # Derived once per snapshot so the per-record path is a dict lookup.
         leaders: dict[tuple[str, int], int] = {}
+        epochs: dict[tuple[str, int], int] = {}
         available: dict[str, tuple[int, ...]] = {}
         by_node: dict[int, list[PartitionInfo]] = {}
         for topic, parts in self.partitions.items():
             avail = []
             for p in parts:
+                epochs[(topic, p.partition)] = p.leader_epoch
                 if p.leader >= 0 and p.leader in self.nodes:
                     leaders[(topic, p.partition)] = p.leader
                     avail.append(p.partition)
                     by_node.setdefault(p.leader, []).append(p)
             available[topic] = tuple(avail)
         object.__setattr__(self, "_leaders", leaders)
+        object.__setattr__(self, "_epochs", epochs)
         object.__setattr__(self, "_available", available)
         object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
         object.__setattr__(self, "partition_counts", {t: len(p) for t, p in self.partitions.items()})
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         return self._leaders.get((topic, partition))  # type: ignore[attr-defined, no-any-return]
+
+    def leader_epoch_for(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch as this view knows it; -1 when unknown (Metadata below v7)."""
+        return self._epochs.get((topic, partition), -1)  # type: ignore[attr-defined, no-any-return]
+
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo | None:
+        for p in self.partitions.get(topic, ()):
+            if p.partition == partition:
+                return p
+        return None
 
     def partition_count(self, topic: str) -> int | None:
         return self.partition_counts.get(topic)
@@ -123,7 +137,9 @@ class Cluster:
                 continue
             if t.get("is_internal"):
                 internal.add(name)
-            topic_ids[name] = t.get("topic_id")
+            topic_id = t.get("topic_id")
+            # Metadata below v10, and brokers that keep no ids, answer the zero uuid: Kafka's "no id".
+            topic_ids[name] = topic_id if topic_id and any(topic_id) else None
             parts = sorted(
                 (
                     PartitionInfo(
@@ -141,6 +157,11 @@ class Cluster:
             partitions[name] = tuple(parts)
         return cls(nodes, partitions, errors, body.get("cluster_id"), body.get("controller_id", -1),
                    frozenset(internal), topic_ids)
+
+
+def format_uuid(raw: bytes) -> str:
+    """A topic id as Kafka prints one (Uuid.toString: URL-safe base64, unpadded)."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def metadata_request_body(topics: list[str] | None, *, version: int | None = None,

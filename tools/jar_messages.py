@@ -33,9 +33,11 @@ PROGRAM = Path(__file__).resolve().parent / "JarSchemas.java"
 
 # The messages kafkajet reads from the jar: Produce up to v13 (v12 carries transaction version 2's implicit
 # partition add, KIP-890), EndTxn up to v5 (it answers the bumped producer id and epoch) and TxnOffsetCommit up
-# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn).
+# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn), and
+# Metadata up to v13 (topic ids from v10, which Produce v13 names topics by; KIP-951's leader hints need the
+# leader epochs every version from v7 carries).
 DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse",
-                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse")
+                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse", "MetadataRequest", "MetadataResponse")
 
 # Fields Kafka renamed since the vendored definitions, same wire type (CamelCase jar name -> vendored name):
 # the jar's name is kept, and the two definitions are compared and defaults carried over under the old one.
@@ -56,8 +58,8 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "DescribeGroups": 15, "EndTxn": 26, "TxnOffsetCommit": 28, "DescribeConfigs": 32,
-              "DeleteGroups": 42}
+_API_KEYS = {"Produce": 0, "Metadata": 3, "DescribeGroups": 15, "EndTxn": 26, "TxnOffsetCommit": 28,
+              "DescribeConfigs": 32, "DeleteGroups": 42}
 
 
 def kafka_version(libs: Path) -> str:

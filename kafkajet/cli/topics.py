@@ -14,6 +14,7 @@ from kafkajet.cli.client_options import (
     client_config,
     require_bootstrap,
 )
+from kafkajet.cluster import format_uuid
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -128,10 +129,8 @@ def run(args: argparse.Namespace) -> int:
             for name in sorted(topics):
                 desc = topics[name]
                 replication = max((len(p.replicas) for p in desc.partitions), default=0)
-                # Metadata up to v9 (this client's range) carries no topic id, and Tansu keeps none: the field
-                # is left out rather than printed as None (Kafka's tool shows it from Metadata v10 or
-                # DescribeTopicPartitions).
-                topic_id = f"TopicId: {desc.topic_id}\t" if desc.topic_id else ""
+                # A broker that keeps no topic ids (Tansu) gives none: leave the field out rather than print None.
+                topic_id = f"TopicId: {format_uuid(desc.topic_id)}\t" if desc.topic_id else ""
                 # As Kafka's tool: every setting not at Kafka's default, the topic's own and the broker's.
                 overridden = ",".join(f"{c.name}={c.value}" for c in configs.get(name, {}).values() if not c.is_default)
                 print(f"Topic: {name}\t{topic_id}PartitionCount: {len(desc.partitions)}\t"

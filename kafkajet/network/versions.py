@@ -28,8 +28,6 @@ CLIENT_MAX_VERSIONS: Mapping[ApiKey, int] = MappingProxyType({
     # v4+ is the brokers' batched verification form (KIP-890, cluster permission); clients send v3 and
     # below, as Java's AddPartitionsToTxnRequest.Builder.forClient does.
     ApiKey.ADD_PARTITIONS_TO_TXN: 3,
-    # v13 names topics by id instead of by name; kafkajet's Produce names them.
-    ApiKey.PRODUCE: 12,
     # The FetchClient's Fetch body and reading: v5 answers log_start_offset (and, since v4, the LSO and the
     # aborted transactions); v7+ adds fetch sessions, v13+ topic ids instead of names.
     ApiKey.FETCH: 5,

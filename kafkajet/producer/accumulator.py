@@ -383,8 +383,8 @@ class RecordAccumulator:
             if leader in result.nodes:
                 continue
             first = dq[0]
-            backing_off = first.attempts > 0 and now < first.retry_at_ms
-            if backing_off:
+            # A first attempt never backs off, and drain() notes its leader epoch: the lookup is for retries only.
+            if first.attempts and first.backing_off(cluster.leader_epoch_for(tp[0], tp[1]), now):
                 result.next_check_ms = min(result.next_check_ms, first.retry_at_ms - now)
                 continue
             waited = now - first.created_ms
@@ -450,7 +450,7 @@ class RecordAccumulator:
                     if not dq or (p.topic, p.partition) in self._muted:
                         continue
                     first = dq[0]
-                    if first.attempts > 0 and now < first.retry_at_ms:
+                    if first.backing_off(p.leader_epoch, now):
                         continue
                     if size + first.size_in_bytes > max_size and taken:
                         # Remember where we stopped so the next request starts with the starved partition.

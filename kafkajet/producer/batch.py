@@ -107,6 +107,7 @@ class ProducerBatch:
         "producer_id", "producer_epoch", "base_sequence", "wire", "completed", "error", "base_offset",
         "log_append_time", "_done_event", "last_error", "_lock", "_listeners", "is_split", "order", "done", "_firing",
         "_sealed_sequence", "pooled", "callbacks", "max_limit", "grow", "max_record", "reserved", "unheard",
+        "leader_epoch", "attempts_at_leader_change",
     )
 
     def __init__(self, topic: str, partition: int, buf: bytearray, capacity: int, now_ms: float,
@@ -138,6 +139,10 @@ class ProducerBatch:
         self.last_attempt_ms = now_ms
         self.retry_at_ms = 0.0
         self.attempts = 0
+        # The partition's leader epoch when the batch last looked, and its attempt count then (Java's
+        # currentLeaderEpoch and attemptsWhenLeaderLastChanged): a retry to a new leader skips the backoff.
+        self.leader_epoch = -1
+        self.attempts_at_leader_change = 0
         self.full = False
         self.in_flight = False
         self.producer_id = -1
@@ -338,6 +343,16 @@ class ProducerBatch:
 
     # --- drain / retry ----------------------------------------------------------------------------
 
+    def backing_off(self, leader_epoch: int, now: float) -> bool:
+        """Whether a retry must still wait: not when the partition's leader changed since the failed attempt
+        (KIP-951; Java's RecordAccumulator.shouldBackoff with ProducerBatch.maybeUpdateLeaderEpoch)."""
+        if leader_epoch >= 0 and leader_epoch > self.leader_epoch:
+            self.leader_epoch = leader_epoch
+            self.attempts_at_leader_change = self.attempts
+        if self.attempts == 0 or now >= self.retry_at_ms:
+            return False
+        return self.attempts != self.attempts_at_leader_change
+
     def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
              transactional: bool = False, compression_level: int | None = None) -> bytes | memoryview:
         """The wire bytes; rebuilt only if the producer identity or sequence changed since last time."""
@@ -390,6 +405,8 @@ class ProducerBatch:
                 current = ProducerBatch(self.topic, self.partition, bytearray(), max(batch_size, need), self.created_ms)
                 current.pooled = False
                 current.attempts = self.attempts
+                current.leader_epoch = self.leader_epoch
+                current.attempts_at_leader_change = self.attempts_at_leader_change
                 current.order = (*self.order, len(out))
                 current.last_error = self.last_error
                 index = current._encode(rec.timestamp, rec.key, rec.value, headers)

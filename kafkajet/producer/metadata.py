@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkajet.backoff import ExponentialBackoff
@@ -10,10 +13,15 @@ from kafkajet.clock import Clock, now_ms
 
 # Cluster and its parts live in kafkajet.cluster (shared with the admin and fetch clients); re-exported here
 # for the producer's modules and their tests.
-from kafkajet.cluster import Cluster, Node, PartitionInfo
+from kafkajet.cluster import Cluster, Node, PartitionInfo, TopicPartitionKey
 from kafkajet.errors import KafkaError, KafkaTimeoutError
 
 __all__ = ["Cluster", "Metadata", "Node", "PartitionInfo"]
+
+log = logging.getLogger("kafkajet.producer.metadata")
+
+# Metadata answers from v9 carry leader epochs a client may compare (Java's MetadataResponse.hasReliableLeaderEpochs).
+RELIABLE_EPOCHS_FROM_VERSION = 9
 
 
 class Metadata:
@@ -42,6 +50,10 @@ class Metadata:
         self._fatal: KafkaError | None = None
         # The last connection's authentication failure; cleared by the next metadata response.
         self.authentication_error: KafkaError | None = None
+        # The newest leader epoch seen per partition, from metadata or a Produce answer's leader hint (Java's
+        # lastSeenLeaderEpochs): an answer naming an older one never moves a leader back (KIP-320).
+        self._epochs: dict[TopicPartitionKey, int] = {}
+        self._topic_ids: dict[str, bytes | None] = {}
 
     # --- called by any thread -------------------------------------------------------------------
 
@@ -125,8 +137,11 @@ class Metadata:
         """When metadata last arrived (kafkajet.clock ms; 0 before the first)."""
         return self._last_refresh_ms
 
-    def update(self, cluster: Cluster, now_ms: float) -> None:
+    def update(self, cluster: Cluster, now_ms: float, *, reliable_epochs: bool = True) -> None:
+        """Take a Metadata answer's view; a partition whose leader epoch is older than the one already seen
+        keeps what the producer knew (`reliable_epochs`: the answer's version carries comparable epochs)."""
         with self._cond:
+            cluster = self._keep_newer_leaders(cluster, reliable_epochs)
             self.cluster = cluster
             self.version += 1
             self._last_refresh_ms = now_ms
@@ -136,6 +151,78 @@ class Metadata:
             # A topic we asked for but did not get back is still pending (e.g. being auto-created).
             self._need_update = bool(missing)
             self._cond.notify_all()
+
+    def _keep_newer_leaders(self, new: Cluster, reliable_epochs: bool) -> Cluster:
+        """Java's Metadata.updateLatestMetadata, partition by partition: an epoch at least as new as the one
+        seen is taken and remembered; an older one keeps the cached partition; no epoch forgets the one seen. A
+        topic whose id changed was re-created: its epochs start again."""
+        old = self.cluster
+        kept: dict[str, tuple[PartitionInfo, ...]] = {}
+        for topic, parts in new.partitions.items():
+            topic_id = new.topic_ids.get(topic)
+            recreated = topic_id is not None and topic_id != self._topic_ids.get(topic)
+            out: list[PartitionInfo] = []
+            stale = False
+            for p in parts:
+                tp = (topic, p.partition)
+                seen = self._epochs.get(tp)
+                if not reliable_epochs or p.leader_epoch < 0:
+                    self._epochs.pop(tp, None)
+                    out.append(p)
+                elif recreated or seen is None or p.leader_epoch >= seen:
+                    self._epochs[tp] = p.leader_epoch
+                    out.append(p)
+                else:
+                    log.debug("metadata names leader epoch %d for %s-%d, older than %d: keeping leader %s",  # pragma: no mutate (log text)
+                              p.leader_epoch, topic, p.partition, seen, old.leader_for(topic, p.partition))
+                    cached = old.partition_info(topic, p.partition)
+                    # Nothing cached (the topic left the view meanwhile): no leader, until an answer as new.
+                    out.append(cached if cached is not None else dataclasses.replace(p, leader=-1))
+                    stale = True
+            if stale:
+                kept[topic] = tuple(out)
+        for topic in new.partitions:
+            self._topic_ids[topic] = new.topic_ids.get(topic)
+        for tp in [tp for tp in self._epochs if tp[0] not in new.partitions]:
+            del self._epochs[tp]
+        if not kept:
+            return new
+        # The brokers are this answer's, as Java's MetadataCache: a kept leader it no longer lists has no address,
+        # and its partition waits for an answer that knows where the leader went.
+        return dataclasses.replace(new, partitions={**new.partitions, **kept})
+
+    def update_leaders(self, leaders: Mapping[TopicPartitionKey, tuple[int, int]],
+                       nodes: Iterable[Node]) -> set[TopicPartitionKey]:
+        """Leader hints from a Produce answer (KIP-951): (leader id, epoch) per partition and the leaders'
+        addresses. As Java's Metadata.updatePartitionLeadership, a hint is taken only when its epoch is newer
+        than the one known, its leader's address is known and the partition is in the view. Returns the
+        partitions whose leader moved."""
+        with self._cond:
+            old = self.cluster
+            all_nodes = {n.node_id: n for n in nodes}
+            for node_id, node in old.nodes.items():
+                all_nodes.setdefault(node_id, node)
+            updated: dict[str, dict[int, PartitionInfo]] = {}
+            for (topic, partition), (leader, epoch) in leaders.items():
+                if leader < 0 or epoch < 0:
+                    continue
+                known = old.leader_epoch_for(topic, partition)
+                if known >= 0 and epoch <= known:
+                    continue
+                cached = old.partition_info(topic, partition)
+                if leader not in all_nodes or cached is None:
+                    continue
+                updated.setdefault(topic, {})[partition] = dataclasses.replace(cached, leader=leader,
+                                                                                 leader_epoch=epoch)
+                self._epochs[(topic, partition)] = epoch
+            if not updated:
+                return set()
+            partitions = dict(old.partitions)
+            for topic, parts in updated.items():
+                partitions[topic] = tuple(parts.get(p.partition, p) for p in old.partitions[topic])
+            self.cluster = dataclasses.replace(old, nodes=all_nodes, partitions=partitions)
+            self._cond.notify_all()
+            return {(t, p) for t, parts in updated.items() for p in parts}
 
     def failed(self, error: KafkaError, now_ms: float) -> None:
         with self._cond:

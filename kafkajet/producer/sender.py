@@ -15,15 +15,17 @@ from functools import partial
 from typing import Any
 
 from kafkajet.clock import now_ms
-from kafkajet.cluster import Cluster, metadata_request_body
+from kafkajet.cluster import Cluster, Node, metadata_request_body
 from kafkajet.errors import (
     NO_ERROR,
     AuthenticationError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
+    NotLeaderOrFollowerError,
     ProducerClosedError,
     RecordListTooLargeError,
     TransactionAbortedError,
@@ -35,7 +37,7 @@ from kafkajet.producer.accumulator import RecordAccumulator
 from kafkajet.producer.batch import ProducerBatch
 from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager, Verdict
-from kafkajet.producer.metadata import Metadata
+from kafkajet.producer.metadata import RELIABLE_EPOCHS_FROM_VERSION, Metadata
 from kafkajet.producer.metrics import ProducerMetrics
 from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
@@ -45,6 +47,10 @@ log = logging.getLogger("kafkajet.producer.sender")
 # Produce answers the sender treats by kind rather than by retriability.
 _SUCCESS_CODES = (NO_ERROR, DuplicateSequenceNumberError.code)  # a duplicate: an earlier attempt was appended
 _TOO_LARGE_CODES = (MessageTooLargeError.code, RecordListTooLargeError.code)
+# Produce names topics by id from this version on (KIP-516).
+TOPIC_IDS_FROM_PRODUCE_VERSION = 13
+# Refusals that may name the partition's new leader (KIP-951, Produce v10+).
+_LEADER_MOVED_CODES = (NotLeaderOrFollowerError.code, FencedLeaderEpochError.code)
 MAX_POLL_MS = 5000.0  # an upper bound on one sleep, so a missed wake-up can never stall the producer
 ResponseHandler = Callable[[ClientResponse], None]
 
@@ -149,16 +155,23 @@ class Sender:
         if self.fatal_error is not None:
             # A record appended while the error was being raised still gets its outcome (Java's maybeAbortBatches).
             self.accumulator.abort_undrained(self.fatal_error)
-        timeout = self._maybe_update_metadata(now)
         if self.transactions is not None:
             wait, produce = self._maybe_send_transactional(now)
-            timeout = min(timeout, wait)
+            timeout = wait
             if produce:
                 timeout = min(timeout, self._send_produce_data(now))
         else:
+            # A requested epoch bump is local (KIP-360) and comes first, so the batches it renumbers go this pass.
             if self.idempotence is not None:
-                timeout = min(timeout, self._maybe_init_producer_id(now))
-            timeout = min(timeout, self._send_produce_data(now))
+                self._maybe_bump_epoch()
+            timeout = self._send_produce_data(now)
+        # After produce data, as Java's NetworkClient.poll asks for metadata after sendProducerData: a batch a
+        # leader hint moved goes to its new leader before the metadata request the refusal also asked for.
+        timeout = min(timeout, self._maybe_update_metadata(now))
+        if self.transactions is None and self.idempotence is not None:
+            # After metadata: an InitProducerId a broker is slow to answer must not hold up, on the same
+            # connection, the metadata every send() waits for.
+            timeout = min(timeout, self._maybe_init_producer_id(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
         if self.client.server_disconnects():
@@ -260,20 +273,25 @@ class Sender:
             for node_id, (host, port) in txn.coordinator_addresses.items():
                 self.client.add_node(node_id, host, port)
 
-    def _maybe_init_producer_id(self, now: float) -> float:
+    def _maybe_bump_epoch(self) -> None:
+        """Apply a requested epoch bump once the partitions it renumbers have nothing on the wire (woken by the
+        responses of what still is); first, decide the partitions whose expired batches' fate is now known."""
         idem = self.idempotence
         assert idem is not None
         if idem.init_in_progress or idem.fatal_error is not None:
-            return float("inf")
+            return
         idem.maybe_resolve()
-        if idem.bump_requested:
-            if not idem.can_bump_now():
-                return float("inf")  # woken by the responses of the batches still in flight
-            rewrite = idem.partitions_to_rewrite()
-            if idem.bump_epoch():
-                self.accumulator.reset_sequences(rewrite)
-                return float("inf")
-        if idem.has_producer_id:
+        if not idem.bump_requested or not idem.can_bump_now():
+            return
+        rewrite = idem.partitions_to_rewrite()
+        if idem.bump_epoch():
+            self.accumulator.reset_sequences(rewrite)
+        # Otherwise the epoch is exhausted and the id dropped: _maybe_init_producer_id asks for a new one.
+
+    def _maybe_init_producer_id(self, now: float) -> float:
+        idem = self.idempotence
+        assert idem is not None
+        if idem.has_producer_id or idem.init_in_progress or idem.fatal_error is not None or idem.bump_requested:
             return float("inf")
         if now < self._init_pid_retry_at:
             return self._init_pid_retry_at - now
@@ -344,19 +362,31 @@ class Sender:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
             by_topic.setdefault(b.topic, []).append({"index": b.partition, "records": b.wire})
+        topic_data: list[dict[str, Any]] = [{"name": t, "partition_data": parts} for t, parts in by_topic.items()]
         body = {
             "transactional_id": self._transactional_id,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
-            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
+            "topic_data": topic_data,
         }
-        version = None
+        version = self.client.api_version(node, ApiKey.PRODUCE)
         if self.transactions is not None and not self.transactions.tv2:
             # Produce v12+ would add the partitions to the transaction implicitly, which a transaction of
             # version 1 does with AddPartitionsToTxn (Java's ProduceRequest.builder(data, useTransactionV1Version)).
-            version = for_transaction_version(ApiKey.PRODUCE, self.client.api_version(node, ApiKey.PRODUCE), 1)
+            version = for_transaction_version(ApiKey.PRODUCE, version, 1)
+        names: dict[bytes, str] = {}
+        if version >= TOPIC_IDS_FROM_PRODUCE_VERSION:
+            # v13 names topics by id alone (KIP-516), the ids metadata gave (Java's topicIdsForBatches); a topic
+            # whose id is not known (a broker keeping none) goes by name, at v12.
+            ids = self.metadata.cluster.topic_ids
+            names = {ids[t]: t for t in by_topic if ids.get(t) is not None}
+            if len(names) == len(by_topic):
+                for data in topic_data:
+                    data["topic_id"] = ids[data["name"]]
+            else:
+                version, names = TOPIC_IDS_FROM_PRODUCE_VERSION - 1, {}
         self.client.send(node, ApiKey.PRODUCE, body, now, version=version, expect_response=self.acks != 0,
-                         context=partial(self._handle_produce, batches=batches))
+                         context=partial(self._handle_produce, batches=batches, names=names))
         # Queue time ends now, read fresh as Java's updateProduceRequestMetrics does: `now` was read at the top of
         # the pass, and a caller thread holding the GIL meanwhile may have opened batches this pass drained
         # (record-queue-time-avg came out at -34 ms under a send() loop).
@@ -380,9 +410,13 @@ class Sender:
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
             return
+        top_error = make_error(response.body.get("error_code", NO_ERROR), "Metadata request refused")
+        if top_error is not None:  # v13+: the whole answer refused (e.g. REBOOTSTRAP_REQUIRED)
+            self.metadata.failed(top_error, now)
+            return
         cluster = Cluster.from_metadata_response(response.body)
         self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
-        self.metadata.update(cluster, now)
+        self.metadata.update(cluster, now, reliable_epochs=response.api_version >= RELIABLE_EPOCHS_FROM_VERSION)
 
     def _handle_init_pid(self, response: ClientResponse) -> None:
         idem = self.idempotence
@@ -418,7 +452,7 @@ class Sender:
         self.metadata.fatal(error)
         self.accumulator.abort_all(error)
 
-    def _handle_produce(self, response: ClientResponse, batches: list[ProducerBatch]) -> None:
+    def _handle_produce(self, response: ClientResponse, batches: list[ProducerBatch], names: dict[bytes, str]) -> None:
         now = self._clock()
         if response.error is not None:
             self.metadata.request_update()
@@ -432,14 +466,36 @@ class Sender:
             return
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.body.get("responses", ()):
+            # v13 answers by topic id: the name is the one the request gave that id.
+            name: str = topic["name"] if "name" in topic else names.get(topic["topic_id"], "")
             for p in topic.get("partition_responses", ()):
-                results[(topic["name"], p["index"])] = p
+                results[(name, p["index"])] = p
+        hints: dict[tuple[str, int], tuple[int, int]] = {}
         for b in batches:
             p = results.get(b.tp)
             if p is None:
                 self._retry_or_fail(b, KafkaError(f"the broker's response did not mention {b.topic}-{b.partition}"), now)
                 continue
             self._handle_partition(b, p, now)
+            hint = p.get("current_leader")
+            if hint and p.get("error_code") in _LEADER_MOVED_CODES and hint["leader_id"] >= 0 \
+                    and hint["leader_epoch"] >= 0:
+                hints[b.tp] = (hint["leader_id"], hint["leader_epoch"])
+        if hints:
+            self._take_leader_hints(hints, response.body.get("node_endpoints") or ())
+
+    def _take_leader_hints(self, hints: dict[tuple[str, int], tuple[int, int]], endpoints: Any) -> None:
+        """Java's Sender after handleProduceResponse: the refused batches' partitions move to the leaders the
+        answer names when those are newer than the producer's view, so their retries go there without waiting
+        for a Metadata round trip (KIP-951)."""
+        nodes = [Node(e["node_id"], e["host"], e["port"], e.get("rack")) for e in endpoints if e["node_id"] >= 0]
+        moved = self.metadata.update_leaders(hints, nodes)
+        for leader in {hints[tp][0] for tp in moved}:
+            node = self.metadata.cluster.nodes[leader]
+            self.client.add_node(node.node_id, node.host, node.port)  # a leader no Metadata answer named yet
+        if moved:
+            log.debug("leader hints moved %s", ", ".join(  # pragma: no mutate (log text)
+                f"{t}-{p} to node {hints[(t, p)][0]} (epoch {hints[(t, p)][1]})" for t, p in sorted(moved)))
 
     def _handle_partition(self, b: ProducerBatch, p: dict[str, Any], now: float) -> None:
         code = p.get("error_code", NO_ERROR)

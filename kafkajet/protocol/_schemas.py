@@ -132,7 +132,7 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             ]},
         ]},
     },
-    3: {'name': 'Metadata', 'versions': (0, 9),
+    3: {'name': 'Metadata', 'versions': (0, 13),
         'request': {'flexible': '9+', 'fields': [
             {'name': 'topics', 'type': '[]MetadataRequestTopic', 'versions': '0+', 'nullable': '1+', 'fields': [
                 {'name': 'topic_id', 'type': 'uuid', 'versions': '10+'},
@@ -154,7 +154,8 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'controller_id', 'type': 'int32', 'versions': '1+', 'default': -1},
             {'name': 'topics', 'type': '[]MetadataResponseTopic', 'versions': '0+', 'fields': [
                 {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
-                {'name': 'name', 'type': 'string', 'versions': '0+'},
+                {'name': 'name', 'type': 'string', 'versions': '0+', 'nullable': '12+'},
+                {'name': 'topic_id', 'type': 'uuid', 'versions': '10+'},
                 {'name': 'is_internal', 'type': 'bool', 'versions': '1+', 'default': False},
                 {'name': 'partitions', 'type': '[]MetadataResponsePartition', 'versions': '0+', 'fields': [
                     {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
@@ -167,7 +168,8 @@ SCHEMAS: dict[int, dict[str, Any]] = {
                 ]},
                 {'name': 'topic_authorized_operations', 'type': 'int32', 'versions': '8+', 'default': -2147483648},
             ]},
-            {'name': 'cluster_authorized_operations', 'type': 'int32', 'versions': '8+', 'default': -2147483648},
+            {'name': 'error_code', 'type': 'int16', 'versions': '13+'},
+            {'name': 'cluster_authorized_operations', 'type': 'int32', 'versions': '8-10', 'default': -2147483648},
         ]},
     },
     8: {'name': 'OffsetCommit', 'versions': (0, 9),

@@ -158,7 +158,8 @@ def test_three_transactions_carry_the_epochs_and_sequences_of_the_java_producer(
     end_txn = [v for api, v in sent if api == ApiKey.END_TXN]
     if version == 2:
         assert add_partitions == []
-        assert produce == {12} and end_txn == [5, 5, 5]
+        # v13 from a 4.4 broker: topics by the ids metadata gave, as Java 4.4's Sender sends them.
+        assert produce == {13} and end_txn == [5, 5, 5]
     else:
         assert len(add_partitions) >= 3  # the one partition, in every transaction (retried while the last ends)
         assert produce == {11} and end_txn == [4, 4, 4]

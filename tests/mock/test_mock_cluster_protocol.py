@@ -109,9 +109,9 @@ def test_api_versions_advertises_exactly_what_is_served(cluster: MockCluster) ->
     got = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     assert got == {int(api): versions for api, versions in advertised().items()}
     # The mock serves what kafkajet's codec speaks, except where it answers in an older producer's protocol:
-    # Produce up to v9, EndTxn up to v2 and TxnOffsetCommit up to v4 (transaction version 1: no implicit
+    # Produce up to v11, EndTxn up to v2 and TxnOffsetCommit up to v4 (transaction version 1: no implicit
     # partition or group adds, no epoch bump).
-    older = {ApiKey.PRODUCE: (3, 9), ApiKey.END_TXN: (0, 2), ApiKey.TXN_OFFSET_COMMIT: (0, 4)}
+    older = {ApiKey.PRODUCE: (3, 11), ApiKey.END_TXN: (0, 2), ApiKey.TXN_OFFSET_COMMIT: (0, 4)}
     assert {api: r for api, r in advertised().items() if r != SUPPORTED_VERSIONS[api]} == older
     # The coordinator APIs (8, 9, 10, 16, 24, 25, 26, 28) are served since the mock has coordinators.
     assert set(got) == {0, 1, 2, 3, 8, 9, 10, 16, 18, 19, 20, 22, 24, 25, 26, 28, 60}
@@ -229,6 +229,36 @@ def test_set_leader_moves_the_partition_and_bumps_the_epoch(cluster: MockCluster
     cluster.set_leader("t", 0, NO_LEADER)
     md = leader0.request(ApiKey.METADATA, 9, {"topics": [{"name": "t"}]})
     assert md["topics"][0]["partitions"][0]["error_code"] == code("LEADER_NOT_AVAILABLE")
+
+
+def test_a_former_leader_names_the_new_one_from_produce_v10(cluster: MockCluster, leader0: RawClient) -> None:
+    new = cluster.leader("t", 0) % 3 + 1
+    cluster.set_leader("t", 0, new)
+    body = leader0.request(ApiKey.PRODUCE, 10, produce_body(batch()))
+    p0 = body["responses"][0]["partition_responses"][0]
+    assert p0["error_code"] == code("NOT_LEADER_OR_FOLLOWER")
+    assert p0["current_leader"] == {"leader_id": new, "leader_epoch": 1}
+    host, port = cluster.address(new).rsplit(":", 1)
+    assert body["node_endpoints"] == [{"node_id": new, "host": host, "port": int(port), "rack": None}]
+    # Before v10 there is nowhere to say it: the answer is v9's.
+    assert "current_leader" not in leader0.request(ApiKey.PRODUCE, 9, produce_body(batch()))[
+        "responses"][0]["partition_responses"][0]
+    cluster.set_leader("t", 0, NO_LEADER)  # no leader to name: the hint stays at Kafka's "unknown"
+    body = leader0.request(ApiKey.PRODUCE, 11, produce_body(batch()))
+    assert body["responses"][0]["partition_responses"][0]["current_leader"] == {"leader_id": -1, "leader_epoch": -1}
+    assert body["node_endpoints"] == []
+
+
+def test_metadata_v12_answers_topic_ids_and_takes_a_topic_by_id(cluster: MockCluster, leader0: RawClient) -> None:
+    md = leader0.request(ApiKey.METADATA, 12, {"topics": [{"name": "t", "topic_id": None}]})
+    topic_id = md["topics"][0]["topic_id"]
+    assert len(topic_id) == 16 and any(topic_id)
+    by_id = leader0.request(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": topic_id},
+                                                             {"name": None, "topic_id": bytes(range(16))}]})
+    t, ghost = by_id["topics"]
+    assert (t["name"], t["topic_id"], len(t["partitions"])) == ("t", topic_id, 3)
+    assert (ghost["name"], ghost["error_code"]) == (None, code("UNKNOWN_TOPIC_ID"))
+    assert leader0.request(ApiKey.METADATA, 13, {"topics": None})["error_code"] == 0
 
 
 def test_corrupt_batch_is_corrupt_message(cluster: MockCluster, leader0: RawClient) -> None:

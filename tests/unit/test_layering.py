@@ -63,7 +63,7 @@ TABLE: dict[str, frozenset[str]] = {
                         "records", "schema_registry", "serialization"}),
     "testing": frozenset({"kafkajet", "admin", "cluster", "config", "errors", "fetch", "network", "protocol", "records",
                           "schema_registry", "security", "spark", "transaction"}),
-    "cli": frozenset({"kafkajet", "_build", "admin", "config", "errors", "fetch", "producer", "spark",
+    "cli": frozenset({"kafkajet", "_build", "admin", "cluster", "config", "errors", "fetch", "producer", "spark",
                       "testing"}),
     "__main__": frozenset({"cli"}),
 }

@@ -229,7 +229,7 @@ def test_corrupted_valid_frames_only_ever_raise_protocol_error(case: tuple[int, 
 
 def test_usable_ranges_match_sources_md() -> None:
     assert SUPPORTED_VERSIONS == {
-        ApiKey.PRODUCE: (3, 13), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 9),
+        ApiKey.PRODUCE: (3, 13), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 13),
         ApiKey.OFFSET_COMMIT: (0, 9), ApiKey.OFFSET_FETCH: (0, 9),
         ApiKey.FIND_COORDINATOR: (0, 2), ApiKey.LIST_GROUPS: (0, 5), ApiKey.SASL_HANDSHAKE: (0, 1),
         ApiKey.API_VERSIONS: (0, 4),

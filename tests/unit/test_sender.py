@@ -1733,3 +1733,64 @@ def test_an_expired_batch_whose_successor_is_refused_bumps_its_partition_and_ret
     assert not c.done()
     b = batch_header(rig.produces()[-1])
     assert (b.producer_epoch, b.base_sequence) == (1, 0)  # C again, renumbered under the new epoch
+
+
+# --- leader hints (KIP-951), topic ids (Produce v13) ---------------------------------------------------------
+
+
+def test_a_refusal_naming_a_newer_leader_sends_the_retry_there_at_once() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect(leaders=[0, 0])
+    fut = rig.append()
+    rig.run()
+    (first,) = rig.produces()
+    rig.run(RETRY_BACKOFF_MS * 2)  # the last Metadata answer is older than its backoff: a refresh may go at once
+    answer = produce_body(first, error_code=NotLeaderOrFollowerError.code)
+    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 1, "leader_epoch": 1}
+    answer["node_endpoints"] = [{"node_id": 1, "host": "127.0.0.1", "port": 9093, "rack": None}]
+    rig.client.respond(ApiKey.PRODUCE, answer)
+    rig.run()  # takes the refusal in
+    rig.run()  # no time passes: no retry backoff; the refresh the refusal asked for goes after the retry
+    assert [(r.api_key, r.node) for r in rig.client.requests[-2:]] == [(ApiKey.PRODUCE, 1), (ApiKey.METADATA, 0)]
+    assert rig.metadata.cluster.leader_for(TOPIC, 0) == 1
+    rig.client.respond(ApiKey.PRODUCE, produce_body(rig.produces()[-1], base_offset=5))
+    rig.run()
+    assert fut.result(timeout=0).offset == 5
+
+
+def test_a_refusal_naming_no_newer_leader_waits_for_the_backoff_and_metadata() -> None:
+    rig = make_rig(idempotent=True)
+    rig.connect(leaders=[0, 0])
+    rig.append()
+    rig.run()
+    (first,) = rig.produces()
+    answer = produce_body(first, error_code=NotLeaderOrFollowerError.code)
+    answer["responses"][0]["partition_responses"][0]["current_leader"] = {"leader_id": 1, "leader_epoch": 0}
+    rig.client.respond(ApiKey.PRODUCE, answer)
+    rig.run()
+    rig.run()
+    assert len(rig.produces()) == 1 and rig.metadata.cluster.leader_for(TOPIC, 0) == 0
+
+
+def test_produce_v13_names_topics_by_the_ids_metadata_gave(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BROKER_VERSIONS, int(ApiKey.PRODUCE), (3, 13))  # a 4.4 broker's Produce range
+    rig = make_rig()
+    topic_id = bytes(range(1, 17))
+    rig.run()
+    answer = metadata_body(NODES, {TOPIC: [0, 0], "no-id": [0]})
+    answer["topics"][0]["topic_id"] = topic_id
+    rig.client.respond(ApiKey.METADATA, answer)
+    rig.run()
+    fut = rig.append()
+    rig.run()
+    (req,) = rig.produces()
+    assert req.version == 13 and [t["topic_id"] for t in req.body["topic_data"]] == [topic_id]
+    answer = produce_body(req, base_offset=3)
+    answer["responses"][0] = {"topic_id": topic_id, "partition_responses": answer["responses"][0]["partition_responses"]}
+    rig.client.respond(ApiKey.PRODUCE, answer)
+    rig.run()
+    assert fut.result(timeout=0).offset == 3
+    # A topic without an id goes by name, at v12 (the last version that has names).
+    rig.accumulator.append("no-id", 0, 0, None, b"v", None, None)
+    rig.run()
+    assert rig.produces()[-1].version == 12 and "topic_id" not in rig.produces()[-1].body["topic_data"][0]

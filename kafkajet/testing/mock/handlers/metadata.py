@@ -10,7 +10,9 @@ from kafkajet.protocol import ApiKey
 from kafkajet.testing.mock.requests import Answer, Body, Request, Served, Versions, code
 from kafkajet.testing.mock.state import NO_LEADER, ClusterState
 
-VERSIONS: Versions = {ApiKey.METADATA: (0, 9), ApiKey.DESCRIBE_CLUSTER: (0, 0)}
+# v10+ answer topic ids, v12+ take a topic by id alone (a null name), v13 adds an error code for the whole
+# answer (always none here).
+VERSIONS: Versions = {ApiKey.METADATA: (0, 13), ApiKey.DESCRIBE_CLUSTER: (0, 0)}
 
 
 log = logging.getLogger("kafkajet.testing.mock")
@@ -33,25 +35,31 @@ def _topic_metadata(state: ClusterState, name: str) -> Body:
             "partition_index": p.index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
             "replica_nodes": list(p.replicas), "isr_nodes": list(p.replicas), "offline_replicas": [],
         })
-    return {"error_code": 0, "name": name, "is_internal": False, "partitions": parts}
+    return {"error_code": 0, "name": name, "topic_id": t.topic_id, "is_internal": False, "partitions": parts}
 
 
-def _requested_topics(req: Request) -> list[str] | None:
-    """None for "all topics": an empty list in v0, null from v1 on."""
+def _requested_topics(state: ClusterState, req: Request) -> list[str | bytes] | None:
+    """None for "all topics": an empty list in v0, null from v1 on. A topic asked for by id alone (v12+, a
+    null name) is its name when the id is known, else the id."""
     topics = req.body.get("topics")
     if topics is None or (req.version == 0 and not topics):
         return None
-    return [t["name"] for t in topics]
+    by_id = {t.topic_id: name for name, t in state.topics.items()}
+    return [t["name"] if t.get("name") is not None else by_id.get(t["topic_id"], t["topic_id"]) for t in topics]
 
 
 def handle_metadata(state: ClusterState, req: Request) -> Answer:
-    names = _requested_topics(req)
+    names = _requested_topics(state, req)
     topics = []
     if names is None:
         topics = [_topic_metadata(state, n) for n in state.topics]
     else:
         allow_create = state.config.auto_create_topics and req.body.get("allow_auto_topic_creation", True)
         for name in names:
+            if isinstance(name, bytes):
+                topics.append({"error_code": code("UNKNOWN_TOPIC_ID"), "name": None, "topic_id": name,
+                               "is_internal": False, "partitions": []})
+                continue
             if name not in state.topics:
                 invalid = state.topic_name_error(name)
                 if invalid or not allow_create:
@@ -73,12 +81,13 @@ def handle_describe_cluster(state: ClusterState, req: Request) -> Answer:
 
 
 def metadata_error(state: ClusterState, req: Request, error: str) -> Body:
-    names = _requested_topics(req)
+    names = _requested_topics(state, req)
     if names is None:
         names = list(state.topics)
     return {"throttle_time_ms": 0, "brokers": _brokers(state), "cluster_id": state.cluster_id,
             "controller_id": state.controller_id,
-            "topics": [{"error_code": code(error), "name": n, "partitions": []} for n in names]}
+            "topics": [{"error_code": code(error), "name": None if isinstance(n, bytes) else n,
+                        "topic_id": n if isinstance(n, bytes) else None, "partitions": []} for n in names]}
 
 
 def describe_cluster_error(state: ClusterState, req: Request, error: str) -> Body:

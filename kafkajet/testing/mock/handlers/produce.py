@@ -11,9 +11,11 @@ from kafkajet.protocol import ApiKey
 from kafkajet.records import decode_batches
 from kafkajet.testing.mock.requests import Answer, Body, Request, Served, Versions, code
 from kafkajet.testing.mock.sequences import last_sequence
-from kafkajet.testing.mock.state import ClusterState, PartitionState
+from kafkajet.testing.mock.state import NO_LEADER, ClusterState, PartitionState
 
-VERSIONS: Versions = {ApiKey.PRODUCE: (3, 9)}
+# v10 and v11 answer a refusal by a former leader with the new leader and its address (KIP-951). v12 is
+# transaction version 2's implicit partition add, which this cluster's transactions do not model.
+VERSIONS: Versions = {ApiKey.PRODUCE: (3, 11)}
 
 
 log = logging.getLogger("kafkajet.testing.mock")
@@ -37,9 +39,17 @@ def handle_produce(state: ClusterState, req: Request) -> Answer:
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
         return Answer(None)
-    answer = {"responses": responses, "throttle_time_ms": 0}
+    answer = {"responses": responses, "throttle_time_ms": 0, "node_endpoints": _leader_endpoints(state, responses)}
     count_produce_errors(state, answer)
     return Answer(answer)
+
+
+def _leader_endpoints(state: ClusterState, responses: list[Body]) -> list[Body]:
+    """The addresses of the leaders the answer names (Kafka's ProduceResponse node_endpoints, v10+)."""
+    named = {p["current_leader"]["leader_id"] for t in responses for p in t["partition_responses"]
+             if "current_leader" in p}
+    return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}
+            for b in state.brokers.values() if b.node_id in named]
 
 
 def count_produce_errors(state: ClusterState, answer: Body) -> None:
@@ -66,7 +76,11 @@ def _produce_partition(state: ClusterState, req: Request, topic: str, index: int
     if p is None:
         return _produce_error("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{index}")
     if p.leader != req.broker_id:
-        return _produce_error("NOT_LEADER_OR_FOLLOWER", f"broker {req.broker_id} does not lead {topic}-{index}")
+        refused = _produce_error("NOT_LEADER_OR_FOLLOWER", f"broker {req.broker_id} does not lead {topic}-{index}")
+        if p.leader != NO_LEADER:
+            # As Kafka's ReplicaManager: the refusal names the leader this broker knows of (KIP-951).
+            refused["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
+        return refused
     if not records:
         return _produce_error("INVALID_RECORD", "no record batch")
     if len(records) > state.config.max_message_bytes:
