@@ -66,6 +66,9 @@ class SendPath:
         # Bound once: passing cluster.available_partitions made a bound method per keyless record, and the
         # sticky partitioner calls it only when it changes partition (once per batch.size bytes).
         self.available_partitions: Callable[[str], Any] = self._available_partitions
+        # Told how long (ms) send() blocked for a topic's metadata (metadata-wait-time-ns-total); the producer
+        # sets it. Only the first send() to a topic that is not in metadata yet gets here.
+        self.metadata_waited: Callable[[float], None] = _ignore_wait
 
     def _available_partitions(self, topic: str) -> Any:
         return self.metadata.cluster.available_partitions(topic)
@@ -103,8 +106,12 @@ class SendPath:
         if counted is None:
             if type(topic) is not str or not topic:
                 raise TypeError(f"topic must be a non-empty str, got {topic!r}")
-            deadline = now_ms() + self.max_block_ms
-            cluster = self.metadata.wait_for_topic(topic, self.max_block_ms, self.wakeup)
+            started = now_ms()
+            deadline = started + self.max_block_ms
+            try:
+                cluster = self.metadata.wait_for_topic(topic, self.max_block_ms, self.wakeup)
+            finally:
+                self.metadata_waited(now_ms() - started)
             counted = cluster.partition_count(topic) or 0
         n: int = counted
         kb: bytes | None
@@ -162,3 +169,7 @@ class SendPath:
         if wake:
             self.wakeup()
         return fut
+
+
+def _ignore_wait(ms: float) -> None:
+    pass
