@@ -70,6 +70,14 @@ class SendPath:
         # sets it. Only the first send() to a topic that is not in metadata yet gets here.
         self.metadata_waited: Callable[[float], None] = _ignore_wait
 
+    def _wait_for_topic(self, topic: str) -> Any:
+        # Apart from _append: a try/finally there would cost every record, not only the first to a topic.
+        started = now_ms()
+        try:
+            return self.metadata.wait_for_topic(topic, self.max_block_ms, self.wakeup)
+        finally:
+            self.metadata_waited(now_ms() - started)
+
     def _available_partitions(self, topic: str) -> Any:
         return self.metadata.cluster.available_partitions(topic)
 
@@ -106,12 +114,8 @@ class SendPath:
         if counted is None:
             if type(topic) is not str or not topic:
                 raise TypeError(f"topic must be a non-empty str, got {topic!r}")
-            started = now_ms()
-            deadline = started + self.max_block_ms
-            try:
-                cluster = self.metadata.wait_for_topic(topic, self.max_block_ms, self.wakeup)
-            finally:
-                self.metadata_waited(now_ms() - started)
+            deadline = now_ms() + self.max_block_ms
+            cluster = self._wait_for_topic(topic)
             counted = cluster.partition_count(topic) or 0
         n: int = counted
         kb: bytes | None

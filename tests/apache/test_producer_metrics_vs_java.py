@@ -95,6 +95,7 @@ def test_kafkajet_reports_every_java_producer_metric_and_the_totals_add_up(apach
     assert ours["connection-creation-total"] >= ours["connection-count"] >= 1
     assert ours["select-total"] > 0 and ours["io-wait-time-ns-total"] > 0
     assert ours["flush-time-ns-total"] > 0
+    assert ours["metadata-wait-time-ns-total"] > 0  # the first send() waited for the new topic's metadata
     # Rates as Java's: a run shorter than a sample reads as its total over the run plus one sample (30 s).
     assert run_s < 30
     assert RECORDS / (30 + run_s) <= ours["record-send-rate"] <= RECORDS / 30
