@@ -10,6 +10,19 @@ from typing import NamedTuple
 from kafkajet.stats import Windowed as _Windowed
 
 
+def java_metric_name(name: str) -> tuple[str, str, dict[str, str]]:
+    """The Java group, name and tags (less client-id) a metrics() name stands for: topic.<t>.<m> and
+    node-<id>.<m> fold the tag into the name (topic names never end with a metric name, so the last dot splits).
+    """
+    if name.startswith("topic."):
+        topic, _, metric = name[len("topic."):].rpartition(".")
+        return "producer-topic-metrics", metric, {"topic": topic}
+    if name.startswith("node-"):
+        node, _, metric = name.partition(".")
+        return "producer-node-metrics", metric, {"node-id": node}
+    return "producer-metrics", name, {}
+
+
 class BatchStats(NamedTuple):
     """What the metrics take from one batch as its request leaves."""
 
