@@ -8,8 +8,10 @@
 //   produce BOOTSTRAP [key=value ...]  < commands
 //       Runs JSON commands from stdin, one a line: {"op":"send","topic":..,"partition":..,"key":hex|null,
 //       "value":hex|null,"timestamp":ms|null,"headers":[[name,hex|null],...]}, {"op":"init"}, {"op":"begin"},
-//       {"op":"commit"}, {"op":"abort"}, {"op":"flush"}; prints {"sent":N,"failed":M} once stdin ends and
-//       every send has its outcome.
+//       {"op":"commit"}, {"op":"abort"}, {"op":"flush"}, {"op":"metrics"}; prints {"sent":N,"failed":M} once
+//       stdin ends and every send has its outcome. "metrics" waits for every send so far, then prints the
+//       producer's metrics() as {"metrics":[{"group":..,"name":..,"tags":{..},"value":..},...]} (a value that is
+//       not a finite number, NaN or a string, prints as null).
 //
 // Extra key=value arguments are client settings (e.g. isolation.level=read_committed, transactional.id=x).
 
@@ -138,6 +140,17 @@ public class JavaClients {
                     case "commit" -> producer.commitTransaction();
                     case "abort" -> producer.abortTransaction();
                     case "flush" -> producer.flush();
+                    case "metrics" -> {
+                        producer.flush();
+                        for (Future<RecordMetadata> f : pending) {
+                            try {
+                                f.get();
+                            } catch (java.util.concurrent.ExecutionException e) {
+                                // counted below, once stdin ends
+                            }
+                        }
+                        printMetrics(producer.metrics());
+                    }
                     case "send" -> {
                         RecordHeaders headers = new RecordHeaders();
                         JsonNode hs = cmd.get("headers");
@@ -165,5 +178,21 @@ public class JavaClients {
             }
         }
         System.out.println("{\"sent\":" + sent + ",\"failed\":" + failed + "}");
+    }
+
+    private static void printMetrics(java.util.Map<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> metrics) throws Exception {
+        ObjectNode out = JSON.createObjectNode();
+        ArrayNode list = out.putArray("metrics");
+        for (var e : metrics.entrySet()) {
+            ObjectNode m = list.addObject();
+            m.put("group", e.getKey().group());
+            m.put("name", e.getKey().name());
+            ObjectNode tags = m.putObject("tags");
+            e.getKey().tags().forEach(tags::put);
+            Object v = e.getValue().metricValue();
+            if (v instanceof Number n && Double.isFinite(n.doubleValue())) m.put("value", n.doubleValue());
+            else m.putNull("value");
+        }
+        System.out.println(JSON.writeValueAsString(out));
     }
 }

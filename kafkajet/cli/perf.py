@@ -606,7 +606,14 @@ class PerfRun:
 
 def format_metrics(metrics: Mapping[str, float], client_id: str) -> str:
     """Java's ToolsUtils.printMetrics layout: `group:name:{tags}` left-aligned, then ` : value` to 3 decimals."""
-    rows = sorted((f"producer-metrics:{name}:{{client-id={client_id}}}", value) for name, value in metrics.items())
+    from kafkajet.producer.metrics import java_metric_name
+
+    rows = []
+    for flat, value in metrics.items():
+        group, name, tags = java_metric_name(flat)
+        tag_text = ", ".join(f"{k}={v}" for k, v in {"client-id": client_id, **tags}.items())
+        rows.append((f"{group}:{name}:{{{tag_text}}}", value))
+    rows.sort()
     width = max((len(name) for name, _ in rows), default=0)
     lines = [f"\n{'Metric Name':<{width}}   Value"]
     lines += [f"{name:<{width}} : {value:.3f}" for name, value in rows]

@@ -48,6 +48,7 @@ from kafkajet.errors import (
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
 from kafkajet.network.node import BrokerConnection, ClientResponse, ConnectionSettings
 from kafkajet.network.setup import CONNECTED_STATES, SETUP_TIMED_STATES, ConnectionState
+from kafkajet.network.traffic import Traffic
 from kafkajet.network.versions import NO_FEATURES, FinalizedFeatures, VersionRanges, negotiate
 from kafkajet.network.waker import Waker
 from kafkajet.protocol import ApiKey, encode_request_buffers
@@ -93,6 +94,9 @@ class NetworkClient:
                                                  socket_connection_setup_timeout_max_ms, _SETUP_TIMEOUT_JITTER,
                                                  self._rng)
         self._nodes: dict[int, BrokerConnection] = {}
+        # Kept when a node leaves the metadata, as Java keeps its sensors: totals never go back.
+        self.traffic = Traffic()
+        self._node_traffic: dict[int, Traffic] = {}
         self._selector = selectors.DefaultSelector()
         self._waker = Waker()
         self._selector.register(self._waker.reader, selectors.EVENT_READ, None)
@@ -150,7 +154,20 @@ class NetworkClient:
             self._nodes[node_id] = self._new_node(node_id, host, port, bootstrap=False)
 
     def _new_node(self, node_id: int, host: str, port: int, *, bootstrap: bool) -> BrokerConnection:
-        return BrokerConnection(node_id, host, port, bootstrap, self._settings, self._next_correlation_id)
+        traffic = self._node_traffic.get(node_id)
+        if traffic is None:
+            traffic = self._node_traffic[node_id] = Traffic(self.traffic)
+        return BrokerConnection(node_id, host, port, bootstrap, self._settings, self._next_correlation_id, traffic)
+
+    def traffic_snapshot(self) -> dict[str, float]:
+        """Java's Selector metrics by their names: client-wide, then per node as node-<id>.<name>, and the
+        connections open now (connection-count)."""
+        out = self.traffic.snapshot(connections=True)
+        out["connection-count"] = float(sum(1 for n in list(self._nodes.values()) if n.sock is not None))
+        for node_id, traffic in list(self._node_traffic.items()):
+            for name, value in traffic.snapshot(connections=False).items():
+                out[f"node-{node_id}.{name}"] = value
+        return out
 
     def nodes(self) -> dict[int, tuple[str, int]]:
         return {n.node_id: (n.host, n.port) for n in self._nodes.values()}
@@ -331,7 +348,8 @@ class NetworkClient:
         wait = 0.0 if self._pending or buffered else min(timeout_ms, self._next_deadline(now) - now)
         started = now_ms()
         events = self._selector.select(None if wait == float("inf") else max(0.0, wait) / 1000.0)
-        now += now_ms() - started
+        selected = now_ms()
+        now += selected - started
         self._last_now = now
         for key, mask in events:
             node = key.data
@@ -356,6 +374,7 @@ class NetworkClient:
             if node.sock is not None and node.state in CONNECTED_STATES:
                 self._read(node, now)
         self._expire(now)
+        self.traffic.polled(selected - started, now_ms() - selected)
         out, self._pending = self._pending, []
         return out
 
@@ -511,6 +530,8 @@ class NetworkClient:
             node.reconnect_backoff_ms = max(node.reconnect_backoff_ms, self._backoff.max_ms)
         if isinstance(error, AuthenticationError):
             self._auth_failures.append(error)
+            node.traffic.authentication_failed(reauthentication=node.reauth_started_ms is not None)
+        node.reauth_started_ms = None
         if error is not None:
             self._server_disconnects += 1
         node.failed_attempts += 1

@@ -49,6 +49,7 @@ class InFlightRequest:
     context: Any = None
     # Bytes of the frame not yet accepted by the socket; 0 once fully written.
     unsent: int = field(default=0)
+    size: int = field(default=0)  # the whole frame's, size prefix included
 
 
 class FrameDecoder:
@@ -159,7 +160,7 @@ class Connection:
         size = sum(b.nbytes for b in buffers)
         if not size:
             raise ValueError("empty request frame")
-        req = InFlightRequest(correlation_id, api_key, api_version, now, expect_response, context, size)
+        req = InFlightRequest(correlation_id, api_key, api_version, now, expect_response, context, size, size)
         self._out.extend(buffers)
         self._out_bytes += size
         self._writing.append(req)

@@ -38,6 +38,7 @@ from kafkajet.network.setup import (
 )
 from kafkajet.network.throttle import client_throttle_ms
 from kafkajet.network.tls_io import is_ssl_error, join_for_tls, tls_error, tls_send_error, tls_would_block
+from kafkajet.network.traffic import Traffic
 from kafkajet.protocol import ApiKey, decode_response, encode_request
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 
@@ -89,12 +90,16 @@ class BrokerConnection:
     __slots__ = (
         "node_id", "host", "port", "bootstrap", "settings", "setup", "sock", "fd", "conn", "events", "tls",
         "tls_want", "failed_attempts", "failed_connects", "reconnect_backoff_ms", "last_attempt_ms", "last_error",
-        "versions_cache", "last_activity_ms", "addr_index", "throttle_until_ms", "_next_id",
+        "versions_cache", "last_activity_ms", "addr_index", "throttle_until_ms", "_next_id", "traffic",
+        "reauth_started_ms",
     )
 
     def __init__(self, node_id: int, host: str, port: int, bootstrap: bool, settings: ConnectionSettings,
-                 next_correlation_id: Callable[[], int]) -> None:
+                 next_correlation_id: Callable[[], int], traffic: Traffic | None = None) -> None:
         self.node_id = node_id
+        self.traffic = traffic or Traffic()
+        # When the KIP-368 re-authentication under way began (its latency is a metric); None when none is.
+        self.reauth_started_ms: float | None = None
         self.host = host
         self.port = port
         self.bootstrap = bootstrap
@@ -169,6 +174,7 @@ class BrokerConnection:
         self.setup.connecting(now, setup_timeout_ms)
         self.last_activity_ms = now
         if err == 0:
+            self.traffic.connection_created()
             return self._run(self.setup.connected(now), now)
         return None
 
@@ -178,6 +184,7 @@ class BrokerConnection:
         err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
             return self._connect_error(err)
+        self.traffic.connection_created()
         return self._run(self.setup.connected(now), now)
 
     def drive_tls(self, now: float) -> KafkaError | None:
@@ -208,6 +215,7 @@ class BrokerConnection:
             request = self.setup.reauthenticate()
         except KafkaError as e:
             return e
+        self.reauth_started_ms = now
         return self._run(request, now)
 
     def _start_tls(self, now: float) -> KafkaError | None:
@@ -233,6 +241,13 @@ class BrokerConnection:
         if self.setup.state not in SETUP_TIMED_STATES:
             self.failed_connects = 0  # the transport is up: the next connect starts at the base setup timeout
         if action is None:
+            # Ready: Java counts a channel that needed TLS or SASL to get there (a PLAINTEXT one is ready at once).
+            if self.reauth_started_ms is None:
+                if self.tls or self.settings.security.sasl is not None:
+                    self.traffic.authenticated()
+            else:
+                self.traffic.reauthenticated(now - self.reauth_started_ms)
+                self.reauth_started_ms = None
             self.failed_attempts = 0
             self.last_error = None
             self.last_activity_ms = now
@@ -284,6 +299,7 @@ class BrokerConnection:
                 return error or KafkaConnectionError(f"connection to {self.describe()} failed while sending: {e}")
             self.last_activity_ms = now
             for req in conn.bytes_sent(n):
+                self.traffic.request_written(req.size)
                 if not req.expect_response:
                     out.append(self.response(req, None, None, now))
             if n < sum(len(b) for b in buffers):
@@ -327,6 +343,8 @@ class BrokerConnection:
             completed = e.completed if isinstance(e, CorruptStreamError) else []
             broken = (NotKafkaError(f"{self.describe()} is {e}") if isinstance(e, NotKafkaError)
                       else CorruptStreamError(f"corrupt response stream from {self.describe()}: {e}"))
+        for _, payload in completed:
+            self.traffic.response_read(len(payload) + 4)  # as Java counts it: with the size prefix
         for i, (req, payload) in enumerate(completed):
             if req.context is SETUP_REQUEST:
                 try:
@@ -391,6 +409,7 @@ class BrokerConnection:
         unfinished, oldest first."""
         if self.sock is not None:
             self.sock.close()
+            self.traffic.connection_closed()
         aborted = [] if self.conn is None else [r for r in self.conn.abort_all() if r.context is not SETUP_REQUEST]
         self.sock = None
         self.fd = -1

@@ -33,6 +33,10 @@ class BufferPool:
         # Called (outside the lock, on the thread that freed it) after memory comes back, while set: how a
         # waiter that must not block a thread (AIOProducer's event loop) learns it can try again.
         self.on_release: Callable[[], object] | None = None
+        # Metrics hooks (Java's bufferpool-wait-ratio and buffer-exhausted-*): told each wait's seconds, and
+        # each allocation that ran out of time.
+        self.on_waited: Callable[[float], object] | None = None
+        self.on_exhausted: Callable[[], object] | None = None
 
     def allocate(self, size: int, max_time_ms: float) -> bytearray:
         """A buffer of `size` bytes capacity (empty, for the caller to fill); blocks up to max_time_ms."""
@@ -91,7 +95,10 @@ class BufferPool:
                 if self._closed:
                     raise ProducerClosedError("producer closed while allocating buffer memory")
         finally:
-            self.wait_time_total_s += self._clock() - start
+            waited = self._clock() - start
+            self.wait_time_total_s += waited
+            if self.on_waited is not None:
+                self.on_waited(waited)
             self._waiters.remove(cond)
             if self._waiters and self._available() > 0:
                 # We may have left memory that the next waiter can use.
@@ -116,6 +123,8 @@ class BufferPool:
         facts = (f"Failed to allocate {size} bytes within {int(max_time_ms)} ms (max.block.ms). Total memory: "
                  f"{self.total_memory} bytes. Available memory: {available} bytes. Poolable size: "
                  f"{self.poolable_size} bytes")
+        if self.on_exhausted is not None:
+            self.on_exhausted()
         err = BufferExhaustedError(f"{facts}. The producer is sending slower than records arrive: check the "
                                    "broker connection, or raise buffer.memory / max.block.ms")
         err.facts = facts

@@ -7,59 +7,20 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from kafkajet.stats import Windowed as _Windowed
 
-class _Windowed:
-    """Sum and count over the last window (two half-windows, rolled lazily), as Java's SampledStat does."""
 
-    __slots__ = ("window_s", "_start", "_prev_sum", "_prev_count", "_sum", "_count", "_prev_start", "_max",
-                 "_prev_max")
-
-    def __init__(self, window_s: float, now: float) -> None:
-        self.window_s = window_s
-        self._start = now
-        self._prev_start = now
-        self._prev_sum = 0.0
-        self._prev_count = 0
-        self._sum = 0.0
-        self._count = 0
-        self._max = self._prev_max = float("-inf")
-
-    def _roll(self, now: float) -> None:
-        half = self.window_s / 2
-        if now - self._start >= half:
-            if now - self._start >= self.window_s:
-                self._prev_sum, self._prev_count, self._prev_start = 0.0, 0, now - half
-                self._prev_max = float("-inf")
-            else:
-                self._prev_sum, self._prev_count, self._prev_start = self._sum, self._count, self._start
-                self._prev_max = self._max
-            self._sum, self._count, self._start = 0.0, 0, now
-            self._max = float("-inf")
-
-    def record(self, value: float, count: int, now: float, largest: float | None = None) -> None:
-        """Add `value` as `count` samples; `largest` is the biggest single sample among them (default value)."""
-        self._roll(now)
-        self._sum += value
-        self._count += count
-        top = value if largest is None else largest
-        if top > self._max:
-            self._max = top
-
-    def max(self, now: float) -> float:
-        """The largest sample in the window; Java reports NaN with none, this 0.0 (a float users can compare)."""
-        self._roll(now)
-        top = max(self._max, self._prev_max)
-        return top if top != float("-inf") else 0.0
-
-    def rate(self, now: float) -> float:
-        self._roll(now)
-        elapsed = max(now - self._prev_start, 1e-3)
-        return (self._sum + self._prev_sum) / elapsed
-
-    def avg(self, now: float) -> float:
-        self._roll(now)
-        n = self._count + self._prev_count
-        return (self._sum + self._prev_sum) / n if n else 0.0
+def java_metric_name(name: str) -> tuple[str, str, dict[str, str]]:
+    """The Java group, name and tags (less client-id) a metrics() name stands for: topic.<t>.<m> and
+    node-<id>.<m> fold the tag into the name (topic names never end with a metric name, so the last dot splits).
+    """
+    if name.startswith("topic."):
+        topic, _, metric = name[len("topic."):].rpartition(".")
+        return "producer-topic-metrics", metric, {"topic": topic}
+    if name.startswith("node-"):
+        node, _, metric = name.partition(".")
+        return "producer-node-metrics", metric, {"node-id": node}
+    return "producer-metrics", name, {}
 
 
 class BatchStats(NamedTuple):
@@ -75,7 +36,7 @@ class BatchStats(NamedTuple):
 
 
 class ProducerMetrics:
-    WINDOW_S = 30.0
+    WINDOW_S = 30.0  # one sample's length (Java's metrics.sample.window.ms); two are kept
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -91,60 +52,99 @@ class ProducerMetrics:
         self._record_size = _Windowed(self.WINDOW_S, now)
         self._compression = _Windowed(self.WINDOW_S, now)
         self._throttle = _Windowed(self.WINDOW_S, now)
-        # Java's per-topic sensors, named as it names them: topic.<name>.record-send-rate and so on.
-        self._topics: dict[str, tuple[_Windowed, _Windowed, _Windowed]] = {}
+        self._split = _Windowed(self.WINDOW_S, now)
+        self._exhausted = _Windowed(self.WINDOW_S, now)
+        self._buffer_wait = _Windowed(self.WINDOW_S, now)  # seconds waited for buffer memory
+        # Java's per-topic sensors (producer-topic-metrics), flattened as topic.<name>.<metric>.
+        self._topics: dict[str, _TopicStats] = {}
+        # Java's producer-node-metrics request latency, flattened as node-<id>.<metric> (the node's traffic is
+        # the network client's).
+        self._node_latency: dict[int, _Windowed] = {}
         self.totals = {"record-send-total": 0, "record-error-total": 0, "record-retry-total": 0,
-                       "request-total": 0, "batch-split-total": 0,
+                       "batch-split-total": 0, "buffer-exhausted-total": 0,
+                       # Java's blocking calls, each a total of the time spent in it
+                       "flush-time-ns-total": 0, "metadata-wait-time-ns-total": 0,
+                       "txn-init-time-ns-total": 0, "txn-begin-time-ns-total": 0,
+                       "txn-send-offsets-time-ns-total": 0, "txn-commit-time-ns-total": 0,
+                       "txn-abort-time-ns-total": 0, "txn-prepare-time-ns-total": 0,
                        # kafkajet's own: records produce() queued without a callback that failed (logged too)
                        "record-error-no-callback-total": 0}
         self.gauges: dict[str, Callable[[], float]] = {}
+        # More metrics read at snapshot time, by name (the network client's traffic counts).
+        self.sources: list[Callable[[], dict[str, float]]] = []
+
+    def _topic(self, topic: str, now: float) -> _TopicStats:
+        stats = self._topics.get(topic)
+        if stats is None:
+            stats = self._topics[topic] = _TopicStats(self.WINDOW_S, now)
+        return stats
 
     def records_sent(self, n: int, topic: str | None = None) -> None:
         with self._lock:
             now = self._clock()
             self._send.record(n, n, now)
             self.totals["record-send-total"] += n
-            per_topic = self._topics.get(topic) if topic is not None else None
-            if per_topic is not None:
-                per_topic[0].record(n, n, now)
+            if topic is not None:
+                self._topic(topic, now).sent.record(n, n, now)
 
-    def records_failed(self, n: int) -> None:
+    def records_failed(self, n: int, topic: str | None = None) -> None:
         with self._lock:
-            self._error.record(n, n, self._clock())
+            now = self._clock()
+            self._error.record(n, n, now)
             self.totals["record-error-total"] += n
+            if topic is not None:
+                self._topic(topic, now).errors.record(n, n, now)
 
     def records_unheard_failed(self, n: int) -> None:
         with self._lock:
             self.totals["record-error-no-callback-total"] += n
 
-    def records_retried(self, n: int) -> None:
+    def records_retried(self, n: int, topic: str | None = None) -> None:
         with self._lock:
-            self._retry.record(n, n, self._clock())
+            now = self._clock()
+            self._retry.record(n, n, now)
             self.totals["record-retry-total"] += n
+            if topic is not None:
+                self._topic(topic, now).retries.record(n, n, now)
+
+    def buffer_exhausted(self) -> None:
+        with self._lock:
+            self._exhausted.record(1, 1, self._clock())
+            self.totals["buffer-exhausted-total"] += 1
+
+    def buffer_waited(self, seconds: float) -> None:
+        with self._lock:
+            self._buffer_wait.record(seconds, 1, self._clock())
+
+    def blocked(self, name: str, ns: int) -> None:
+        """Time spent in one of Java's timed blocking calls (flush, metadata wait, transactions)."""
+        with self._lock:
+            self.totals[name] += ns
 
     def request_sent(self, batches: list[BatchStats], records: int) -> None:
         """A Produce request left with these batches (Java's Sender.updateProduceRequestMetrics)."""
         with self._lock:
             now = self._clock()
-            window_s = self.WINDOW_S
             for b in batches:
                 self._batch_size.record(b.size, 1, now)
                 self._queue_time.record(b.queue_ms, 1, now)
                 self._record_size.record(b.records_bytes, b.records, now, b.max_record)
                 rate = b.size / b.uncompressed if b.uncompressed else 1.0
                 self._compression.record(rate, 1, now)
-                per_topic = self._topics.get(b.topic)
-                if per_topic is None:
-                    per_topic = self._topics[b.topic] = (_Windowed(window_s, now), _Windowed(window_s, now),
-                                                         _Windowed(window_s, now))
-                per_topic[1].record(b.size, 1, now)
-                per_topic[2].record(rate, 1, now)
+                per_topic = self._topic(b.topic, now)
+                per_topic.size.record(b.size, 1, now)
+                per_topic.compression.record(rate, 1, now)
             self._records_per_request.record(records, 1, now)
-            self.totals["request-total"] += 1
 
-    def request_latency(self, ms: float) -> None:
+    def request_latency(self, ms: float, node_id: int | None = None) -> None:
         with self._lock:
-            self._latency.record(ms, 1, self._clock())
+            now = self._clock()
+            self._latency.record(ms, 1, now)
+            if node_id is not None:
+                node = self._node_latency.get(node_id)
+                if node is None:
+                    node = self._node_latency[node_id] = _Windowed(self.WINDOW_S, now)
+                node.record(ms, 1, now)
 
     def throttle_time(self, ms: float) -> None:
         with self._lock:
@@ -152,6 +152,7 @@ class ProducerMetrics:
 
     def batch_split(self) -> None:
         with self._lock:
+            self._split.record(1, 1, self._clock())
             self.totals["batch-split-total"] += 1
 
     def snapshot(self) -> dict[str, float]:
@@ -171,15 +172,52 @@ class ProducerMetrics:
                 "record-size-avg": self._record_size.avg(now),
                 "record-size-max": self._record_size.max(now),
                 "compression-rate-avg": self._compression.avg(now),
-                "outgoing-byte-rate": self._batch_size.rate(now),  # the same samples: bytes per batch sent
                 "produce-throttle-time-avg": self._throttle.avg(now),
                 "produce-throttle-time-max": self._throttle.max(now),
+                "batch-split-rate": self._split.rate(now),
+                "buffer-exhausted-rate": self._exhausted.rate(now),
+                # Java's Rate over nanoseconds waited, per second: the fraction of time spent waiting
+                "bufferpool-wait-ratio": self._buffer_wait.rate(now),
             }
-            for topic, (sent, size, compression) in self._topics.items():
-                out[f"topic.{topic}.record-send-rate"] = sent.rate(now)
-                out[f"topic.{topic}.byte-rate"] = size.rate(now)
-                out[f"topic.{topic}.compression-rate"] = compression.avg(now)
+            for topic, t in self._topics.items():
+                out.update({
+                    f"topic.{topic}.record-send-rate": t.sent.rate(now),
+                    f"topic.{topic}.record-send-total": t.sent.total,
+                    f"topic.{topic}.byte-rate": t.size.rate(now),
+                    f"topic.{topic}.byte-total": t.size.total,
+                    f"topic.{topic}.compression-rate": t.compression.avg(now),
+                    f"topic.{topic}.record-error-rate": t.errors.rate(now),
+                    f"topic.{topic}.record-error-total": t.errors.total,
+                    f"topic.{topic}.record-retry-rate": t.retries.rate(now),
+                    f"topic.{topic}.record-retry-total": t.retries.total,
+                })
+            latencies = {node_id: (latency.avg(now), latency.max(now))
+                         for node_id, latency in self._node_latency.items()}
             out.update({k: float(v) for k, v in self.totals.items()})
+        for source in self.sources:
+            out.update(source())
+        # Java gives every node it talked to a request latency (NaN until a Produce answer: 0.0 here).
+        nodes = {name[5:-len(".request-total")] for name in out if name.startswith("node-")
+                 and name.endswith(".request-total")}
+        for node in nodes:
+            out.setdefault(f"node-{node}.request-latency-avg", 0.0)
+            out.setdefault(f"node-{node}.request-latency-max", 0.0)
+        for node_id, (avg, top) in latencies.items():
+            out[f"node-{node_id}.request-latency-avg"] = avg
+            out[f"node-{node_id}.request-latency-max"] = top
         for name, gauge in self.gauges.items():
             out[name] = float(gauge())
         return out
+
+
+class _TopicStats:
+    """One topic's sensors (Java's producer-topic-metrics)."""
+
+    __slots__ = ("sent", "size", "compression", "errors", "retries")
+
+    def __init__(self, window_s: float, now: float) -> None:
+        self.sent = _Windowed(window_s, now)  # records acknowledged
+        self.size = _Windowed(window_s, now)  # bytes of the batches sent
+        self.compression = _Windowed(window_s, now)
+        self.errors = _Windowed(window_s, now)
+        self.retries = _Windowed(window_s, now)

@@ -107,6 +107,12 @@ def _close_at_exit() -> None:
 atexit.register(_close_at_exit)
 
 
+# Java's total time in each blocking transactional call, by the method that blocks.
+_TXN_TIMES = {"init_transactions": "txn-init-time-ns-total",
+              "send_offsets_to_transaction": "txn-send-offsets-time-ns-total",
+              "commit_transaction": "txn-commit-time-ns-total", "abort_transaction": "txn-abort-time-ns-total"}
+
+
 class Producer:
     """A thread-safe Kafka producer with the Java producer's semantics.
 
@@ -182,10 +188,16 @@ class Producer:
         self._send_gate = SendGate(self._metadata, self._pool, self._wakeup, self._max_block_ms,
                                    self._explain_exhausted)
         self._pool.on_block = self._wakeup
+        self._pool.on_waited = self._metrics.buffer_waited
+        self._pool.on_exhausted = self._metrics.buffer_exhausted
+        self._path.metadata_waited = self._metadata_waited
+        self._metrics.sources.append(self._client.traffic_snapshot)
         self._accumulator.on_new_batch = self._wakeup
         self._metrics.gauges.update({
             "buffer-available-bytes": self._pool.available_memory,
             "buffer-total-bytes": lambda: self._buffer_memory,
+            "bufferpool-wait-time-ns-total": lambda: int(self._pool.wait_time_total_s * 1e9),
+            # Deprecated: seconds, under a name Java 4.4 no longer has; removed in the release after next.
             "bufferpool-wait-time-total": lambda: self._pool.wait_time_total_s,
             "requests-in-flight": self._client.in_flight_count,
             "waiting-threads": self._pool.queued,
@@ -421,14 +433,14 @@ class Producer:
         """The topic's metadata, waited for (at most max.block.ms): AIOProducer calls this off its loop."""
         if self._close_called:
             raise ProducerClosedError(f"send to {topic!r} after close(): create a new Producer")
-        self._metadata.wait_for_partitions(topic, self._max_block_ms, self._wakeup)
+        self._path.wait_for_partitions(topic)
 
     def _cluster_with(self, topic: str) -> tuple[Cluster, int]:
         """The cluster view once it knows `topic`, and the topic's partition count (waits up to max.block.ms)."""
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)
         if count is None:
-            return self._metadata.wait_for_partitions(topic, self._max_block_ms, self._wakeup)
+            return self._path.wait_for_partitions(topic)  # type: ignore[no-any-return]
         return cluster, count
 
     def _async_view(self) -> AsyncView:
@@ -537,7 +549,11 @@ class Producer:
 
     def begin_transaction(self) -> None:
         """Start a transaction: from here send() is allowed, and everything sent is committed or aborted together."""
-        self._require_transactions("begin_transaction").begin()
+        started = time.perf_counter_ns()
+        try:
+            self._require_transactions("begin_transaction").begin()
+        finally:
+            self._metrics.blocked("txn-begin-time-ns-total", time.perf_counter_ns() - started)
 
     def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any,
                                     timeout: float | None = None) -> None:
@@ -577,8 +593,12 @@ class Producer:
         init_transactions() with the same transactional.id aborts it, as does the coordinator after
         transaction.timeout.ms."""
         txn = self._require_transactions("prepare_transaction")
-        self.flush(timeout)
-        return txn.prepare(self._accumulator.has_incomplete())
+        started = time.perf_counter_ns()
+        try:
+            self.flush(timeout)
+            return txn.prepare(self._accumulator.has_incomplete())
+        finally:
+            self._metrics.blocked("txn-prepare-time-ns-total", time.perf_counter_ns() - started)
 
     def _require_transactions(self, api: str) -> TransactionManager:
         if self._forked_from is not None:
@@ -596,9 +616,13 @@ class Producer:
         if threading.current_thread() is self._thread:
             raise IllegalStateError("transactional calls inside a callback are not permitted: the callback runs on "
                                     "the sender thread the call would wait for")
-        result = start(txn)
-        self._wakeup()
-        result.wait(self._max_block_ms / 1000.0 if timeout is None else timeout)
+        started = time.perf_counter_ns()
+        try:
+            result = start(txn)
+            self._wakeup()
+            result.wait(self._max_block_ms / 1000.0 if timeout is None else timeout)
+        finally:
+            self._metrics.blocked(_TXN_TIMES[api], time.perf_counter_ns() - started)
 
     def _on_transaction_state(self, state: TxnState) -> None:
         # send() checks one flag: open only inside a transaction.
@@ -625,6 +649,7 @@ class Producer:
             raise IllegalStateError(
                 "flush() invocation inside a callback is not permitted because it may lead to deadlock. "
                 "Call flush() from another thread, or keep the futures and wait on them there.")
+        started = time.perf_counter_ns()
         deadline = None if timeout is None else time.monotonic() + timeout
         self._accumulator.begin_flush()
         try:
@@ -632,6 +657,7 @@ class Producer:
             self._accumulator.await_completion(self._accumulator.incomplete_batches(), deadline)
         finally:
             self._accumulator.end_flush()
+            self._metrics.blocked("flush-time-ns-total", time.perf_counter_ns() - started)
 
     def close(self, timeout: float | None = None) -> None:
         """Close: wait for all records (timeout=None), at most `timeout` seconds, or fail them at once (0)."""
@@ -706,6 +732,9 @@ class Producer:
         """Java's producer metrics by their Java names (rates and averages over the last 30 s), plus
         topic.<name>.record-send-rate / byte-rate / compression-rate per topic."""
         return self._metrics.snapshot()
+
+    def _metadata_waited(self, ms: float) -> None:
+        self._metrics.blocked("metadata-wait-time-ns-total", int(ms * 1e6))
 
     def _metadata_age_s(self) -> float:
         last = self._metadata.last_refresh_ms

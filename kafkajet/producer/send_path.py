@@ -66,6 +66,19 @@ class SendPath:
         # Bound once: passing cluster.available_partitions made a bound method per keyless record, and the
         # sticky partitioner calls it only when it changes partition (once per batch.size bytes).
         self.available_partitions: Callable[[str], Any] = self._available_partitions
+        # Told how long (ms) send() blocked for a topic's metadata (metadata-wait-time-ns-total); the producer
+        # sets it. Only the first send() to a topic that is not in metadata yet gets here.
+        self.metadata_waited: Callable[[float], None] = _ignore_wait
+
+    def wait_for_partitions(self, topic: Any) -> tuple[Any, int]:
+        """Metadata.wait_for_partitions, timed for metadata-wait-time-ns-total: every send path's one wait on a
+        topic metadata does not know yet (the batch paths and AIOProducer come here too)."""
+        # Apart from _append: a try/finally there would cost every record, not only the first to a topic.
+        started = now_ms()
+        try:
+            return self.metadata.wait_for_partitions(topic, self.max_block_ms, self.wakeup)
+        finally:
+            self.metadata_waited(now_ms() - started)
 
     def _available_partitions(self, topic: str) -> Any:
         return self.metadata.cluster.available_partitions(topic)
@@ -102,7 +115,7 @@ class SendPath:
         counted = cluster.partition_counts.get(topic)
         if counted is None:
             deadline = now_ms() + self.max_block_ms
-            cluster, counted = self.metadata.wait_for_partitions(topic, self.max_block_ms, self.wakeup)
+            cluster, counted = self.wait_for_partitions(topic)
         n: int = counted
         kb: bytes | None
         vb: bytes | None
@@ -159,3 +172,7 @@ class SendPath:
         if wake:
             self.wakeup()
         return fut
+
+
+def _ignore_wait(ms: float) -> None:
+    pass

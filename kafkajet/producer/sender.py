@@ -459,7 +459,7 @@ class Sender:
             for b in batches:
                 self._retry_or_fail(b, response.error, now)
             return
-        self.metrics.request_latency(response.latency_ms)
+        self.metrics.request_latency(response.latency_ms, response.node_id)
         if response.body is None:  # acks=0: done once written
             for b in batches:
                 self._complete(b, -1, -1)
@@ -543,7 +543,7 @@ class Sender:
         log.debug("retrying %r after %s", b, err)  # pragma: no mutate (log text)
         # It stays among its partition's unresolved batches (Java's inflightBatchesBySequence): the partition's
         # epoch cannot move on, nor a later retry overtake it, until it is answered.
-        self.metrics.records_retried(b.count)
+        self.metrics.records_retried(b.count, b.topic)
         self.accumulator.reenqueue(b, err, now)
 
     def _fail(self, b: ProducerBatch, err: KafkaError) -> None:
@@ -554,12 +554,12 @@ class Sender:
             idem.request_epoch_bump(f"batch for {b.topic}-{b.partition} failed: {err}", b.tp)
         # Counted first, as _complete() counts (and Java's failBatch): completing wakes flush(), and a metrics()
         # read right after it must include the batch.
-        self.metrics.records_failed(b.count)
+        self.metrics.records_failed(b.count, b.topic)
         self.accumulator.complete(b, -1, -1, err)
         self._after_failure(b)
 
     def _on_failed(self, b: ProducerBatch) -> None:
-        self.metrics.records_failed(b.count)
+        self.metrics.records_failed(b.count, b.topic)
         self._after_failure(b)
 
     def _after_failure(self, b: ProducerBatch) -> None:

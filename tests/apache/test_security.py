@@ -93,9 +93,13 @@ def test_sasl_mechanisms_on_the_real_broker(secured: Secured, topic_name: str, p
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_a_wrong_password_is_refused_clearly(secured: Secured, topic_name: str, mechanism: str) -> None:
     config = _sasl(secured, "SASL_PLAINTEXT", mechanism, password="wrong")
-    with Producer({**config, "max.block.ms": 10000}) as p, pytest.raises(AuthenticationError) as raised:
-        p.send(topic_name, value=b"x").result(timeout=30)
+    with Producer({**config, "max.block.ms": 10000}) as p:
+        with pytest.raises(AuthenticationError) as raised:
+            p.send(topic_name, value=b"x").result(timeout=30)
+        m = p.metrics()
     assert "alice" in str(raised.value) or "uthentication" in str(raised.value)
+    # Java's Selector counts: the refusal is a failed authentication, never a successful one.
+    assert m["failed-authentication-total"] >= 1 and m["successful-authentication-total"] == 0
 
 
 def test_tls_with_a_ca_the_caller_gives(secured: Secured, topic_name: str) -> None:
@@ -145,8 +149,12 @@ def test_reauthentication_with_records_flowing(secured: Secured, topic_name: str
             p.send(topic_name, value=value).result(timeout=30)  # paced by each acknowledgement
             values.append(value)
             i += 1
+        m = p.metrics()
     reauths = [r for r in caplog.records if "re-authenticating" in r.getMessage() and "nearly over" in r.getMessage()]
     assert len(reauths) >= 2, "the producer never re-authenticated"
+    # The renewals are counted apart from the first authentications, with their latency (Java's names).
+    assert m["successful-reauthentication-total"] >= 2 and m["failed-reauthentication-total"] == 0
+    assert m["successful-authentication-total"] >= 1 and m["reauthentication-latency-max"] > 0
     got = read_topic(secured.kafka.internal_bootstrap, topic_name, len(values), timeout_s=60)
     assert sorted(r.value or b"" for r in got) == sorted(values)
 

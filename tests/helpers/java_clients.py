@@ -36,9 +36,11 @@ def java_consume(kafka: ApacheKafka, topic: str, count: int, *, timeout_s: float
 
 
 def java_produce(kafka: ApacheKafka, commands: Iterable[Mapping[str, Any]], *, timeout_s: float = 120,
-                 **settings: object) -> dict[str, int]:
+                 **settings: object) -> dict[str, Any]:
     """Run producer commands through the Java KafkaProducer: {"op": "send", "topic", "partition", "key",
-    "value", "timestamp", "headers"} (bytes values), or "init" / "begin" / "commit" / "abort" / "flush"."""
+    "value", "timestamp", "headers"} (bytes values), or "init" / "begin" / "commit" / "abort" / "flush", or
+    "metrics": the result's "metrics" is then the producer's metrics() once every earlier send had its
+    outcome, a list of {"group", "name", "tags", "value"} (value None where Java's is NaN)."""
     def encode(c: Mapping[str, Any]) -> str:
         out = dict(c)
         for field in ("key", "value"):
@@ -54,4 +56,9 @@ def java_produce(kafka: ApacheKafka, commands: Iterable[Mapping[str, Any]], *, t
     if done.returncode != 0:
         raise AssertionError(f"the Java producer failed (exit {done.returncode}):\n"
                              f"{done.stderr.decode(errors='replace')[-3000:]}")
-    return dict(json.loads(done.stdout.decode().strip().splitlines()[-1]))
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
+    result: dict[str, Any] = dict(lines[-1])
+    for line in lines:
+        if "metrics" in line:
+            result["metrics"] = line["metrics"]
+    return result

@@ -138,6 +138,10 @@ def test_producer_props_and_config_file_reach_the_producer(
     sent = re.search(r"^producer-metrics:record-send-total:\{client-id=perf-test-client\}\s+: (\d+\.\d{3})$",
                      r.stdout, re.M)
     assert sent and float(sent[1]) == 1000.0
+    # Per-topic metrics under Java's group, with the topic as a tag as ToolsUtils prints it.
+    per_topic = re.search(rf"^producer-topic-metrics:record-send-total:\{{client-id=perf-test-client, "
+                          rf"topic={re.escape(topic_name)}\}}\s+: (\d+\.\d{{3}})$", r.stdout, re.M)
+    assert per_topic and float(per_topic[1]) == 1000.0
     assert "Metric Name" in r.stdout
 
 

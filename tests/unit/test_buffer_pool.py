@@ -300,3 +300,25 @@ def test_a_waiter_served_with_memory_to_spare_wakes_the_next_one() -> None:
     for t in threads:
         t.join(10)
     assert len(got) == 2 and all(isinstance(g, bytearray) for g in got)
+
+
+def test_each_wait_and_each_exhaustion_reach_the_metrics() -> None:
+    """bufferpool-wait-ratio and buffer-exhausted-* come from these hooks: one call per wait, with its seconds,
+    one per allocation that ran out of time; none for an allocation served at once."""
+    waits: list[float] = []
+    exhausted: list[int] = []
+    pool = BufferPool(256, 256, clock=SteppedClock(5.0, 6.0, 6.5, 10.0, 10.25, 12.0))
+    pool.on_waited = waits.append
+    pool.on_exhausted = lambda: exhausted.append(1)
+    pool.allocate(256, 0)  # served at once: no wait, no reading
+    assert waits == [] and exhausted == []
+    with pytest.raises(BufferExhaustedError):
+        pool.allocate(256, 1000)  # start 5.0, deadline 6.0 reached at the first check, waited until 6.5
+    assert waits == [1.5] and exhausted == [1]
+    waiter = threading.Thread(target=pool.allocate, args=(256, 60_000))  # start 10.0, 10.25: waits
+    waiter.start()
+    wait_until_queued(pool, 1)
+    pool.deallocate(bytearray(), 256)  # served now; the wait ends at the reading 12.0
+    waiter.join(5)
+    assert not waiter.is_alive()
+    assert waits == [1.5, 2.0] and exhausted == [1]
