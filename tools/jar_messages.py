@@ -33,9 +33,12 @@ PROGRAM = Path(__file__).resolve().parent / "JarSchemas.java"
 
 # The messages kafkajet reads from the jar: Produce up to v13 (v12 carries transaction version 2's implicit
 # partition add, KIP-890), EndTxn up to v5 (it answers the bumped producer id and epoch) and TxnOffsetCommit up
-# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn).
+# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn), and
+# KIP-714's client metrics push (GetTelemetrySubscriptions, PushTelemetry), which the seeds' copies lack.
 DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse",
-                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse")
+                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse",
+                    "GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse",
+                    "PushTelemetryRequest", "PushTelemetryResponse")
 
 # Fields Kafka renamed since the vendored definitions, same wire type (CamelCase jar name -> vendored name):
 # the jar's name is kept, and the two definitions are compared and defaults carried over under the old one.
@@ -56,7 +59,8 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "EndTxn": 26, "TxnOffsetCommit": 28}
+_API_KEYS = {"Produce": 0, "EndTxn": 26, "TxnOffsetCommit": 28,
+             "GetTelemetrySubscriptions": 71, "PushTelemetry": 72}
 
 
 def kafka_version(libs: Path) -> str:

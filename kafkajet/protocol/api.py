@@ -43,6 +43,8 @@ class ApiKey(IntEnum):
     TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
     DESCRIBE_CLUSTER = 60
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
 
 
 # This client's usable (min, max) version per API: what both the request and the response definition cover.

@@ -239,6 +239,7 @@ def test_usable_ranges_match_sources_md() -> None:
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
         ApiKey.END_TXN: (0, 5), ApiKey.TXN_OFFSET_COMMIT: (0, 6), ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0), ApiKey.PUSH_TELEMETRY: (0, 0),
     }
     assert set(SCHEMAS) == {int(k) for k in ApiKey}
 
@@ -247,6 +248,7 @@ def test_usable_ranges_match_sources_md() -> None:
 FLEXIBLE_FROM = {
     0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 16: (3, 3), 17: (None, None), 18: (3, 3), 19: (5, None),
     20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, 3), 28: (3, 3), 36: (2, 2), 60: (0, 0),
+    71: (0, 0), 72: (0, 0),
 }
 
 
