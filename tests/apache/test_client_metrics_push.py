@@ -28,13 +28,17 @@ def telemetry_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     folder = tmp_path_factory.mktemp("telemetry")
     file = folder / "pushes.tsv"
     with running_apache_kafka(classpath=[compiled_recorder(folder)], broker_config=broker_config(file)) as kafka:
-        done = kafka.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", kafka.bootstrap_servers,
-                              "--alter", "--entity-type", "client-metrics", "--entity-name", "all",
-                              "--add-config", f"metrics={PREFIX},interval.ms=1000", timeout_s=60)
-        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        _subscribe(kafka, "kafkajet-tests", f"metrics={PREFIX},interval.ms=1000,match=[client_id=t-.*]")
         with Admin(kafka.bootstrap_servers) as admin:
             admin.create_topics(["telemetry"], num_partitions=1)
         yield kafka, file
+
+
+def _subscribe(kafka: ApacheKafka, name: str, config: str) -> None:
+    done = kafka.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", kafka.bootstrap_servers,
+                          "--alter", "--entity-type", "client-metrics", "--entity-name", name,
+                          "--add-config", config, timeout_s=60)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
 
 
 def _pushes_of(file: Path, client_id: str) -> list[Push]:
@@ -44,15 +48,15 @@ def _pushes_of(file: Path, client_id: str) -> list[Push]:
 def test_subscribed_metrics_are_pushed_under_the_client_instance_id(
         telemetry_kafka: tuple[ApacheKafka, Path]) -> None:
     kafka, file = telemetry_kafka
-    with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="pushing") as producer:
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="t-pushing") as producer:
         for i in range(7):
             producer.send("telemetry", value=b"%d" % i)
         producer.flush(timeout=30)
         instance = producer.client_instance_id(timeout=30)
         assert isinstance(instance, uuid.UUID)
         wait_for(lambda: any(p.metrics.get(PREFIX + "record.send.total", ("", 0.0, ""))[1] == 7.0
-                             for p in _pushes_of(file, "pushing")), 30, "a push counting the 7 records sent")
-    pushes = _pushes_of(file, "pushing")
+                             for p in _pushes_of(file, "t-pushing")), 30, "a push counting the 7 records sent")
+    pushes = _pushes_of(file, "t-pushing")
     assert {p.instance_id for p in pushes} == {_java_uuid(instance)}
     names = {name for p in pushes for name in p.metrics}
     assert all(name.startswith(PREFIX) for name in names), names
@@ -66,18 +70,34 @@ def test_subscribed_metrics_are_pushed_under_the_client_instance_id(
 
 def test_nothing_is_pushed_with_enable_metrics_push_false(telemetry_kafka: tuple[ApacheKafka, Path]) -> None:
     kafka, file = telemetry_kafka
-    with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="silent", enable_metrics_push=False) as quiet:
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="t-silent", enable_metrics_push=False) as quiet:
         with pytest.raises(IllegalStateError, match="enable.metrics.push"):
             quiet.client_instance_id(timeout=1)
         # The control: a pushing producer started after the silent one has pushed twice, so the silent one
         # had the time to push at least once too.
-        with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="control") as control:
+        with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="t-control") as control:
             quiet.send("telemetry", value=b"q").result(timeout=30)
             control.send("telemetry", value=b"c").result(timeout=30)
-            wait_for(lambda: len(_pushes_of(file, "control")) >= 2, 30, "two pushes of the control producer")
-    assert _pushes_of(file, "silent") == []
+            wait_for(lambda: len(_pushes_of(file, "t-control")) >= 2, 30, "two pushes of the control producer")
+    assert _pushes_of(file, "t-silent") == []
 
 
 def _java_uuid(value: uuid.UUID) -> str:
     """As Java's Uuid.toString() prints it (base64url, unpadded), as the recorder writes it."""
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def test_a_changed_subscription_is_fetched_again(telemetry_kafka: tuple[ApacheKafka, Path]) -> None:
+    # The broker answers a push under the old subscription with UNKNOWN_SUBSCRIPTION_ID; the client asks for
+    # the new one and pushes what it names, under the same instance id.
+    kafka, file = telemetry_kafka
+    _subscribe(kafka, "kafkajet-refetch", f"metrics={PREFIX}record.send.total,interval.ms=500,match=[client_id=r-.*]")
+    with Producer(bootstrap_servers=kafka.bootstrap_servers, client_id="r-refetch") as producer:
+        producer.send("telemetry", value=b"r").result(timeout=30)
+        wait_for(lambda: _pushes_of(file, "r-refetch"), 30, "a push under the first subscription")
+        first = _pushes_of(file, "r-refetch")[0]
+        assert set(first.metrics) == {PREFIX + "record.send.total"}
+        _subscribe(kafka, "kafkajet-refetch", f"metrics={PREFIX}topic.,interval.ms=500,match=[client_id=r-.*]")
+        wait_for(lambda: any(p.metrics and all(n.startswith(PREFIX + "topic.") for n in p.metrics)
+                             for p in _pushes_of(file, "r-refetch")), 30, "a push under the changed subscription")
+    assert {p.instance_id for p in _pushes_of(file, "r-refetch")} == {first.instance_id}
