@@ -121,6 +121,10 @@ class ClientMetricsPush:
             return self._next_at - now
         node = self._client.least_loaded_node(now)
         if node is None or not self._client.is_ready(node, now):
+            if state is PushState.TERMINATING_PUSH_NEEDED:
+                # Closing with no broker to tell: the close must not wait for one.
+                self._terminate()
+                return _DISABLED
             # Only on a connection the producer made anyway: telemetry never opens one of its own.
             return self._retry_backoff_ms
         versions = self._client.broker_api_versions(node) or {}

@@ -24,13 +24,14 @@ class _Client:
     """The four NetworkClient calls the push makes, with one always-ready node that offers the APIs."""
 
     def __init__(self) -> None:
+        self.ready = True
         self.sent: list[tuple[ApiKey, dict[str, Any], Any]] = []
 
     def least_loaded_node(self, now: float) -> int:
         return 1
 
     def is_ready(self, node: int, now: float) -> bool:
-        return True
+        return self.ready
 
     def broker_api_versions(self, node: int) -> dict[int, tuple[int, int]]:
         return {71: (0, 0), 72: (0, 0)}
@@ -145,3 +146,13 @@ def test_delta_temporality_pushes_the_change_since_the_last_push() -> None:
     push.poll(clock.now)
     second = client.sent[-1][1]["metrics"]
     assert struct.pack("<d", 5.0) in first and struct.pack("<d", 3.0) in second
+
+
+def test_close_with_no_broker_ready_does_not_wait_for_one() -> None:
+    push, client, clock = _push({"record-send-total": 1.0})
+    push.poll(clock.now)
+    _answer(client, _subscription())
+    client.ready = False
+    push.initiate_close()
+    push.poll(clock.now)
+    assert not push.closing
