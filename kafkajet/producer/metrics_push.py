@@ -34,6 +34,7 @@ from kafkajet.errors import (
 from kafkajet.network import ClientResponse, NetworkClient
 from kafkajet.producer.otlp import CUMULATIVE, DELTA, Point, metrics_data
 from kafkajet.protocol import ApiKey
+from kafkajet.records.codecs import compress
 
 log = logging.getLogger("kafkajet.producer.metrics_push")
 
@@ -44,6 +45,7 @@ _DISABLED = float("inf")
 # Java's initial push jitter: the first push after 0.5 to 1.5 push intervals.
 _JITTER = (0.5, 1.5)
 _ALL_METRICS = "*"
+_CODECS = frozenset({0, 1, 2, 3, 4})  # none, gzip, snappy, lz4, zstd: the records' codecs, in their framing
 _DOMAIN = "org.apache.kafka"
 # Errors after which the broker will not take this client's telemetry (Java's maybeFetchErrorIntervalMs).
 _FATAL_CODES = frozenset({42, 87, 35})  # INVALID_REQUEST, INVALID_RECORD, UNSUPPORTED_VERSION
@@ -193,8 +195,21 @@ class ClientMetricsPush:
             log.debug("client metrics payload of %d bytes exceeds the broker's %d: sent empty", len(payload), limit)
             payload = metrics_data([], resource={"client_id": self._client_id}, scope_name="kafkajet",
                                    scope_version=__version__)
+        codec = self._codec(sub["accepted_compression_types"])
+        if codec:
+            try:
+                payload = compress(codec, payload)
+            except Exception as e:  # a codec this installation lacks: send it as it is, as Java falls back
+                log.debug("client metrics not compressed with codec %d: %s", codec, e)
+                codec = 0
         return {"client_instance_id": self._instance_id, "subscription_id": sub["subscription_id"],
-                "terminating": terminating, "compression_type": 0, "metrics": payload}
+                "terminating": terminating, "compression_type": codec, "metrics": payload}
+
+    @staticmethod
+    def _codec(accepted: list[int]) -> int:
+        """Java's ClientTelemetryUtils.preferredCompressionType: the broker lists the types in its order of
+        preference; the first one it names, or none."""
+        return int(accepted[0]) if accepted and int(accepted[0]) in _CODECS else 0
 
     def _selected(self, metric: str) -> bool:
         sub = self._subscription

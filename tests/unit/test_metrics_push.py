@@ -16,6 +16,7 @@ from kafkajet.producer.metrics_push import (
     telemetry_metric_name,
 )
 from kafkajet.protocol import ApiKey
+from kafkajet.records.codecs import decompress
 
 INSTANCE = bytes(range(1, 17))
 
@@ -156,3 +157,14 @@ def test_close_with_no_broker_ready_does_not_wait_for_one() -> None:
     push.initiate_close()
     push.poll(clock.now)
     assert not push.closing
+
+
+def test_the_payload_is_compressed_with_the_brokers_first_choice() -> None:
+    push, client, clock = _push({"record-send-total": 1.0})
+    push.poll(clock.now)
+    _answer(client, _subscription(accepted_compression_types=[4, 3, 1, 2], push_interval_ms=10))
+    clock.now += 100
+    push.poll(clock.now)
+    body = client.sent[-1][1]
+    assert body["compression_type"] == 4
+    assert b"record.send.total" in decompress(4, body["metrics"])
