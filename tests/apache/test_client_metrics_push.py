@@ -5,6 +5,7 @@ only, and a terminating push on close(); with enable.metrics.push=false it recei
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from kafkajet import Producer
 from kafkajet.admin import Admin
+from kafkajet.aio import AIOProducer
 from kafkajet.errors import IllegalStateError
 from kafkajet.testing.apache_kafka import ApacheKafka
 from tests.helpers.apache import running_apache_kafka
@@ -105,3 +107,17 @@ def test_a_changed_subscription_is_fetched_again(telemetry_kafka: tuple[ApacheKa
         wait_for(lambda: any(p.metrics and all(n.startswith(PREFIX + "topic.") for n in p.metrics)
                              for p in _pushes_of(file, "r-refetch")), 30, "a push under the changed subscription")
     assert {p.instance_id for p in _pushes_of(file, "r-refetch")} == {first.instance_id}
+
+
+def test_the_asyncio_producer_answers_its_instance_id(telemetry_kafka: tuple[ApacheKafka, Path]) -> None:
+    kafka, file = telemetry_kafka
+
+    async def main() -> uuid.UUID | None:
+        async with AIOProducer(bootstrap_servers=kafka.bootstrap_servers, client_id="t-aio") as producer:
+            await producer.send("telemetry", value=b"a")
+            return await producer.client_instance_id(timeout=30)
+
+    instance = asyncio.run(main())
+    assert instance is not None
+    wait_for(lambda: _pushes_of(file, "t-aio"), 30, "the terminating push of the asyncio producer")
+    assert {p.instance_id for p in _pushes_of(file, "t-aio")} == {_java_uuid(instance)}
