@@ -190,6 +190,8 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
     K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
     K("enable.idempotence", "bool", True, "exactly-once per partition: producer id, epochs and sequence numbers",
       _bool),
+    K("enable.metrics.push", "bool", True, "push the producer's metrics to the brokers when a broker's client "
+      "metrics subscription asks for them (KIP-714)", _bool),
     K("linger.ms", "int", 5, "how long a batch waits for more records before it is sent", _int_range(0, INT_MAX)),
     K("batch.size", "int", 16384, "target size in bytes of one partition's batch", _int_range(0, INT_MAX)),
     K("batch.max.size", "int", 1048576, "how far a batch still waiting to be sent may grow past batch.size "

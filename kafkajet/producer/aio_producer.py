@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import Context, copy_context
 from functools import partial
@@ -252,6 +253,11 @@ class AIOProducer:
         """The topic's partitions, as Producer.partitions_for(), waited for without blocking the loop."""
         p = self.producer
         return await asyncio.get_running_loop().run_in_executor(None, p.partitions_for, topic)
+
+    async def client_instance_id(self, timeout: float) -> uuid.UUID | None:
+        """As Producer.client_instance_id() (KIP-714), waited for without blocking the loop."""
+        p = self.producer
+        return await asyncio.get_running_loop().run_in_executor(None, p.client_instance_id, timeout)
 
     def metrics(self) -> dict[str, float]:
         """The producer's metrics by Java's names, as Producer.metrics()."""

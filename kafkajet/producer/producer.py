@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -50,6 +51,7 @@ from kafkajet.producer.idempotence import IdempotenceManager
 from kafkajet.producer.loss_report import report_loss
 from kafkajet.producer.metadata import Cluster, Metadata, PartitionInfo
 from kafkajet.producer.metrics import ProducerMetrics
+from kafkajet.producer.metrics_push import ClientMetricsPush
 from kafkajet.producer.partitioner import (
     PartitionPlanner,
     resolve_partitioner,
@@ -169,6 +171,9 @@ class Producer:
             self._accumulator.send_allowed = self._txn.is_send_allowed
             self._accumulator.transactional = True
         self._client = self._make_client(cfg)
+        self._metrics_push = ClientMetricsPush(
+            client=self._client, snapshot=self._metrics.snapshot, client_id=self.client_id,
+            retry_backoff_ms=cfg["retry.backoff.ms"]) if cfg["enable.metrics.push"] else None
         self._sender = self._make_sender(cfg)
         self._wakeup = self._sender.wakeup
         self._path = SendPath(self._metadata, self._accumulator, self._planner, self._batch_input, self._max_block_ms,
@@ -295,6 +300,7 @@ class Producer:
             interceptors=self._interceptors,
             on_fatal=self._on_fatal,
             transactions=self._txn,
+            metrics_push=self._metrics_push,
         )
 
     # --- send ---------------------------------------------------------------------------------------
@@ -735,6 +741,14 @@ class Producer:
 
     def _metadata_waited(self, ms: float) -> None:
         self._metrics.blocked("metadata-wait-time-ns-total", int(ms * 1e6))
+
+    def client_instance_id(self, timeout: float) -> uuid.UUID | None:
+        """The client instance id the brokers assigned for client metrics (KIP-714; Java's clientInstanceId),
+        waiting up to `timeout` seconds for it; None if it did not come in time or no broker takes client
+        metrics. IllegalStateError with enable.metrics.push=false, as Java."""
+        if self._metrics_push is None:
+            raise IllegalStateError("Telemetry is not enabled. Set config `enable.metrics.push` to `true`.")
+        return self._metrics_push.client_instance_id(timeout)
 
     def _metadata_age_s(self) -> float:
         last = self._metadata.last_refresh_ms

@@ -39,6 +39,7 @@ from kafkajet.producer.futures import RecordMetadata
 from kafkajet.producer.idempotence import IdempotenceManager, Verdict
 from kafkajet.producer.metadata import RELIABLE_EPOCHS_FROM_VERSION, Metadata
 from kafkajet.producer.metrics import ProducerMetrics
+from kafkajet.producer.metrics_push import ClientMetricsPush
 from kafkajet.producer.transactions import State, TransactionManager, TxnRequest
 from kafkajet.protocol import ApiKey
 
@@ -74,6 +75,7 @@ class Sender:
         clock: Callable[[], float] | None = None,
         on_fatal: Callable[[KafkaError], None] | None = None,
         transactions: TransactionManager | None = None,
+        metrics_push: ClientMetricsPush | None = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -95,6 +97,7 @@ class Sender:
         self.fatal_error: KafkaError | None = None
         self._on_fatal = on_fatal
         self.transactions = transactions
+        self.metrics_push = metrics_push
         self._transactional_id = transactions.transactional_id if transactions is not None else None
         self._txn_flushing = False  # the accumulator flush this thread began for a committing transaction
         if transactions is not None:
@@ -133,6 +136,13 @@ class Sender:
         # Graceful close: keep going until every record has an outcome (bounded by delivery.timeout.ms).
         while not self._forced and (self.accumulator.has_incomplete() or self.client.has_in_flight()):
             self._run_once_safely()
+        push = self.metrics_push
+        if push is not None and not self._forced:
+            # Java's ClientTelemetryReporter.initiateClose: one last, terminating push, within a request timeout.
+            push.initiate_close()
+            deadline = self._clock() + self.request_timeout_ms
+            while not self._forced and push.closing and self._clock() < deadline:
+                self._run_once_safely()
         if self._forced or self.accumulator.has_incomplete():
             n = self.accumulator.abort_all(ProducerClosedError("producer closed forcefully"))
             if n:
@@ -172,6 +182,8 @@ class Sender:
             # After metadata: an InitProducerId a broker is slow to answer must not hold up, on the same
             # connection, the metadata every send() waits for.
             timeout = min(timeout, self._maybe_init_producer_id(now))
+        if self.metrics_push is not None:
+            timeout = min(timeout, self.metrics_push.poll(now))
         for response in self.client.poll(max(0.0, min(timeout, MAX_POLL_MS)), self._clock()):
             self._handle(response)
         if self.client.server_disconnects():

@@ -577,4 +577,33 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'cluster_authorized_operations', 'type': 'int32', 'versions': '0+', 'default': -2147483648},
         ]},
     },
+    71: {'name': 'GetTelemetrySubscriptions', 'versions': (0, 0),
+        'request': {'flexible': '0+', 'fields': [
+            {'name': 'client_instance_id', 'type': 'uuid', 'versions': '0+'},
+        ]},
+        'response': {'flexible': '0+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '0+'},
+            {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
+            {'name': 'client_instance_id', 'type': 'uuid', 'versions': '0+'},
+            {'name': 'subscription_id', 'type': 'int32', 'versions': '0+'},
+            {'name': 'accepted_compression_types', 'type': '[]int8', 'versions': '0+'},
+            {'name': 'push_interval_ms', 'type': 'int32', 'versions': '0+'},
+            {'name': 'telemetry_max_bytes', 'type': 'int32', 'versions': '0+'},
+            {'name': 'delta_temporality', 'type': 'bool', 'versions': '0+'},
+            {'name': 'requested_metrics', 'type': '[]string', 'versions': '0+'},
+        ]},
+    },
+    72: {'name': 'PushTelemetry', 'versions': (0, 0),
+        'request': {'flexible': '0+', 'fields': [
+            {'name': 'client_instance_id', 'type': 'uuid', 'versions': '0+'},
+            {'name': 'subscription_id', 'type': 'int32', 'versions': '0+'},
+            {'name': 'terminating', 'type': 'bool', 'versions': '0+'},
+            {'name': 'compression_type', 'type': 'int8', 'versions': '0+'},
+            {'name': 'metrics', 'type': 'bytes', 'versions': '0+'},
+        ]},
+        'response': {'flexible': '0+', 'fields': [
+            {'name': 'throttle_time_ms', 'type': 'int32', 'versions': '0+'},
+            {'name': 'error_code', 'type': 'int16', 'versions': '0+'},
+        ]},
+    },
 }

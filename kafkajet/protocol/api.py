@@ -46,6 +46,8 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     DESCRIBE_CLUSTER = 60
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
 
 
 # This client's usable (min, max) version per API: what both the request and the response definition cover.

@@ -227,6 +227,8 @@ class ApacheKafka:
       add_acl() grants, deny_acl() refuses.
     - broker_config: any broker setting, passed through, the same on every node.
     - racks: each node's broker.rack (node 1's first), as Metadata reports it to clients.
+    - classpath: more class path entries for the brokers (and the tools run_tool starts), after the release's
+      jars: a plugin that broker_config names, such as a metric reporter.
     - features: feature levels the storage is formatted with (kafka-storage format --feature name=level), e.g.
       {"transaction.version": 1} for a cluster that does not finalize transaction version 2 (KIP-890); the
       others keep the release's defaults (Kafka 4.4 finalizes transaction.version 2).
@@ -247,6 +249,7 @@ class ApacheKafka:
         broker_config: Mapping[str, object] | None = None,
         racks: Sequence[str] | None = None,
         features: Mapping[str, int] | None = None,
+        classpath: Sequence[str | Path] = (),
         libs: str | Path | None = None,
         heap: str = "768m",
         start_timeout_s: float = 90.0,
@@ -284,6 +287,7 @@ class ApacheKafka:
                                  "features={'transaction.version': 1}")
         self.features: dict[str, int] = dict(features or {})
         self._libs_arg = libs
+        self._extra_classpath = [str(p) for p in classpath]
         self._heap = heap
         self.start_timeout_s = start_timeout_s
         self.keep_logs = keep_logs
@@ -337,7 +341,7 @@ class ApacheKafka:
     def start(self) -> ApacheKafka:
         libs = find_kafka_libs(self._libs_arg)
         self._java = find_java()
-        self._classpath = str(libs / "*")
+        self._classpath = os.pathsep.join([str(libs / "*"), *self._extra_classpath])
         self._workdir = Path(tempfile.mkdtemp(prefix="kafkajet-apache-kafka-"))
         (self._workdir / "log4j2.properties").write_text(_LOG4J2)
         (self._workdir / "log4j2-tools.properties").write_text(_LOG4J2_TOOLS)

@@ -26,7 +26,7 @@ PACKAGE = Path(kafkajet.__file__).parent
 
 # Bottom up. Each part: the parts it may import.
 STDLIB_ONLY = ("_version", "_build", "errors", "clock", "backoff", "last_resort", "transaction", "avro_binary",
-               "tls_context")
+               "stats", "tls_context")
 TABLE: dict[str, frozenset[str]] = {
     **{part: frozenset() for part in STDLIB_ONLY},
     # The base every client shares: addresses, the cluster as Metadata describes it, the serializers.
@@ -39,14 +39,14 @@ TABLE: dict[str, frozenset[str]] = {
     # The configuration tables sit under everything that reads them, security included.
     "config": frozenset({"addresses", "errors"}),
     "security": frozenset({"config", "errors", "backoff", "tls_context"}),
-    "network": frozenset({"_version", "addresses", "backoff", "clock", "cluster", "errors", "protocol",
+    "network": frozenset({"_version", "addresses", "backoff", "clock", "cluster", "errors", "protocol", "stats",
                           "security"}),
     # The registry client speaks HTTP with the standard library: none of the broker's layers. Its keys are a
     # table of config's (which sits on addresses and errors only), so Spark's options take theirs from it.
     "schema_registry": frozenset({"errors", "backoff", "config", "serialization", "avro_binary",
                                   "tls_context"}),
     "producer": frozenset({"_build", "_version", "addresses", "backoff", "clock", "cluster", "config", "errors",
-                           "last_resort", "network", "protocol", "records", "security", "serialization",
+                           "last_resort", "network", "protocol", "records", "security", "serialization", "stats",
                            "transaction"}),
     "fetch": frozenset({"addresses", "backoff", "cluster", "config", "errors", "network", "protocol", "records",
                         "security"}),

@@ -241,6 +241,7 @@ def test_usable_ranges_match_sources_md() -> None:
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
         # From Kafka 4.4's client jar only (SOURCES.md, message-4.4.0-jar).
         ApiKey.DESCRIBE_GROUPS: (0, 6), ApiKey.DESCRIBE_CONFIGS: (1, 4), ApiKey.DELETE_GROUPS: (0, 3),
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0), ApiKey.PUSH_TELEMETRY: (0, 0),
     }
     assert set(SCHEMAS) == {int(k) for k in ApiKey}
 
@@ -250,6 +251,7 @@ FLEXIBLE_FROM = {
     0: (9, 9), 1: (None, 12), 2: (6, 6), 3: (9, 9), 8: (8, 8), 9: (6, 6), 10: (3, None), 16: (3, 3), 17: (None, None), 18: (3, 3), 19: (5, None),
     15: (5, 5), 20: (4, 4), 22: (2, 2), 24: (3, 3), 25: (3, 3), 26: (3, 3), 28: (3, 3), 32: (4, 4), 36: (2, 2),
     42: (2, 2), 60: (0, 0),
+    71: (0, 0), 72: (0, 0),
 }
 
 
