@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -40,7 +41,7 @@ def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     ca_text = cfg.get("ssl.truststore.certificates")
     if ca_text:
         try:
-            ctx.load_verify_locations(cadata=ca_text)
+            ctx.load_verify_locations(cadata=pem_lines(ca_text))
         except (ssl.SSLError, ValueError) as e:
             raise ConfigError(f"ssl.truststore.certificates holds no usable PEM certificate ({_reason(e)})") from None
     if setting(cfg, "ssl.endpoint.identification.algorithm") == "":
@@ -76,6 +77,7 @@ def _load_client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> Non
     key_file = cfg.get("ssl.key.location")
     pem_key, cert_pem = given(cfg, "ssl.certificate.pem", "ssl.keystore.certificate.chain")
     key_pem_key, key_pem = given(cfg, "ssl.key.pem", "ssl.keystore.key")
+    cert_pem, key_pem = (None if t is None else pem_lines(t) for t in (cert_pem, key_pem))
     if not (cert_file or cert_pem):
         return
     if cert_file:
@@ -106,6 +108,21 @@ def _load_client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> Non
                 what = _reason(e)
             raise ConfigError(f"cannot load the client certificate ({cert_key}) and its key ({key_key}): "
                               f"{what}") from None
+
+
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+
+
+def pem_lines(text: str) -> str:
+    """PEM text as OpenSSL reads it. A Java properties file continues a long value with a backslash at the end of
+    each line, which joins the lines into one: Java's PEM reader takes that, OpenSSL needs the line breaks back."""
+    if "\n" in text.strip():
+        return text
+    blocks = [(kind, "".join(body.split())) for kind, body in _PEM_BLOCK.findall(text)]
+    if not blocks:
+        return text  # OpenSSL names what is wrong with it
+    return "".join(f"-----BEGIN {kind}-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+                   + f"\n-----END {kind}-----\n" for kind, body in blocks)
 
 
 @contextmanager

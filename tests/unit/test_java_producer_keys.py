@@ -138,3 +138,34 @@ ssl.protocol=TLSv1.2
     ctx = build_ssl_context(parse_producer_config(props))
     assert [c["subject"] for c in ctx.get_ca_certs() if c["subject"] == ((("commonName", "java-names CA"),),)]
     assert ctx.maximum_version == ssl.TLSVersion.TLSv1_2
+
+
+def _continued(pem: str) -> str:
+    """PEM as a Java properties value: each line ended by a backslash (so the file's lines join into one)."""
+    return " \\\n    ".join(pem.strip().splitlines())
+
+
+def test_inline_pem_stores_from_a_properties_file_build_the_tls_context(tmp_path: Path) -> None:
+    ca = CertificateAuthority("inline CA")
+    client = ca.issue("inline-client", client=True)
+    props = parse_properties(f"""\
+bootstrap.servers=localhost:9093
+security.protocol=SSL
+ssl.truststore.type=PEM
+ssl.truststore.certificates={_continued(ca.cert_pem)}
+ssl.keystore.type=PEM
+ssl.keystore.certificate.chain={_continued(client.cert)}
+ssl.keystore.key={_continued(client.key)}
+""")
+    assert "\n" not in props["ssl.keystore.key"]
+    ctx = build_ssl_context(parse_producer_config(props))
+    assert [c for c in ctx.get_ca_certs() if c["subject"] == ((("commonName", "inline CA"),),)]
+
+
+def test_a_store_under_both_names_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="ssl.truststore.location .* or ssl.ca.location, not both"):
+        parse_producer_config({"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                               "ssl.truststore.location": "a.pem", "ssl.ca.location": "b.pem"})
+    with pytest.raises(ConfigError, match="set one of ssl.key.pem, ssl.keystore.key, not several"):
+        parse_producer_config({"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.keystore.key": "k",
+                               "ssl.key.pem": "k", "ssl.certificate.pem": "c"})
