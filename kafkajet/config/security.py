@@ -69,7 +69,9 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
         key_keys = ("ssl.key.location", "ssl.key.pem", "ssl.keystore.key")
         for keys in (cert_keys, key_keys):
             both = [k for k in keys if values.get(k) is not None]
-            if len(both) > 1:
+            if len(both) == 2:
+                raise ConfigError(f"set either {both[0]} or {both[1]}, not both")
+            if len(both) > 2:
                 raise ConfigError(f"set one of {', '.join(both)}, not several")
         # A Java PEM key store has the key in the file with the chain.
         has_cert = any(values.get(k) is not None for k in cert_keys)

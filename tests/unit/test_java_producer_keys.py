@@ -166,6 +166,6 @@ def test_a_store_under_both_names_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ssl.truststore.location .* or ssl.ca.location, not both"):
         parse_producer_config({"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.truststore.type": "PEM",
                                "ssl.truststore.location": "a.pem", "ssl.ca.location": "b.pem"})
-    with pytest.raises(ConfigError, match="set one of ssl.key.pem, ssl.keystore.key, not several"):
+    with pytest.raises(ConfigError, match="set either ssl.key.pem or ssl.keystore.key, not both"):
         parse_producer_config({"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.keystore.key": "k",
                                "ssl.key.pem": "k", "ssl.certificate.pem": "c"})
