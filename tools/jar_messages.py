@@ -33,9 +33,10 @@ PROGRAM = Path(__file__).resolve().parent / "JarSchemas.java"
 
 # The messages kafkajet reads from the jar: Produce up to v13 (v12 carries transaction version 2's implicit
 # partition add, KIP-890), EndTxn up to v5 (it answers the bumped producer id and epoch) and TxnOffsetCommit up
-# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn).
+# to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn), and
+# ApiVersions up to v5 (the cluster id and node id a 4.4 broker checks a connection against, KIP-1242).
 DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse",
-                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse")
+                    "TxnOffsetCommitRequest", "TxnOffsetCommitResponse", "ApiVersionsRequest", "ApiVersionsResponse")
 
 # Fields Kafka renamed since the vendored definitions, same wire type (CamelCase jar name -> vendored name):
 # the jar's name is kept, and the two definitions are compared and defaults carried over under the old one.
@@ -56,7 +57,7 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "EndTxn": 26, "TxnOffsetCommit": 28}
+_API_KEYS = {"Produce": 0, "ApiVersions": 18, "EndTxn": 26, "TxnOffsetCommit": 28}
 
 
 def kafka_version(libs: Path) -> str:

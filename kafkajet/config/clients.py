@@ -104,8 +104,7 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
                                          "supported")(key, v)), not_read="only 0 (Java's default) is taken: bootstrap.servers is resolved when the client is built"),
     K("metadata.cluster.check.enable", "bool", True, "send the cluster id and node id the client expects in "
       "ApiVersions (v5, KIP-1242), so a 4.4 broker refuses a misrouted connection; ignored with "
-      "metadata.recovery.strategy=none and by older brokers", _bool, not_read="ApiVersions is sent at v4 at most, "
-      "without the cluster id: a broker does not check for a misrouted connection"),
+      "metadata.recovery.strategy=none and by older brokers", _bool),
     K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)",
       _security),
     K("ssl.ca.location", "str", None, "PEM file of CA certificates trusted in addition to the system store",
@@ -406,6 +405,7 @@ _BLOCKING_CONNECTIONS = {
     "metadata.recovery.strategy": "every call tries the brokers it knows, then bootstrap.servers (as rebootstrap)",
     "metadata.recovery.rebootstrap.trigger.ms": "every call tries the brokers it knows, then bootstrap.servers, "
                                                 "within its own deadline",
+    "metadata.cluster.check.enable": "connections are blocking ones, which send ApiVersions without the cluster id",
 }
 ADMIN_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS)
 FETCH_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS) + (

@@ -50,6 +50,7 @@ from kafkajet.errors import (
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
+    RebootstrapRequiredError,
     RequestTimedOutError,
 )
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
@@ -86,6 +87,7 @@ class NetworkClient:
         security: ConnectionSecurity | None = None,
         metadata_recovery_strategy: str = "rebootstrap",
         rebootstrap_trigger_ms: float = 300000,
+        metadata_cluster_check: bool = True,
     ) -> None:
         if max_in_flight_requests_per_connection < 1:
             raise ValueError("max_in_flight_requests_per_connection must be at least 1")
@@ -117,6 +119,9 @@ class NetworkClient:
         self._known_unready_since: float | None = None
         # Rebootstrapping: nodes are taken from the bootstrap list until the next metadata names brokers.
         self._rebootstrapping = False
+        # As Java: the cluster check is part of rebootstrapping, and off without it.
+        self._cluster_check = metadata_cluster_check and self._rebootstrap
+        self._cluster_id: str | None = None
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
         # caller's clock, which may be a test's fake one.
         self._last_now: float | None = None
@@ -134,12 +139,14 @@ class NetworkClient:
             self._nodes[next_id] = self._new_node(next_id, host, port, bootstrap=True)
             next_id -= 1
 
-    def set_nodes(self, nodes: Mapping[int, tuple[str, int]]) -> None:
-        """Adopt the brokers from a metadata response; connections to vanished or moved nodes are closed."""
+    def set_nodes(self, nodes: Mapping[int, tuple[str, int]], cluster_id: str | None = None) -> None:
+        """Adopt the brokers from a metadata response; connections to vanished or moved nodes are closed.
+        `cluster_id` (the response's) is what connections to them expect from then on (KIP-1242)."""
         now = self._now()
         if nodes:
             self._rebootstrapping = False
             self._known_unready_since = None
+            self._cluster_id = cluster_id
         for node_id, (host, port) in nodes.items():
             if node_id < 0:
                 continue
@@ -431,6 +438,9 @@ class NetworkClient:
     # --- I/O --------------------------------------------------------------------------------------
 
     def _connect(self, node: BrokerConnection, now: float) -> None:
+        # Java's rule: the check for nodes the metadata named, once a cluster id is known.
+        check = self._cluster_check and not node.bootstrap and self._cluster_id is not None
+        node.setup.cluster_check = (self._cluster_id, node.node_id) if check and self._cluster_id else None
         error = node.connect(now, self._setup_timeout.backoff(node.failed_connects))
         if node.sock is None:
             assert error is not None
@@ -547,6 +557,14 @@ class NetworkClient:
             self._auth_failures.append(error)
         if error is not None:
             self._server_disconnects += 1
+        if error is not None and isinstance(error.__cause__, RebootstrapRequiredError) and self._rebootstrap:
+            # The broker at this address is not the node the metadata named (KIP-1242): the whole view of the
+            # cluster is suspect, so every connection to it goes and the bootstrap list is asked again.
+            for other in self._nodes.values():
+                if not other.bootstrap and other is not node and other.sock is not None:
+                    self._close(other, now, KafkaConnectionError(f"closing {other.describe()} to rebootstrap"),
+                                failure=False)
+            self.rebootstrap(f"cluster metadata mismatch for cluster {self._cluster_id} and {node.describe()}")
         node.failed_attempts += 1
         if error is not None:
             node.last_error = error

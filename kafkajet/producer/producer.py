@@ -253,6 +253,7 @@ class Producer:
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
             metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
             rebootstrap_trigger_ms=cfg["metadata.recovery.rebootstrap.trigger.ms"],
+            metadata_cluster_check=cfg["metadata.cluster.check.enable"],
         )
         client.add_bootstrap(self._bootstrap)
         return client

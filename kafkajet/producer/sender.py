@@ -367,7 +367,7 @@ class Sender:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
             return
         cluster = Cluster.from_metadata_response(response.body)
-        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
+        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()}, cluster.cluster_id)
         self.metadata.update(cluster, now)
 
     def _handle_init_pid(self, response: ClientResponse) -> None:

@@ -67,8 +67,9 @@ class FakeNetworkClient:
 
     # --- what the Sender calls -------------------------------------------------------------------------
 
-    def set_nodes(self, nodes: dict[int, tuple[str, int]]) -> None:
+    def set_nodes(self, nodes: dict[int, tuple[str, int]], cluster_id: str | None = None) -> None:
         self.nodes = dict(nodes)
+        self.cluster_id = cluster_id
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         return sum(1 for r in self.requests if not r.answered and (node_id is None or r.node == node_id))
