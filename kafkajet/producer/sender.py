@@ -25,6 +25,7 @@ from kafkajet.errors import (
     KafkaError,
     MessageTooLargeError,
     ProducerClosedError,
+    RebootstrapRequiredError,
     RecordListTooLargeError,
     TransactionAbortedError,
     make_error,
@@ -365,6 +366,11 @@ class Sender:
         now = self._clock()
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
+            return
+        if response.body.get("error_code") == RebootstrapRequiredError.code:
+            # KIP-1102: the top-level error of Metadata v13+: this broker's view is not ours to adopt.
+            self.client.rebootstrap(f"node {response.node_id} answered Metadata with REBOOTSTRAP_REQUIRED")
+            self.metadata.failed(RebootstrapRequiredError("the broker asked the client to rebootstrap"), now)
             return
         cluster = Cluster.from_metadata_response(response.body)
         self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()}, cluster.cluster_id)
