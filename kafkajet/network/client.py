@@ -122,6 +122,9 @@ class NetworkClient:
         # As Java: the cluster check is part of rebootstrapping, and off without it.
         self._cluster_check = metadata_cluster_check and self._rebootstrap
         self._cluster_id: str | None = None
+        # Nodes that closed the connection on an ApiVersions carrying the cluster id (Tansu takes v5 but not a
+        # cluster id in it): they are asked without it from then on, quietly, as brokers without v5 are.
+        self._no_cluster_check: set[int] = set()
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
         # caller's clock, which may be a test's fake one.
         self._last_now: float | None = None
@@ -439,7 +442,8 @@ class NetworkClient:
 
     def _connect(self, node: BrokerConnection, now: float) -> None:
         # Java's rule: the check for nodes the metadata named, once a cluster id is known.
-        check = self._cluster_check and not node.bootstrap and self._cluster_id is not None
+        check = (self._cluster_check and not node.bootstrap and self._cluster_id is not None
+                 and node.node_id not in self._no_cluster_check)
         node.setup.cluster_check = (self._cluster_id, node.node_id) if check and self._cluster_id else None
         error = node.connect(now, self._setup_timeout.backoff(node.failed_connects))
         if node.sock is None:
@@ -557,6 +561,11 @@ class NetworkClient:
             self._auth_failures.append(error)
         if error is not None:
             self._server_disconnects += 1
+        if (was is ConnectionState.API_VERSIONS and node.setup.cluster_check is not None and error is not None
+                and not isinstance(error.__cause__, RebootstrapRequiredError)):
+            log.debug("%s closed the connection on ApiVersions with the cluster check; asking without it",
+                      node.describe())
+            self._no_cluster_check.add(node.node_id)
         if error is not None and isinstance(error.__cause__, RebootstrapRequiredError) and self._rebootstrap:
             # The broker at this address is not the node the metadata named (KIP-1242): the whole view of the
             # cluster is suspect, so every connection to it goes and the bootstrap list is asked again.
