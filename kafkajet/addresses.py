@@ -66,25 +66,44 @@ def parse_servers(servers: Any) -> list[tuple[str, int]]:
     return out
 
 
-def check_resolvable(servers: list[tuple[str, int]]) -> list[tuple[str, int]]:
+def check_resolvable(servers: list[tuple[str, int]],
+                     dns_lookup: str = "use_all_dns_ips") -> list[tuple[str, int]]:
     """The servers back if at least one host name resolves; ConfigError otherwise (Java's ClientUtils
     .parseAndValidateAddresses, when a client is built). A typo in the host would otherwise cost
     max.block.ms of silence before the first error. Hosts that do not resolve beside one that does are
-    logged, as Java logs them, and kept: the name may resolve later."""
+    logged, as Java logs them, and kept: the name may resolve later.
+
+    With client.dns.lookup=resolve_canonical_bootstrap_servers_only each host that resolves is replaced by
+    the canonical names of its addresses (Java's getCanonicalHostName: the reverse lookup, or the address
+    when there is none), so a DNS alias in front of the brokers reaches each under its own name (Kerberos
+    principals name hosts)."""
     failures: list[tuple[str, str]] = []
+    out: list[tuple[str, int]] = []
     for host, port in servers:
         try:
-            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as e:
             reason = e.strerror if isinstance(e, socket.gaierror) and e.strerror else str(e)
             failures.append((format_address(host, port), reason))
+            out.append((host, port))
+            continue
+        if dns_lookup != "resolve_canonical_bootstrap_servers_only":
+            out.append((host, port))
+            continue
+        for *_, sockaddr in infos:
+            try:
+                name = socket.getnameinfo(sockaddr[:2], socket.NI_NAMEREQD)[0]
+            except (socket.gaierror, OSError):
+                name = str(sockaddr[0])
+            if (name, port) not in out:
+                out.append((name, port))
     if len(failures) == len(servers):
         raise ConfigError("No resolvable bootstrap urls given in bootstrap.servers: "
                           + ", ".join(f"{address} ({reason})" for address, reason in failures))
     for address, reason in failures:
         log.warning("Couldn't resolve server %s from bootstrap.servers as DNS resolution failed (%s)",
                     address, reason)
-    return servers
+    return out
 
 
 def format_address(host: str, port: int) -> str:

@@ -231,7 +231,8 @@ class Admin:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         self.config = parse_client_config(ADMIN, config, **kwargs)
         self._security: ConnectionSecurity = connection_security(self.config)
-        self._bootstrap: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
+        self._bootstrap: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"],
+                                                                 self.config["client.dns.lookup"])
         self.client_id: str = self.config["client.id"]
         self.request_timeout_ms = float(self.config["request.timeout.ms"])
         # Java's admin client: retry.backoff.ms doubling up to retry.backoff.max.ms, with 20% jitter.

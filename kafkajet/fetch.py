@@ -41,7 +41,8 @@ class FetchClient:
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         self.config = parse_client_config(FETCH, config, **kwargs)
         self.security = connection_security(self.config)
-        self.servers: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"])
+        self.servers: list[tuple[str, int]] = check_resolvable(self.config["bootstrap.servers"],
+                                                            self.config["client.dns.lookup"])
         self.timeout_s: float = self.config["request.timeout.ms"] / 1000
         # Finding the brokers waits as the admin client and the producer do for a wrong address (60 s).
         self.api_timeout_s: float = self.config["default.api.timeout.ms"] / 1000

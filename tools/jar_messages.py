@@ -35,12 +35,13 @@ PROGRAM = Path(__file__).resolve().parent / "JarSchemas.java"
 # partition add, KIP-890), EndTxn up to v5 (it answers the bumped producer id and epoch) and TxnOffsetCommit up
 # to v6 (v5 is transaction version 2's: it adds the group to the transaction without AddOffsetsToTxn), and
 # Metadata up to v13 (topic ids from v10, which Produce v13 names topics by; KIP-951's leader hints need the
-# leader epochs every version from v7 carries), and KIP-714's client metrics push (GetTelemetrySubscriptions,
-# PushTelemetry), which the seeds' copies lack.
+# leader epochs every version from v7 carries), KIP-714's client metrics push (GetTelemetrySubscriptions,
+# PushTelemetry), which the seeds' copies lack, and ApiVersions up to v5 (the cluster id and node id a 4.4
+# broker checks a connection against, KIP-1242).
 DEFAULT_MESSAGES = ("ProduceRequest", "ProduceResponse", "EndTxnRequest", "EndTxnResponse",
                     "TxnOffsetCommitRequest", "TxnOffsetCommitResponse", "MetadataRequest", "MetadataResponse",
                     "GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse",
-                    "PushTelemetryRequest", "PushTelemetryResponse")
+                    "PushTelemetryRequest", "PushTelemetryResponse", "ApiVersionsRequest", "ApiVersionsResponse")
 
 # Fields Kafka renamed since the vendored definitions, same wire type (CamelCase jar name -> vendored name):
 # the jar's name is kept, and the two definitions are compared and defaults carried over under the old one.
@@ -61,8 +62,9 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "NULLABLE_RECORDS": ("records", True), "COMPACT_NULLABLE_RECORDS": ("records", True),
 }
 
-_API_KEYS = {"Produce": 0, "Metadata": 3, "DescribeGroups": 15, "EndTxn": 26, "TxnOffsetCommit": 28,
-              "DescribeConfigs": 32, "DeleteGroups": 42, "GetTelemetrySubscriptions": 71, "PushTelemetry": 72}
+_API_KEYS = {"Produce": 0, "Metadata": 3, "DescribeGroups": 15, "ApiVersions": 18, "EndTxn": 26,
+              "TxnOffsetCommit": 28, "DescribeConfigs": 32, "DeleteGroups": 42, "GetTelemetrySubscriptions": 71,
+              "PushTelemetry": 72}
 
 
 def kafka_version(libs: Path) -> str:

@@ -24,6 +24,7 @@ from kafkajet.config.clients import (
     LIBRDKAFKA_NAMES,
     PRODUCER,
     PRODUCER_CONFIG,
+    REFUSED,
     SECURITY_KEYS,
     TABLES,
     ClientConfig,
@@ -62,7 +63,7 @@ from kafkajet.config.security import (
 __all__ = [
     "ADMIN", "ADMIN_CONFIG", "BY_NAME", "BY_SNAKE", "COMMON_CONFIG", "FETCH", "FETCH_CONFIG", "INT_MAX",
     "JAVA_NAMES", "LIBRDKAFKA_NAMES", "OAUTHBEARER_METHODS", "PRODUCER", "PRODUCER_CONFIG", "SASL",
-    "SASL_MECHANISMS", "SCHEMA_REGISTRY_CONFIG", "SCHEMA_REGISTRY_KEYS", "SCHEMA_REGISTRY_OPTIONS",
+    "REFUSED", "SASL_MECHANISMS", "SCHEMA_REGISTRY_CONFIG", "SCHEMA_REGISTRY_KEYS", "SCHEMA_REGISTRY_OPTIONS",
     "SECURITY_KEYS", "SECURITY_PROTOCOLS", "SETTINGS_PAGE_HEAD", "TABLES", "TLS_VERSIONS", "ClientConfig",
     "ClientTable", "ConfigKey", "ProducerConfig", "RegistryKey", "SaslMechanism", "check_security",
     "config_markdown", "default", "ignored_security_keys", "oauthbearer_method", "oauthbearer_needs_a_provider",

@@ -18,10 +18,15 @@ from kafkajet.config.keys import (
     _bool,
     _callable_or_name,
     _choice,
+    _choice_upper,
     _float_range,
     _gzip_level,
     _int_range,
     _interceptors,
+    _list,
+    _no_classes,
+    _only,
+    _only_list,
     _optional_int,
     _servers,
     _str,
@@ -29,7 +34,13 @@ from kafkajet.config.keys import (
     _validate,
 )
 from kafkajet.config.sasl import OAUTHBEARER_METHODS, SASL_MECHANISMS, _sasl_mechanism, _token_provider
-from kafkajet.config.security import _endpoint_identification, _security, check_security, tls_versions
+from kafkajet.config.security import (
+    _endpoint_identification,
+    _security,
+    check_java_stores,
+    check_security,
+    tls_versions,
+)
 from kafkajet.errors import ConfigError
 
 log = logging.getLogger("kafkajet.config")
@@ -38,6 +49,15 @@ _client_ids = itertools.count(1)
 
 
 K = ConfigKey
+# Java class names whose behaviour kafkajet has by other means (the keys naming them say which).
+_OAUTH = "org.apache.kafka.common.security.oauthbearer."
+JAVA_LOGIN_HANDLERS = (_OAUTH + "OAuthBearerLoginCallbackHandler",
+                       "software.amazon.msk.auth.iam.IAMClientCallbackHandler")
+JAVA_CLIENT_HANDLERS = ("software.amazon.msk.auth.iam.IAMClientCallbackHandler",)
+JAVA_JWT_RETRIEVERS = tuple(_OAUTH + c for c in ("DefaultJwtRetriever", "ClientCredentialsJwtRetriever",
+                                                  "JwtBearerJwtRetriever", "FileJwtRetriever"))
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
+JAVA_PARTITIONERS = ("org.apache.kafka.clients.producer.RoundRobinPartitioner",)
 # What every client shares (Java's CommonClientConfigs): where the brokers are, how to reach them, how
 # long to wait and how to back off; per-client tables below extend it.
 COMMON_CONFIG: tuple[ConfigKey, ...] = (
@@ -67,12 +87,56 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
     K("send.buffer.bytes", "int", -1, "SO_SNDBUF (-1: the OS default, autotuned; Java's default is 131072)",
       _int_range(-1, INT_MAX)),
     K("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: the OS default)", _int_range(-1, INT_MAX)),
+    # Rebootstrap (KIP-899, KIP-1102) and the bootstrap addresses (KIP-909), as Java's NetworkClient.
+    K("metadata.recovery.strategy", "enum", "rebootstrap", "rebootstrap: when no broker of the last metadata "
+      "can be reached, or a broker answers REBOOTSTRAP_REQUIRED, start again from bootstrap.servers; none: "
+      "keep trying the last known brokers", _choice("rebootstrap", "none")),
+    K("metadata.recovery.rebootstrap.trigger.ms", "int", 300000, "rebootstrap after this long without a "
+      "connection to any broker of the last metadata (metadata.recovery.strategy=rebootstrap)", _int_range(0)),
+    K("client.dns.lookup", "enum", "use_all_dns_ips", "use_all_dns_ips: try each address a host name resolves "
+      "to in turn; resolve_canonical_bootstrap_servers_only: replace each bootstrap host by the canonical "
+      "names of its addresses (for Kerberos behind an alias), then as use_all_dns_ips",
+      _choice("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+    K("bootstrap.resolve.timeout.ms", "int", 0, "0: bootstrap.servers is resolved when the client is built, and "
+      "no resolvable host is a ConfigError there (Java's default)",
+      lambda key, v: int(_only("0", why="kafkajet resolves bootstrap.servers when the client is built (0); "
+                                         "Java's asynchronous resolution (an evolving feature) is not "
+                                         "supported")(key, v)), not_read="only 0 (Java's default) is taken: bootstrap.servers is resolved when the client is built"),
+    K("metadata.cluster.check.enable", "bool", True, "send the cluster id and node id the client expects in "
+      "ApiVersions (v5, KIP-1242), so a 4.4 broker refuses a misrouted connection; ignored with "
+      "metadata.recovery.strategy=none and by older brokers", _bool),
     K("security.protocol", "enum", "PLAINTEXT", "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)",
       _security),
     K("ssl.ca.location", "str", None, "PEM file of CA certificates trusted in addition to the system store",
       _str),
     K("ssl.truststore.certificates", "str", None, "PEM text of CA certificates trusted in addition to the "
       "system store", _str),
+    # Java's names for PEM trust and key stores (KIP-651); JKS and PKCS12 stores are JVM formats.
+    K("ssl.truststore.type", "enum", "JKS", "PEM: ssl.truststore.location is a PEM file of CA certificates "
+      "(JKS, PKCS12: Java's key stores, which kafkajet cannot read; ssl.truststore.location is refused with them)",
+      _choice_upper("JKS", "PKCS12", "PEM"), not_read="only PEM is read, which the settings' check holds ssl.truststore.location to"),
+    K("ssl.truststore.location", "str", None, "with ssl.truststore.type=PEM: PEM file of CA certificates trusted "
+      "in addition to the system store (as ssl.ca.location)", _str),
+    K("ssl.keystore.type", "enum", "JKS", "PEM: ssl.keystore.location is a PEM file of the client certificate "
+      "chain and its private key (JKS, PKCS12: Java's key stores, which kafkajet cannot read)",
+      _choice_upper("JKS", "PKCS12", "PEM"), not_read="only PEM is read, which the settings' check holds ssl.keystore.location to"),
+    K("ssl.keystore.location", "str", None, "with ssl.keystore.type=PEM: PEM file of the client certificate "
+      "chain and its private key (mutual TLS; an encrypted key's password is ssl.key.password)", _str),
+    K("ssl.keystore.certificate.chain", "str", None, "PEM text of the client certificate chain (as "
+      "ssl.certificate.pem)", _str),
+    K("ssl.keystore.key", "str", None, "PEM text of the client's private key (as ssl.key.pem); secret", _str,
+      secret=True),
+    K("ssl.protocol", "enum", "TLSv1.3", "the highest TLS version (TLSv1.2 keeps to 1.2 even if "
+      "ssl.enabled.protocols names TLSv1.3)", lambda key, v: tls_versions(key, [v])[0]),
+    K("ssl.cipher.suites", "list", [], "empty: OpenSSL's default suites", _no_classes(
+      "Java's cipher suite names are not taken: kafkajet offers OpenSSL's default suites (TLS 1.2 and 1.3); "
+      "restrict versions with ssl.enabled.protocols"), not_read="only the empty list (Java's default) is taken: OpenSSL's default suites"),
+    K("ssl.keymanager.algorithm", "str", "SunX509", "a JVM key manager factory", _only(
+      "SunX509", "PKIX", "NewSunX509", why="a JVM key manager factory; kafkajet's client certificate is "
+      "OpenSSL's (ssl.keystore.location)"), not_read="OpenSSL presents the client certificate"),
+    K("ssl.trustmanager.algorithm", "str", "PKIX", "a JVM trust manager factory", _only(
+      "PKIX", "SunX509", why="a JVM trust manager factory; OpenSSL verifies the broker's chain "
+      "(ssl.truststore.location)"), not_read="OpenSSL verifies the broker's certificate chain"),
     K("ssl.endpoint.identification.algorithm", "str", "https",
       "https: verify the broker's host name against its certificate; empty: do not (a warning is logged)",
       _endpoint_identification),
@@ -159,6 +223,48 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
       "added to the renewal time", _float_range(0.0, 0.25)),
     K("sasl.kerberos.min.time.before.relogin", "int", 60000, "GSSAPI: least time (ms) between two logins",
       _int_range(0)),
+    K("sasl.kerberos.kinit.cmd", "str", "/usr/bin/kinit", "GSSAPI: Java's kinit command for renewing a "
+      "ticket-cache login", _str, not_read="kafkajet logs in again from the keytab; a ticket cache is renewed by "
+      "whoever ran kinit"),
+    K("sasl.login.callback.handler.class", "str", None, "Java's login callback handler: "
+      "OAuthBearerLoginCallbackHandler (the OIDC token endpoint) or aws-msk-iam-auth's IAMClientCallbackHandler",
+      _only(*JAVA_LOGIN_HANDLERS, why="a JVM class; kafkajet takes sasl.oauthbearer.token.provider (a Python "
+            "callable) or sasl.oauthbearer.method=oidc / aws_msk_iam"),
+      not_read="sasl.oauthbearer.token.endpoint.url or the IAMLoginModule of sasl.jaas.config choose the same"),
+    K("sasl.client.callback.handler.class", "str", None, "Java's SASL client callback handler",
+      _only(*JAVA_CLIENT_HANDLERS, why="a JVM class; credentials come from sasl.jaas.config or "
+            "sasl.username/sasl.password"), not_read="aws-msk-iam-auth's handler: the IAMLoginModule of "
+      "sasl.jaas.config chooses the same"),
+    K("sasl.oauthbearer.jwt.retriever.class", "str", "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+      "Java's token retriever", _only(*JAVA_JWT_RETRIEVERS, why="a JVM class; kafkajet fetches tokens as "
+      "sasl.oauthbearer.grant.type and sasl.oauthbearer.assertion.* say"),
+      not_read="sasl.oauthbearer.grant.type and sasl.oauthbearer.assertion.file choose the same"),
+    K("sasl.oauthbearer.header.urlencode", "bool", False, "OIDC: URL-encode the client id and secret in the "
+      "Authorization header (RFC 6749 2.3.1)", _bool),
+    *(K(name, kind, value, f"Java: {what}", check, not_read="the broker validates the token; a client (Java's "
+        "too) sends the token its identity provider gave") for name, kind, value, what, check in (
+        ("sasl.oauthbearer.jwt.validator.class", "str",
+         "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", "the token validator class",
+         _only("org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+               "org.apache.kafka.common.security.oauthbearer.ClientJwtValidator",
+               why="a JVM class; kafkajet does not validate its own tokens")),
+        ("sasl.oauthbearer.allow.unverified.audience", "bool", False, "accept a token without an audience",
+         _bool),
+        ("sasl.oauthbearer.allow.unverified.issuer", "bool", False, "accept a token without an issuer", _bool),
+        ("sasl.oauthbearer.clock.skew.seconds", "int", 30, "clock skew allowed when validating a token",
+         _int_range(0, INT_MAX)),
+        ("sasl.oauthbearer.expected.audience", "list", [], "the audiences a token must name", _list),
+        ("sasl.oauthbearer.expected.issuer", "str", None, "the issuer a token must name", _str),
+        ("sasl.oauthbearer.jwks.endpoint.url", "str", None, "where the validating keys are", _str),
+        ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "int", 3600000, "how often the keys are fetched",
+         _int_range(0)),
+        ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "int", 100, "first wait before refetching the keys",
+         _int_range(0)),
+        ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "int", 10000, "largest wait before refetching "
+         "the keys", _int_range(0)),
+        ("sasl.oauthbearer.scope.claim.name", "str", "scope", "the claim holding the token's scope", _str),
+        ("sasl.oauthbearer.sub.claim.name", "str", "sub", "the claim holding the token's subject", _str),
+    )),
     K("sasl.login.refresh.window.factor", "float", 0.8, "a fetched token is refreshed at this fraction of its "
       "lifetime", _float_range(0.5, 1.0)),
     K("sasl.login.refresh.window.jitter", "float", 0.05, "random fraction of the lifetime added to the refresh "
@@ -171,6 +277,22 @@ COMMON_CONFIG: tuple[ConfigKey, ...] = (
       _int_range(0)),
     K("sasl.login.retry.backoff.max.ms", "int", 10000, "how long a token fetch is retried (doubling waits)",
       _int_range(0)),
+    # Metrics (Java's CommonClientConfigs): what the registry and its reporters are.
+    K("metric.reporters", "list", [JMX_REPORTER], "Java's metric reporter classes", _only_list(
+      JMX_REPORTER, why="a JVM class; read producer.metrics() (or opentelemetry.enable for OpenTelemetry)"),
+      not_read="there is no JMX in Python: producer.metrics() gives the same names"),
+    K("metrics.num.samples", "int", 2, "samples a windowed rate is computed over", _int_range(1, INT_MAX),
+      not_read="rates are over Java's default windows: 2 samples of 30 s"),
+    K("metrics.sample.window.ms", "int", 30000, "the window of one sample", _int_range(0),
+      not_read="rates are over Java's default windows: 2 samples of 30 s"),
+    K("metrics.recording.level", "enum", "INFO", "INFO, DEBUG or TRACE",
+      lambda key, v: _choice("info", "debug", "trace")(key, v).upper(),
+      not_read="every metric kafkajet has is recorded"),
+    K("enable.metrics.push", "bool", True, "push client metrics to a broker that subscribes to them (KIP-714)",
+      _bool, not_read="only the producer pushes client metrics (its own key below)"),
+    K("config.providers", "list", [], "Java's ConfigProvider aliases", _no_classes(
+      "JVM ConfigProvider classes are not taken: resolve ${provider:path:key} values before giving them to the "
+      "client (os.environ, a secrets manager's SDK)"), not_read="only the empty list (Java's default) is taken"),
     K("sasl.login.connect.timeout.ms", "int", 10000, "OIDC: connect timeout of a token request", _int_range(1)),
     K("sasl.login.read.timeout.ms", "int", 10000, "OIDC: read timeout of a token request", _int_range(1)),
 )
@@ -184,7 +306,7 @@ def _not_read(keys: tuple[ConfigKey, ...], why: Mapping[str, str]) -> tuple[Conf
     return tuple(dataclasses.replace(k, not_read=why[k.name]) if k.name in why else k for k in keys)
 
 
-PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
+PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(tuple(k for k in COMMON_CONFIG if k.name != "enable.metrics.push"), {
     "default.api.timeout.ms": "send() waits up to max.block.ms; flush() and close() take their own timeout",
 }) + (
     K("acks", "enum", -1, "acknowledgements required: all (-1), 1 (leader only) or 0 (none)", _acks),
@@ -235,7 +357,20 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
       "client.rack when any is available (KIP-1123), else to all", _bool),
     K("client.rack", "str", None, "the rack (availability zone) this client runs in, for partitioner.rack.aware",
       _str),
+    K("partitioner.class", "str", None, "Java's partitioner class: empty (the built-in one) or "
+      "org.apache.kafka.clients.producer.RoundRobinPartitioner (as partitioner=round_robin)",
+      _only(*JAVA_PARTITIONERS, why="a JVM class; give partitioner= a Python callable or default / "
+            "round_robin / random"), not_read='RoundRobinPartitioner is turned into partitioner=round_robin when the settings are parsed'),
     K("interceptors", "list", None, "objects with on_send, on_acknowledgement and close", _interceptors),
+    K("interceptor.classes", "list", [], "Java's interceptor classes: empty", _no_classes(
+      "JVM classes are not taken: give interceptors= objects with on_send, on_acknowledgement and close"), not_read="only the empty list (Java's default) is taken"),
+    K("buffer.memory.allocation.strategy", "enum", "full", "full: a batch takes batch.size of buffer.memory "
+      "when it is created", _only("full", why="kafkajet reserves batch.size for each batch when it is "
+                                  "created (full); Java's incremental allocation is not supported"), not_read="only full (Java's default) is taken, which is what the buffer pool does"),
+    K("transaction.two.phase.commit.enable", "bool", False, "false: transactions end by commit or abort "
+      "within transaction.timeout.ms", lambda key, v: _bool(key, _only(
+          "false", why="two-phase commit with an external transaction manager (KIP-939) is not supported: "
+          "a transaction ends by commit_transaction() or abort_transaction()")(key, v)), not_read="only false (Java's default) is taken"),
     K("allow.auto.create.topics", "bool", True, "let the broker create a topic on first use", _bool),
     K("transactional.id", "str", None, "enables transactions (init_transactions, begin/commit/abort); implies "
       "idempotence. Producers with the same id fence each other", _transactional_id),
@@ -245,6 +380,21 @@ PRODUCER_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, {
       "trace context in the record headers, and the messaging metrics; needs pip install 'kafkajet[otel]'",
       _bool),
 )
+# Java 4.4 keys kafkajet does not take, whatever the value, with why and what to use instead. Every key of
+# Java's ProducerConfig is in the producer's table or here (tests/unit/test_java_producer_keys.py, against
+# tests/unit/data/java-producer-keys-4.4.0.tsv, which tools/JavaConfigKeys.java prints from the jar).
+REFUSED: dict[str, str] = {
+    "security.providers": "JVM security provider classes; TLS here is OpenSSL's (the ssl.* keys)",
+    "ssl.engine.factory.class": "a JVM SSLEngine factory; the TLS context is built from the ssl.* keys",
+    "ssl.provider": "a JVM security provider; TLS here is OpenSSL's",
+    "ssl.secure.random.implementation": "a JVM SecureRandom; OpenSSL seeds its own from the OS",
+    "ssl.keystore.password": "it opens a JKS or PKCS12 key store, which kafkajet cannot read: convert it to PEM "
+                             "(ssl.keystore.type=PEM; an encrypted key's password is ssl.key.password)",
+    "ssl.truststore.password": "it opens a JKS or PKCS12 trust store, which kafkajet cannot read: convert it to "
+                               "PEM (ssl.truststore.type=PEM, which needs no password)",
+    "sasl.login.class": "a JVM Login class; kafkajet logs in as sasl.mechanism and sasl.jaas.config say",
+}
+
 # The admin and fetch clients take the common keys, so one dict of settings serves every client; they send
 # single requests over blocking connections, so the producer's connection tuning means nothing to them.
 _BLOCKING_CONNECTIONS = {
@@ -257,6 +407,10 @@ _BLOCKING_CONNECTIONS = {
     "socket.connection.setup.timeout.max.ms": "a connection attempt is bounded by request.timeout.ms",
     "send.buffer.bytes": "the OS default",
     "receive.buffer.bytes": "the OS default",
+    "metadata.recovery.strategy": "every call tries the brokers it knows, then bootstrap.servers (as rebootstrap)",
+    "metadata.recovery.rebootstrap.trigger.ms": "every call tries the brokers it knows, then bootstrap.servers, "
+                                                "within its own deadline",
+    "metadata.cluster.check.enable": "connections are blocking ones, which send ApiVersions without the cluster id",
 }
 ADMIN_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS)
 FETCH_CONFIG: tuple[ConfigKey, ...] = _not_read(COMMON_CONFIG, _BLOCKING_CONNECTIONS) + (
@@ -358,6 +512,9 @@ LIBRDKAFKA_NAMES: dict[str, tuple[str, str]] = {
 
 
 def _unknown(table: ClientTable, key: str, snake: bool) -> ConfigError:
+    dotted = key.replace("_", ".") if snake else key
+    if dotted in REFUSED:
+        return ConfigError(f"{dotted} is not supported: {REFUSED[dotted]}")
     names = list(table.by_snake) if snake else list(table.by_name)
     librdkafka = LIBRDKAFKA_NAMES.get(key.replace("_", ".") if snake else key)
     if librdkafka is not None and librdkafka[0] in table.by_name:
@@ -424,6 +581,7 @@ def parse_client_config(table: ClientTable, config: Mapping[str, Any] | str | No
     raw = _collect(table, config, kwargs)
     values = _values(table, raw)
     explicit = frozenset(raw)
+    check_java_stores(values, explicit)
     check_security(values, explicit)
     return ClientConfig(values, explicit)
 
@@ -433,6 +591,7 @@ def parse_producer_config(config: Mapping[str, Any] | str | None = None, /, **kw
     values = _values(PRODUCER, raw)
     explicit = frozenset(raw)
     _cross_check(values, explicit)
+    check_java_stores(values, explicit)
     check_security(values, explicit)
     return ProducerConfig(values, explicit)
 
@@ -453,12 +612,17 @@ def security_config(config: Mapping[str, Any]) -> ClientConfig:
         k = BY_NAME[name]
         values[name] = _validate(k, raw[name]) if raw.get(name) is not None else k.default
     explicit = frozenset(raw)
+    check_java_stores(values, explicit)
     check_security(values, explicit)
     return ClientConfig(values, explicit)  # its repr hides the secrets
 
 
 
 def _cross_check(values: dict[str, Any], explicit: frozenset[str]) -> None:
+    if values["partitioner.class"] is not None:
+        if "partitioner" in explicit:
+            raise ConfigError("set either partitioner or partitioner.class (Java's name), not both")
+        values["partitioner"] = "round_robin"  # the one Java class taken (JAVA_PARTITIONERS)
     need = values["linger.ms"] + values["request.timeout.ms"]
     if values["delivery.timeout.ms"] < need:
         raise ConfigError(

@@ -145,3 +145,55 @@ def _validate(k: ConfigKey, value: Any) -> Any:
         if repr(value) in msg or (isinstance(value, str) and value and value in msg):
             msg = f"{k.name}: invalid value of type {type(value).__name__} (not shown: it is a secret)"
         raise ConfigError(msg) from None
+
+
+def _only(*allowed: str, why: str) -> Callable[[str, Any], Any]:
+    """A Java key of which kafkajet has one behaviour (or a few): those values are taken (compared without
+    case), any other is refused with `why`, which says what to use instead."""
+    by_lower = {a.lower(): a for a in allowed}
+
+    def check(key: str, v: Any) -> Any:
+        if isinstance(v, bool):
+            v = str(v).lower()
+        s = str(v).strip()
+        if s.lower() not in by_lower:
+            raise ConfigError(f"{key}={s}: {why}")
+        return by_lower[s.lower()]
+
+    return check
+
+
+def _no_classes(why: str) -> Callable[[str, Any], Any]:
+    """A Java list of class names (interceptor.classes, config.providers): empty is taken, as Java's default;
+    a class is refused with `why`."""
+
+    def check(key: str, v: Any) -> list[str]:
+        items = [x.strip() for x in (v.split(",") if isinstance(v, str) else list(v)) if str(x).strip()]
+        if items:
+            raise ConfigError(f"{key}={', '.join(map(str, items))}: {why}")
+        return []
+
+    return check
+
+
+def _choice_upper(*options: str) -> Callable[[str, Any], Any]:
+    """An enum Java spells in capitals (ssl.truststore.type=PEM), taken in any case."""
+    inner = _choice(*(o.lower() for o in options))
+    return lambda key, v: inner(key, v).upper()
+
+
+def _list(key: str, v: Any) -> list[str]:
+    return [x.strip() for x in (v.split(",") if isinstance(v, str) else list(v)) if str(x).strip()]
+
+
+def _only_list(*allowed: str, why: str) -> Callable[[str, Any], Any]:
+    """A Java list of class names of which kafkajet has the behaviour of `allowed` (or of none)."""
+
+    def check(key: str, v: Any) -> list[str]:
+        items = _list(key, v)
+        other = [x for x in items if x not in allowed]
+        if other:
+            raise ConfigError(f"{key}={', '.join(other)}: {why}")
+        return items
+
+    return check

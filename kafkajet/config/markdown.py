@@ -3,7 +3,7 @@ holds the producer's (`python -m kafkajet.config`)."""
 
 from __future__ import annotations
 
-from kafkajet.config.clients import BY_NAME, PRODUCER, ClientTable
+from kafkajet.config.clients import BY_NAME, PRODUCER, REFUSED, ClientTable
 
 # Java's name for each key that is not the Java clients' own (librdkafka's, or kafkajet's): the settings page
 # shows it, so a user coming from Java finds the key, and one coming from librdkafka sees which name is whose.
@@ -77,6 +77,22 @@ and fetch clients' (the same shared keys; [Admin and reading back](admin.md)).
 """
 
 
+REFUSED_HEAD = """
+## Java's keys kafkajet refuses
+
+Every other key of the Java 4.4 producer is in the table above (a JVM-only value of one, such as a class
+name in `interceptor.classes` or a JKS store, is refused with what to use instead). These are refused
+whatever their value, with this reason:
+
+"""
+
+
+def refused_markdown() -> str:
+    lines = ["| key | why, and what to use instead |", "| --- | --- |"]
+    lines += [f"| `{name}` | {why} |" for name, why in sorted(REFUSED.items())]
+    return "\n".join(lines)
+
+
 def settings_page() -> str:
-    """docs/settings.md: the producer's settings reference."""
-    return SETTINGS_PAGE_HEAD + config_markdown(PRODUCER) + "\n"
+    """docs/settings.md: the producer's settings reference, and the Java keys it refuses."""
+    return SETTINGS_PAGE_HEAD + config_markdown(PRODUCER) + "\n" + REFUSED_HEAD + refused_markdown() + "\n"

@@ -64,12 +64,18 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
     if ignored:
         log.warning("%s ignored: security.protocol is %s", ", ".join(ignored), protocol)
     if uses_tls:
-        for file_key, pem_key in (("ssl.certificate.location", "ssl.certificate.pem"),
-                                  ("ssl.key.location", "ssl.key.pem")):
-            if values[file_key] is not None and values[pem_key] is not None:
-                raise ConfigError(f"set either {file_key} or {pem_key}, not both")
-        has_cert = values["ssl.certificate.location"] is not None or values["ssl.certificate.pem"] is not None
-        has_key = values["ssl.key.location"] is not None or values["ssl.key.pem"] is not None
+        cert_keys = ("ssl.certificate.location", "ssl.certificate.pem", "ssl.keystore.location",
+                     "ssl.keystore.certificate.chain")
+        key_keys = ("ssl.key.location", "ssl.key.pem", "ssl.keystore.key")
+        for keys in (cert_keys, key_keys):
+            both = [k for k in keys if values.get(k) is not None]
+            if len(both) == 2:
+                raise ConfigError(f"set either {both[0]} or {both[1]}, not both")
+            if len(both) > 2:
+                raise ConfigError(f"set one of {', '.join(both)}, not several")
+        # A Java PEM key store has the key in the file with the chain.
+        has_cert = any(values.get(k) is not None for k in cert_keys)
+        has_key = any(values.get(k) is not None for k in key_keys)
         if has_key and not has_cert:
             raise ConfigError("a client private key (ssl.key.location / ssl.key.pem) needs its certificate: "
                               "set ssl.certificate.location or ssl.certificate.pem")
@@ -80,3 +86,18 @@ def check_security(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
         raise ConfigError(f"security.protocol={protocol} needs sasl.mechanism "
                           f"({', '.join(SASL_MECHANISMS)})")
     SASL[mechanism].check(mechanism, values)
+
+
+def check_java_stores(values: Mapping[str, Any], explicit: frozenset[str]) -> None:
+    """Java's PEM stores (KIP-651): a JKS or PKCS12 store is refused, naming the conversion; a store given under
+    Java's name and kafkajet's (librdkafka's) at once is refused too. security/tls.py reads either name."""
+    for store in ("truststore", "keystore"):
+        location, kind = f"ssl.{store}.location", f"ssl.{store}.type"
+        if values.get(location) is not None and values[kind] != "PEM":
+            default = "" if kind in explicit else f" (Java's default when {kind} is not set)"
+            raise ConfigError(
+                f"{location}: a {values[kind]} {store}{default} is a JVM format kafkajet cannot read; convert it "
+                f"to PEM and set {kind}=PEM (keytool -importkeystore -deststoretype PKCS12, then openssl pkcs12 "
+                "-nodes)")
+    if values.get("ssl.truststore.location") is not None and values.get("ssl.ca.location") is not None:
+        raise ConfigError("set either ssl.truststore.location (Java's name) or ssl.ca.location, not both")

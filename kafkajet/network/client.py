@@ -25,6 +25,13 @@ then to READY. Nothing in flight is lost and responses never interleave with the
 Quotas (KIP-219): an answer naming a throttle time, at a version from which the client waits it out
 (throttle.py), mutes its node until then, as Java's ClusterConnectionStates.throttle: the node is not ready,
 takes no request and is not the least loaded; poll_delay() says how long the wait is.
+
+Rebootstrap (KIP-899, KIP-1102), with metadata.recovery.strategy=rebootstrap as Java's NetworkClient: the
+bootstrap list is used again when every broker of the last metadata is backing off after a failure, when
+none of them has been ready for metadata.recovery.rebootstrap.trigger.ms while a node was wanted (a broker
+that accepts connections and never answers holds no backoff), or when a broker answers REBOOTSTRAP_REQUIRED
+(rebootstrap()). The known brokers stay known: the next metadata answer replaces them. With
+metadata.recovery.strategy=none the bootstrap list serves only until the first metadata answer.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from kafkajet.errors import (
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
+    RebootstrapRequiredError,
     RequestTimedOutError,
 )
 from kafkajet.network.connection import DEFAULT_MAX_RESPONSE_SIZE, InFlightRequest, NotKafkaError
@@ -78,6 +86,9 @@ class NetworkClient:
         receive_buffer_bytes: int = -1,
         max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
         security: ConnectionSecurity | None = None,
+        metadata_recovery_strategy: str = "rebootstrap",
+        rebootstrap_trigger_ms: float = 300000,
+        metadata_cluster_check: bool = True,
     ) -> None:
         if max_in_flight_requests_per_connection < 1:
             raise ValueError("max_in_flight_requests_per_connection must be at least 1")
@@ -106,6 +117,18 @@ class NetworkClient:
         self._features = NO_FEATURES
         self._correlation_id = 0
         self._closed = False
+        self._rebootstrap = metadata_recovery_strategy == "rebootstrap"
+        self._rebootstrap_trigger_ms = float(rebootstrap_trigger_ms)
+        # Since when a node has been wanted and no broker of the last metadata was ready (None: one is).
+        self._known_unready_since: float | None = None
+        # Rebootstrapping: nodes are taken from the bootstrap list until the next metadata names brokers.
+        self._rebootstrapping = False
+        # As Java: the cluster check is part of rebootstrapping, and off without it.
+        self._cluster_check = metadata_cluster_check and self._rebootstrap
+        self._cluster_id: str | None = None
+        # Nodes that closed the connection on an ApiVersions carrying the cluster id (Tansu takes v5 but not a
+        # cluster id in it): they are asked without it from then on, quietly, as brokers without v5 are.
+        self._no_cluster_check: set[int] = set()
         # The latest `now` a caller gave us: calls without one (set_nodes, disconnect, close) stay on the
         # caller's clock, which may be a test's fake one.
         self._last_now: float | None = None
@@ -123,9 +146,14 @@ class NetworkClient:
             self._nodes[next_id] = self._new_node(next_id, host, port, bootstrap=True)
             next_id -= 1
 
-    def set_nodes(self, nodes: Mapping[int, tuple[str, int]]) -> None:
-        """Adopt the brokers from a metadata response; connections to vanished or moved nodes are closed."""
+    def set_nodes(self, nodes: Mapping[int, tuple[str, int]], cluster_id: str | None = None) -> None:
+        """Adopt the brokers from a metadata response; connections to vanished or moved nodes are closed.
+        `cluster_id` (the response's) is what connections to them expect from then on (KIP-1242)."""
         now = self._now()
+        if nodes:
+            self._rebootstrapping = False
+            self._known_unready_since = None
+            self._cluster_id = cluster_id
         for node_id, (host, port) in nodes.items():
             if node_id < 0:
                 continue
@@ -273,13 +301,34 @@ class NetworkClient:
         """
         known = [n for n in self._nodes.values() if not n.bootstrap]
         bootstrap = [n for n in self._nodes.values() if n.bootstrap]
-        if known:
+        if known and self._rebootstrap and not self._rebootstrapping and self._trigger_due(known, now):
+            self.rebootstrap(f"no broker of the last metadata ready for "
+                             f"{self._rebootstrap_trigger_ms:.0f} ms (metadata.recovery.rebootstrap.trigger.ms)")
+        if known and not self._rebootstrapping:
             found = self._least_loaded(known, now)
             if found is None and any(self._throttled(n, now) for n in known):
                 return None  # a quota's wait, not a failure: the bootstrap list would only dodge the quota
-            # Every known broker failed: go back to the bootstrap list (Java's rebootstrap).
-            return found if found is not None else self._least_loaded(bootstrap, now)
+            if found is not None or not self._rebootstrap:
+                return found
+            # Every known broker failed and is backing off: go back to the bootstrap list (Java's
+            # rebootstrap when no node is available or ready), quietly: this is routine after a restart.
         return self._least_loaded(bootstrap, now)
+
+    def rebootstrap(self, why: str) -> None:
+        """Take nodes from bootstrap.servers until the next metadata names the brokers (REBOOTSTRAP_REQUIRED,
+        or the trigger); nothing happens with metadata.recovery.strategy=none."""
+        if not self._rebootstrap or self._rebootstrapping:
+            return
+        log.info("rebootstrapping from bootstrap.servers: %s", why)
+        self._rebootstrapping = True
+
+    def _trigger_due(self, known: Sequence[BrokerConnection], now: float) -> bool:
+        if any(n.state is ConnectionState.READY for n in known):
+            self._known_unready_since = None
+            return False
+        if self._known_unready_since is None:
+            self._known_unready_since = now
+        return now - self._known_unready_since >= self._rebootstrap_trigger_ms
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         if node_id is not None:
@@ -418,6 +467,10 @@ class NetworkClient:
     # --- I/O --------------------------------------------------------------------------------------
 
     def _connect(self, node: BrokerConnection, now: float) -> None:
+        # Java's rule: the check for nodes the metadata named, once a cluster id is known.
+        check = (self._cluster_check and not node.bootstrap and self._cluster_id is not None
+                 and node.node_id not in self._no_cluster_check)
+        node.setup.cluster_check = (self._cluster_id, node.node_id) if check and self._cluster_id else None
         error = node.connect(now, self._setup_timeout.backoff(node.failed_connects))
         if node.sock is None:
             assert error is not None
@@ -441,6 +494,8 @@ class NetworkClient:
         error = node.read(now, self._pending)
         if error is not None:
             self._close(node, now, error, failure=True)
+        elif not node.bootstrap:
+            self._known_unready_since = None  # a broker of the last metadata answers
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -534,6 +589,19 @@ class NetworkClient:
         node.reauth_started_ms = None
         if error is not None:
             self._server_disconnects += 1
+        if (was is ConnectionState.API_VERSIONS and node.setup.cluster_check is not None and error is not None
+                and not isinstance(error.__cause__, RebootstrapRequiredError)):
+            log.debug("%s closed the connection on ApiVersions with the cluster check; asking without it",
+                      node.describe())
+            self._no_cluster_check.add(node.node_id)
+        if error is not None and isinstance(error.__cause__, RebootstrapRequiredError) and self._rebootstrap:
+            # The broker at this address is not the node the metadata named (KIP-1242): the whole view of the
+            # cluster is suspect, so every connection to it goes and the bootstrap list is asked again.
+            for other in self._nodes.values():
+                if not other.bootstrap and other is not node and other.sock is not None:
+                    self._close(other, now, KafkaConnectionError(f"closing {other.describe()} to rebootstrap"),
+                                failure=False)
+            self.rebootstrap(f"cluster metadata mismatch for cluster {self._cluster_id} and {node.describe()}")
         node.failed_attempts += 1
         if error is not None:
             node.last_error = error

@@ -25,7 +25,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kafkajet.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolError
+from kafkajet.errors import (
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    ProtocolError,
+    RebootstrapRequiredError,
+)
 from kafkajet.network.connection import CorruptStreamError
 from kafkajet.network.sasl_exchange import SaslExchange
 from kafkajet.network.versions import (
@@ -104,7 +110,8 @@ class SetupMachine:
     reconnections: `connecting()` starts a new attempt, `reset()` ends one."""
 
     __slots__ = ("broker", "host", "security", "_rng", "state", "setup_deadline_ms", "setup_timeout_ms",
-                 "api_versions", "features", "reauth_at_ms", "reauth_due", "_api_versions_attempts", "_sasl")
+                 "api_versions", "features", "reauth_at_ms", "reauth_due", "_api_versions_attempts", "_sasl",
+                 "cluster_check")
 
     def __init__(self, broker: str, host: str, security: ConnectionSecurity, rng: random.Random | None = None) -> None:
         self.broker = broker
@@ -120,6 +127,9 @@ class SetupMachine:
         self.reauth_due = False
         self._api_versions_attempts = 0
         self._sasl: SaslExchange | None = None
+        # (cluster id, node id) this connection must reach, sent in ApiVersions v5 so that a 4.4 broker refuses
+        # a misrouted connection with REBOOTSTRAP_REQUIRED (KIP-1242); None: no check (bootstrap connections).
+        self.cluster_check: tuple[str, int] | None = None
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -201,14 +211,18 @@ class SetupMachine:
         self.state = ConnectionState.API_VERSIONS
         self._api_versions_attempts += 1
         return SendRequest(ApiKey.API_VERSIONS, max_api_versions_version() if version is None else version,
-                           api_versions_request_body())
+                           api_versions_request_body(self.cluster_check))
 
     def _on_api_versions(self, version: int, payload: bytes) -> SendRequest | None:
         try:
             outcome = handle_api_versions_response(payload, version)
         except Exception as e:  # also a decoder bug: it must not escape into the caller's thread
             error: KafkaError
-            if isinstance(e, KafkaError) and not isinstance(e, ProtocolError):
+            if isinstance(e, RebootstrapRequiredError) and self.cluster_check is not None:
+                cluster_id, node_id = self.cluster_check
+                error = KafkaConnectionError(f"{self.broker} is not node {node_id} of cluster {cluster_id} "
+                                             "(REBOOTSTRAP_REQUIRED: the address now serves another broker)")
+            elif isinstance(e, KafkaError) and not isinstance(e, ProtocolError):
                 error = KafkaConnectionError(f"ApiVersions with {self.broker} failed: {e}")
             else:
                 error = CorruptStreamError(f"bad ApiVersions response from {self.broker}: {e}")

@@ -59,8 +59,13 @@ def max_api_versions_version() -> int:
     return SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
 
 
-def api_versions_request_body() -> dict[str, Any]:
-    return {"client_software_name": CLIENT_SOFTWARE_NAME, "client_software_version": __version__}
+def api_versions_request_body(cluster_check: tuple[str, int] | None = None) -> dict[str, Any]:
+    """ApiVersions' body; from v5 the cluster id and node id the client expects, which a 4.4 broker checks
+    (KIP-1242; none, -1: no check). Earlier versions leave the two fields out, so one body serves the retry
+    at a lower version a broker without v5 (Tansu) asks for."""
+    cluster_id, node_id = cluster_check if cluster_check is not None else (None, -1)
+    return {"client_software_name": CLIENT_SOFTWARE_NAME, "client_software_version": __version__,
+            "cluster_id": cluster_id, "node_id": node_id}
 
 
 @dataclass(slots=True)

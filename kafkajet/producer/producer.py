@@ -126,7 +126,7 @@ class Producer:
 
     def __init__(self, config: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> None:
         cfg = parse_producer_config(config, **kwargs)
-        check_resolvable(cfg["bootstrap.servers"])
+        self._bootstrap = check_resolvable(cfg["bootstrap.servers"], cfg["client.dns.lookup"])
         if log.isEnabledFor(logging.DEBUG):  # describe_build() imports and inspects every compiled module
             log.debug("kafkajet %s, %s", __version__, describe_build())
         if cfg["opentelemetry.enable"]:
@@ -280,8 +280,11 @@ class Producer:
             socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
             send_buffer_bytes=cfg["send.buffer.bytes"],
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
+            rebootstrap_trigger_ms=cfg["metadata.recovery.rebootstrap.trigger.ms"],
+            metadata_cluster_check=cfg["metadata.cluster.check.enable"],
         )
-        client.add_bootstrap(cfg["bootstrap.servers"])
+        client.add_bootstrap(self._bootstrap)
         return client
 
     def _make_sender(self, cfg: ProducerConfig) -> Sender:

@@ -27,6 +27,7 @@ from kafkajet.errors import (
     MessageTooLargeError,
     NotLeaderOrFollowerError,
     ProducerClosedError,
+    RebootstrapRequiredError,
     RecordListTooLargeError,
     TransactionAbortedError,
     make_error,
@@ -422,12 +423,17 @@ class Sender:
         if response.error is not None or response.body is None:
             self.metadata.failed(response.error or KafkaConnectionError("empty metadata response"), now)
             return
+        if response.body.get("error_code") == RebootstrapRequiredError.code:
+            # KIP-1102: the top-level error of Metadata v13+: this broker's view is not ours to adopt.
+            self.client.rebootstrap(f"node {response.node_id} answered Metadata with REBOOTSTRAP_REQUIRED")
+            self.metadata.failed(RebootstrapRequiredError("the broker asked the client to rebootstrap"), now)
+            return
         top_error = make_error(response.body.get("error_code", NO_ERROR), "Metadata request refused")
-        if top_error is not None:  # v13+: the whole answer refused (e.g. REBOOTSTRAP_REQUIRED)
+        if top_error is not None:  # v13+: the whole answer refused
             self.metadata.failed(top_error, now)
             return
         cluster = Cluster.from_metadata_response(response.body)
-        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()})
+        self.client.set_nodes({n.node_id: (n.host, n.port) for n in cluster.nodes.values()}, cluster.cluster_id)
         self.metadata.update(cluster, now, reliable_epochs=response.api_version >= RELIABLE_EPOCHS_FROM_VERSION)
 
     def _handle_init_pid(self, response: ClientResponse) -> None:

@@ -314,10 +314,12 @@ SCHEMAS: dict[int, dict[str, Any]] = {
             {'name': 'mechanisms', 'type': '[]string', 'versions': '0+'},
         ]},
     },
-    18: {'name': 'ApiVersions', 'versions': (0, 4),
+    18: {'name': 'ApiVersions', 'versions': (0, 5),
         'request': {'flexible': '3+', 'fields': [
             {'name': 'client_software_name', 'type': 'string', 'versions': '3+'},
             {'name': 'client_software_version', 'type': 'string', 'versions': '3+'},
+            {'name': 'cluster_id', 'type': 'string', 'versions': '5+', 'nullable': '5+'},
+            {'name': 'node_id', 'type': 'int32', 'versions': '5+'},
         ]},
         'response': {'flexible': '3+', 'fields': [
             {'name': 'error_code', 'type': 'int16', 'versions': '0+'},

@@ -71,7 +71,8 @@ def connection_security(cfg: Mapping[str, Any]) -> ConnectionSecurity:
         elif mechanism == "OAUTHBEARER":
             # The user's provider is called at construction too, as Java's login callback handler is.
             OAuthBearerClient(user_provider).login()
-    has_cert = bool(cfg.get("ssl.certificate.location") or cfg.get("ssl.certificate.pem"))
+    has_cert = any(cfg.get(k) for k in ("ssl.certificate.location", "ssl.certificate.pem", "ssl.keystore.location",
+                                        "ssl.keystore.certificate.chain"))
     return ConnectionSecurity(protocol, context, factory, mechanism, has_cert, token_source)
 
 

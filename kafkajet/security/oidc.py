@@ -196,11 +196,12 @@ class OidcTokenFetcher:
 
     def __init__(self, url: str, *, client_id: str | None, client_secret: str | None, scope: str | None,
                  assertion: Callable[[], str] | None, ssl_context: Any, timeout_s: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, urlencode: bool = False) -> None:
         self.url = url
         self.endpoint = redact_url(url)
         self._client_id = client_id
         self._secret = client_secret
+        self._urlencode = urlencode  # RFC 6749 2.3.1 (Java's sasl.oauthbearer.header.urlencode)
         self._scope = scope
         self._assertion = assertion
         self._ssl = ssl_context
@@ -226,7 +227,10 @@ class OidcTokenFetcher:
                                       retryable=False) from None
         else:
             form["grant_type"] = "client_credentials"
-            basic = base64.b64encode(f"{self._client_id}:{self._secret}".encode()).decode("ascii")
+            client_id, secret = self._client_id or "", self._secret or ""
+            if self._urlencode:
+                client_id, secret = urllib.parse.quote_plus(client_id), urllib.parse.quote_plus(secret)
+            basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode("ascii")
             headers["Authorization"] = f"Basic {basic}"
         if self._scope:
             form["scope"] = self._scope
@@ -351,7 +355,8 @@ def oidc_token_source(cfg: Mapping[str, Any], jaas: Mapping[str, str] | None = N
             raise ConfigError(f"https.ca.location / https.ca.pem: cannot load the CA certificates: {e}") from None
     timeout = max(int(config.setting(cfg, "sasl.login.connect.timeout.ms")), int(config.setting(cfg, "sasl.login.read.timeout.ms"))) / 1000
     fetcher = OidcTokenFetcher(url, client_id=client_id, client_secret=secret, scope=scope, assertion=assertion,
-                               ssl_context=ssl_context, timeout_s=timeout, clock=clock)
+                               ssl_context=ssl_context, timeout_s=timeout, clock=clock,
+                               urlencode=bool(config.setting(cfg, "sasl.oauthbearer.header.urlencode")))
     extensions = parse_extensions(cfg.get("sasl.oauthbearer.extensions"))
     for key, value in jaas.items():
         if key.startswith("extension_"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -28,18 +29,19 @@ def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     """An SSLContext for connecting to brokers; ConfigError naming the key when a file or PEM is unusable."""
     ctx = client_context()
     protocols = "ssl.enabled.protocols"
-    _set_versions(ctx, tls_versions(protocols, cfg.get(protocols) or default(protocols)))
-    ca_file = cfg.get("ssl.ca.location")
+    _set_versions(ctx, tls_versions(protocols, cfg.get(protocols) or default(protocols)),
+                  tls_versions("ssl.protocol", [setting(cfg, "ssl.protocol")])[0])
+    ca_key, ca_file = given(cfg, "ssl.ca.location", "ssl.truststore.location")
     if ca_file:
-        _check_file("ssl.ca.location", ca_file)
+        _check_file(ca_key, ca_file)
         try:
             ctx.load_verify_locations(cafile=ca_file)
         except ssl.SSLError as e:
-            raise ConfigError(f"ssl.ca.location: {ca_file} holds no usable PEM certificate ({_reason(e)})") from None
+            raise ConfigError(f"{ca_key}: {ca_file} holds no usable PEM certificate ({_reason(e)})") from None
     ca_text = cfg.get("ssl.truststore.certificates")
     if ca_text:
         try:
-            ctx.load_verify_locations(cadata=ca_text)
+            ctx.load_verify_locations(cadata=pem_lines(ca_text))
         except (ssl.SSLError, ValueError) as e:
             raise ConfigError(f"ssl.truststore.certificates holds no usable PEM certificate ({_reason(e)})") from None
     if setting(cfg, "ssl.endpoint.identification.algorithm") == "":
@@ -50,25 +52,41 @@ def build_ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
-def _set_versions(ctx: ssl.SSLContext, names: list[str]) -> None:
+def _set_versions(ctx: ssl.SSLContext, names: list[str], protocol: str) -> None:
     versions = sorted(_VERSIONS[n] for n in names)
     # A gap (none possible with two versions) would be bridged: OpenSSL only takes a range.
     ctx.minimum_version = max(versions[0], ssl.TLSVersion.TLSv1_2)
-    ctx.maximum_version = versions[-1]
+    # Java's ssl.protocol is the SSLContext's: TLSv1.2 keeps to 1.2 whatever ssl.enabled.protocols names.
+    highest = min(versions[-1], _VERSIONS[protocol])
+    if highest < ctx.minimum_version:
+        raise ConfigError(f"ssl.protocol={protocol} is below every version of ssl.enabled.protocols "
+                          f"({', '.join(names)})")
+    ctx.maximum_version = highest
+
+
+def given(cfg: Mapping[str, Any], ours: str, java: str) -> tuple[str, Any]:
+    """The key of the two, kafkajet's (librdkafka's) or Java's name for the same file or text, that is set
+    (the configuration refuses both), and its value."""
+    value = cfg.get(java)
+    return (java, value) if value is not None else (ours, cfg.get(ours))
 
 
 def _load_client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
-    cert_file, key_file = cfg.get("ssl.certificate.location"), cfg.get("ssl.key.location")
-    cert_pem, key_pem = cfg.get("ssl.certificate.pem"), cfg.get("ssl.key.pem")
+    # A Java PEM key store (ssl.keystore.location) holds the chain and the key in one file.
+    file_key, cert_file = given(cfg, "ssl.certificate.location", "ssl.keystore.location")
+    key_file = cfg.get("ssl.key.location")
+    pem_key, cert_pem = given(cfg, "ssl.certificate.pem", "ssl.keystore.certificate.chain")
+    key_pem_key, key_pem = given(cfg, "ssl.key.pem", "ssl.keystore.key")
+    cert_pem, key_pem = (None if t is None else pem_lines(t) for t in (cert_pem, key_pem))
     if not (cert_file or cert_pem):
         return
     if cert_file:
-        _check_file("ssl.certificate.location", cert_file)
+        _check_file(file_key, cert_file)
     if key_file:
         _check_file("ssl.key.location", key_file)
     password = cfg.get("ssl.key.password")
-    cert_key = "ssl.certificate.location" if cert_file else "ssl.certificate.pem"
-    key_key = "ssl.key.location" if key_file else "ssl.key.pem" if key_pem else cert_key
+    cert_key = file_key if cert_file else pem_key
+    key_key = "ssl.key.location" if key_file else key_pem_key if key_pem else cert_key
 
     def no_password() -> str:
         # Without this OpenSSL would prompt on the terminal for the pass phrase of an encrypted key.
@@ -90,6 +108,21 @@ def _load_client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> Non
                 what = _reason(e)
             raise ConfigError(f"cannot load the client certificate ({cert_key}) and its key ({key_key}): "
                               f"{what}") from None
+
+
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+
+
+def pem_lines(text: str) -> str:
+    """PEM text as OpenSSL reads it. A Java properties file continues a long value with a backslash at the end of
+    each line, which joins the lines into one: Java's PEM reader takes that, OpenSSL needs the line breaks back."""
+    if "\n" in text.strip():
+        return text
+    blocks = [(kind, "".join(body.split())) for kind, body in _PEM_BLOCK.findall(text)]
+    if not blocks:
+        return text  # OpenSSL names what is wrong with it
+    return "".join(f"-----BEGIN {kind}-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+                   + f"\n-----END {kind}-----\n" for kind, body in blocks)
 
 
 @contextmanager

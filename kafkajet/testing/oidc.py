@@ -90,6 +90,9 @@ class OidcProvider:
         # a JWT bearer request whose verified assertion lacks one of these is refused with 401.
         self.required_assertion_header: dict[str, Any] = {}
         self.required_assertion_claims: dict[str, Any] = {}
+        # RFC 6749 2.3.1: the client id and secret in the Basic header are form-encoded first. Providers that
+        # decode them refuse a raw secret with reserved characters (Java's sasl.oauthbearer.header.urlencode).
+        self.form_encoded_basic = False
         self.assertions: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (header, claims) of accepted ones
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -215,6 +218,8 @@ class OidcProvider:
             client_id, _, secret = base64.b64decode(authorization[6:]).decode().partition(":")
         except (ValueError, UnicodeDecodeError):
             return None
+        if self.form_encoded_basic:
+            client_id, secret = urllib.parse.unquote_plus(client_id), urllib.parse.unquote_plus(secret)
         return client_id if client_id in self.clients and self.clients[client_id] == secret else None
 
     def _assertion_subject(self, assertion: str) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kafkajet import AuthenticationError, KafkaError, Producer
+from kafkajet.cli.client_options import read_properties
 from kafkajet.errors import TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError
 from kafkajet.testing.apache_kafka import ApacheKafka, OAuthValidation, TlsFiles
 from kafkajet.testing.oidc import OidcProvider
@@ -27,6 +28,7 @@ from tests.helpers.tls_proxy import CertificateAuthority
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 REAUTH_MS = 4000
+TLS_CLIENT_DENIED = "forbidden-to-tls-client"  # denied to the client certificate's principal alone
 
 
 @dataclass
@@ -61,6 +63,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
                 kafka.add_acl(principal, operation="All", group="*")
             kafka.add_acl("User:alice", operation="Write", topic="forbidden", deny=True)
             kafka.add_acl("User:alice", operation="Write", transactional_id="forbidden-txn", deny=True)
+            kafka.add_acl("User:tls-client", operation="Write", topic=TLS_CLIENT_DENIED, deny=True)
             yield Secured(kafka, oidc, d / "ca.pem", *client)
 
 
@@ -114,6 +117,35 @@ def test_mutual_tls_principal_is_the_certificate(secured: Secured, topic_name: s
               "ssl.ca.location": str(secured.ca_file), "ssl.certificate.location": str(secured.client_cert),
               "ssl.key.location": str(secured.client_key)}
     _produce_and_read_back(secured, topic_name, config)
+
+
+@pytest.mark.parametrize("stores", ["files", "inline"])
+def test_a_java_producer_properties_file_with_pem_stores(secured: Secured, topic_name: str, tmp_path: Path,
+                                                         stores: str) -> None:
+    """Java's names for PEM stores (KIP-651), as a Java client's producer.properties has them: the trust store
+    verifies the broker, and the key store's certificate is the principal (User:tls-client, the one refused
+    TLS_CLIENT_DENIED; an anonymous client is not)."""
+    if stores == "files":
+        keystore = tmp_path / "keystore.pem"
+        keystore.write_text(secured.client_key.read_text() + secured.client_cert.read_text())
+        lines = [f"ssl.truststore.location={secured.ca_file}", f"ssl.keystore.location={keystore}"]
+    else:
+        def continued(path: Path) -> str:  # a long value over several lines, each ended by a backslash
+            return " \\\n    ".join(path.read_text().strip().splitlines())
+        lines = [f"ssl.truststore.certificates={continued(secured.ca_file)}",
+                 f"ssl.keystore.certificate.chain={continued(secured.client_cert)}",
+                 f"ssl.keystore.key={continued(secured.client_key)}"]
+    properties = tmp_path / "producer.properties"
+    properties.write_text("\n".join([
+        "# as the Java producer takes it", f"bootstrap.servers={secured.kafka.bootstrap('SSL')}",
+        "security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.keystore.type=PEM", "ssl.protocol=TLSv1.3",
+        "ssl.endpoint.identification.algorithm=https", "metadata.recovery.strategy=rebootstrap",
+        "client.dns.lookup=use_all_dns_ips", "interceptor.classes=", *lines]) + "\n")
+    config = dict(read_properties(str(properties)))
+    _produce_and_read_back(secured, topic_name, config)
+    with Producer({"max.block.ms": 30000, **config}) as p:
+        with pytest.raises(TopicAuthorizationFailedError, match=TLS_CLIENT_DENIED):
+            p.send(TLS_CLIENT_DENIED, value=b"no").result(timeout=60)
 
 
 def _oidc(s: Secured) -> dict[str, Any]:

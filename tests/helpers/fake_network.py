@@ -64,11 +64,17 @@ class FakeNetworkClient:
     features: FinalizedFeatures = NO_FEATURES
     disconnects: int = 0
     throttled_until: dict[int, float] = field(default_factory=dict)
+    rebootstraps: list[str] = field(default_factory=list)
+    cluster_id: str | None = None
 
     # --- what the Sender calls -------------------------------------------------------------------------
 
-    def set_nodes(self, nodes: dict[int, tuple[str, int]]) -> None:
+    def set_nodes(self, nodes: dict[int, tuple[str, int]], cluster_id: str | None = None) -> None:
         self.nodes = dict(nodes)
+        self.cluster_id = cluster_id
+
+    def rebootstrap(self, why: str) -> None:
+        self.rebootstraps.append(why)
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         return sum(1 for r in self.requests if not r.answered and (node_id is None or r.node == node_id))

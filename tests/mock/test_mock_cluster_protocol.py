@@ -110,8 +110,10 @@ def test_api_versions_advertises_exactly_what_is_served(cluster: MockCluster) ->
     assert got == {int(api): versions for api, versions in advertised().items()}
     # The mock serves what kafkajet's codec speaks, except where it answers in an older producer's protocol:
     # Produce up to v11, EndTxn up to v2 and TxnOffsetCommit up to v4 (transaction version 1: no implicit
-    # partition or group adds, no epoch bump).
-    older = {ApiKey.PRODUCE: (3, 11), ApiKey.END_TXN: (0, 2), ApiKey.TXN_OFFSET_COMMIT: (0, 4)}
+    # partition or group adds, no epoch bump), and ApiVersions up to v4 (as Tansu: no KIP-1242 cluster check,
+    # so clients fall back from v5).
+    older = {ApiKey.PRODUCE: (3, 11), ApiKey.END_TXN: (0, 2), ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+             ApiKey.API_VERSIONS: (0, 4)}
     assert {api: r for api, r in advertised().items() if r != SUPPORTED_VERSIONS[api]} == older
     # The coordinator APIs (8, 9, 10, 16, 24, 25, 26, 28) are served since the mock has coordinators.
     assert set(got) == {0, 1, 2, 3, 8, 9, 10, 16, 18, 19, 20, 22, 24, 25, 26, 28, 60}

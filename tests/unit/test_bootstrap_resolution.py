@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 
 import pytest
@@ -41,3 +42,20 @@ def test_one_resolvable_host_is_enough_and_the_others_are_logged(caplog: pytest.
     admin = Admin(f"{NOWHERE},127.0.0.1:{free_port()}")
     admin.close()
     assert "Couldn't resolve server nosuch-broker.invalid:9092 from bootstrap.servers" in caplog.text
+
+
+def test_resolve_canonical_bootstrap_servers_only_puts_the_canonical_name_in_place_of_the_address() -> None:
+    """Java's client.dns.lookup=resolve_canonical_bootstrap_servers_only: each bootstrap address becomes the
+    canonical name of what it resolves to (here the hosts file's name of 127.0.0.1), for Kerberos principals
+    that name hosts; the default keeps what was given."""
+    canonical = socket.gethostbyaddr("127.0.0.1")[0]
+    assert canonical != "127.0.0.1", "this test needs a name for 127.0.0.1 (the hosts file's localhost)"
+    port = free_port()
+    with Producer({"bootstrap.servers": f"127.0.0.1:{port}", "max.block.ms": 1000,
+                   "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"}) as p:
+        assert set(p._client.nodes().values()) == {(canonical, port)}
+    with Producer({"bootstrap.servers": f"127.0.0.1:{port}", "max.block.ms": 1000}) as p:
+        assert set(p._client.nodes().values()) == {("127.0.0.1", port)}
+    with Admin({"bootstrap.servers": f"127.0.0.1:{port}",
+                "client.dns.lookup": "resolve_canonical_bootstrap_servers_only"}) as admin:
+        assert admin._bootstrap == [(canonical, port)]

@@ -16,12 +16,13 @@ import pytest
 from kafkajet.errors import (
     IllegalStateError,
     KafkaConnectionError,
+    RebootstrapRequiredError,
     SaslAuthenticationError,
 )
 from kafkajet.network.connection import CorruptStreamError
 from kafkajet.network.setup import START_TLS, ConnectionState, SendRequest, SetupMachine
 from kafkajet.network.versions import MAX_API_VERSIONS_ATTEMPTS, max_api_versions_version
-from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
+from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, encode_request, encode_response
 from kafkajet.security.connection import PLAINTEXT, ConnectionSecurity
 from kafkajet.security.mechanism import SaslClient
 from kafkajet.security.sasl import PlainClient
@@ -218,3 +219,30 @@ def test_reset_forgets_what_the_connection_negotiated() -> None:
     assert machine.reauth_at_ms == float("inf") and not machine.reauth_due
     assert machine.setup_timed_out(10**12) is None
 
+
+
+def test_api_versions_v5_names_the_expected_cluster_and_node_and_v4_leaves_them_out() -> None:
+    """KIP-1242: from v5 the broker checks the cluster id and node id the client expects; a broker without v5
+    (Tansu) refuses it and the retry at v4 carries neither, quietly."""
+    machine = SetupMachine(BROKER, "b1", PLAINTEXT)
+    machine.cluster_check = ("cluster-A", 1)
+    first = connected(machine)
+    assert (first.version, first.body["cluster_id"], first.body["node_id"]) == (5, "cluster-A", 1)
+    retry = respond(machine, first, api_versions_answer(0, 35, {ApiKey.API_VERSIONS: (0, 4)}))
+    assert retry is not None and retry.version == 4
+    assert encode_request(ApiKey.API_VERSIONS, 4, 1, "c", retry.body) == encode_request(
+        ApiKey.API_VERSIONS, 4, 1, "c", {**retry.body, "cluster_id": None, "node_id": -1})
+    assert respond(machine, retry, api_versions_answer(4)) is None
+    assert machine.state is ConnectionState.READY
+    bootstrap = SetupMachine("node -1 (b1:9092)", "b1", PLAINTEXT)
+    assert connected(bootstrap).body["cluster_id"] is None  # nothing to check a bootstrap address against
+
+
+def test_rebootstrap_required_in_api_versions_names_the_misrouted_node() -> None:
+    machine = SetupMachine(BROKER, "b1", PLAINTEXT)
+    machine.cluster_check = ("cluster-A", 1)
+    first = connected(machine)
+    with pytest.raises(KafkaConnectionError, match=r"node 1 \(b1:9092\) is not node 1 of cluster cluster-A "
+                                                   r"\(REBOOTSTRAP_REQUIRED") as raised:
+        respond(machine, first, api_versions_answer(5, 129))
+    assert isinstance(raised.value.__cause__, RebootstrapRequiredError)

@@ -98,6 +98,19 @@ def test_the_token_is_cached(idp: OidcProvider) -> None:
     source.close()
 
 
+def test_header_urlencode_form_encodes_the_client_id_and_secret(idp: OidcProvider) -> None:
+    """Java's sasl.oauthbearer.header.urlencode (RFC 6749 2.3.1), for a provider that decodes the header: a
+    secret with ':', '+' or '%' only gets through encoded."""
+    idp.form_encoded_basic = True
+    idp.clients["app:2"] = "s:e+c%ret 2"
+    creds = {"sasl.oauthbearer.client.id": "app:2", "sasl.oauthbearer.client.secret": "s:e+c%ret 2"}
+    source = oidc_token_source(_cfg(idp, **creds, **{"sasl.oauthbearer.header.urlencode": "true"}))
+    claims = jwt_claims(source.token())
+    assert claims is not None and claims["sub"] == "app:2"
+    with pytest.raises(TokenFetchError, match="HTTP 401"):
+        oidc_token_source(_cfg(idp, **creds)).token()
+
+
 def test_a_refusal_is_not_retried_and_names_endpoint_and_status(idp: OidcProvider) -> None:
     source = oidc_token_source(_cfg(idp, **{"sasl.oauthbearer.client.secret": "Wr0ng-S3cret"}))
     with pytest.raises(TokenFetchError) as info:

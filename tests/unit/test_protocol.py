@@ -238,7 +238,7 @@ def test_choose_version_picks_the_highest_common_version() -> None:
     assert choose_version(ApiKey.METADATA, (0, 4)) == 4
     assert choose_version(ApiKey.DELETE_TOPICS, (0, 1)) == 1
     assert choose_version(ApiKey.FETCH, (11, 17)) == 11  # a single common version
-    assert choose_version(ApiKey.API_VERSIONS, None) == SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1] == 4
+    assert choose_version(ApiKey.API_VERSIONS, None) == SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1] == 5
 
 
 def test_choose_version_raises_when_ranges_do_not_overlap() -> None:

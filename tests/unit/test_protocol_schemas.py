@@ -232,7 +232,7 @@ def test_usable_ranges_match_sources_md() -> None:
         ApiKey.PRODUCE: (3, 13), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 8), ApiKey.METADATA: (0, 13),
         ApiKey.OFFSET_COMMIT: (0, 9), ApiKey.OFFSET_FETCH: (0, 9),
         ApiKey.FIND_COORDINATOR: (0, 2), ApiKey.LIST_GROUPS: (0, 5), ApiKey.SASL_HANDSHAKE: (0, 1),
-        ApiKey.API_VERSIONS: (0, 4),
+        ApiKey.API_VERSIONS: (0, 5),
         ApiKey.CREATE_TOPICS: (0, 3), ApiKey.DELETE_TOPICS: (1, 4),
         # SOURCES.md says 0-2; extended on purpose to the request's 0-4 (see tools/gen_protocol.py).
         ApiKey.INIT_PRODUCER_ID: (0, 4),

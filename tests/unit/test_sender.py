@@ -22,6 +22,7 @@ from kafkajet.errors import (
     MessageTooLargeError,
     NotLeaderOrFollowerError,
     ProducerFencedError,
+    RebootstrapRequiredError,
     TopicAuthorizationFailedError,
     TransactionAbortedError,
 )
@@ -693,6 +694,20 @@ def test_cause_for_names_a_missing_leader_or_the_leaders_connection() -> None:
     assert rig.sender.cause_for(batches[0]) is None
     rig.client.down.add(0)
     assert "node 0 is down" in str(rig.sender.cause_for(batches[0]))
+
+
+def test_rebootstrap_required_in_a_metadata_answer_rebootstraps_and_keeps_the_old_view() -> None:
+    """KIP-1102: a Metadata answer whose top-level error is REBOOTSTRAP_REQUIRED (v13+) is not adopted; the
+    client goes back to bootstrap.servers, and the request is retried after the backoff."""
+    rig = make_rig()
+    rig.run()
+    rig.client.respond(ApiKey.METADATA, {**metadata_body({7: ("elsewhere", 1)}, {TOPIC: [7]}),
+                                         "error_code": RebootstrapRequiredError.code})
+    rig.run()
+    assert rig.client.rebootstraps == ["node 0 answered Metadata with REBOOTSTRAP_REQUIRED"]
+    assert 7 not in rig.client.nodes
+    rig.run(RETRY_BACKOFF_MS * 1.2 + 1)
+    assert len([r for r in rig.client.requests if r.api_key == ApiKey.METADATA]) == 2
 
 
 def test_a_failed_metadata_answer_is_retried_after_the_backoff() -> None:
