@@ -589,11 +589,13 @@ class NetworkClient:
         node.reauth_started_ms = None
         if error is not None:
             self._server_disconnects += 1
+        quiet = False
         if (was is ConnectionState.API_VERSIONS and node.setup.cluster_check is not None and error is not None
                 and not isinstance(error.__cause__, RebootstrapRequiredError)):
             log.debug("%s closed the connection on ApiVersions with the cluster check; asking without it",
                       node.describe())
             self._no_cluster_check.add(node.node_id)
+            quiet = True  # our request's doing, and the next attempt differs: not the user's problem
         if error is not None and isinstance(error.__cause__, RebootstrapRequiredError) and self._rebootstrap:
             # The broker at this address is not the node the metadata named (KIP-1242): the whole view of the
             # cluster is suspect, so every connection to it goes and the bootstrap list is asked again.
@@ -602,11 +604,12 @@ class NetworkClient:
                     self._close(other, now, KafkaConnectionError(f"closing {other.describe()} to rebootstrap"),
                                 failure=False)
             self.rebootstrap(f"cluster metadata mismatch for cluster {self._cluster_id} and {node.describe()}")
-        node.failed_attempts += 1
+        if not quiet:
+            node.failed_attempts += 1
         if error is not None:
             node.last_error = error
         # One warning per run of failures; repeats (and client-initiated disconnects) only at debug.
-        level = logging.WARNING if error is not None and node.failed_attempts == 1 else logging.DEBUG
+        level = logging.WARNING if error is not None and node.failed_attempts == 1 and not quiet else logging.DEBUG
         if isinstance(error, AuthenticationError):
             level = logging.ERROR  # as Java: needs the user's attention, and repeats at most once a backoff
         log.log(level, "%s; next attempt in %.0f ms", _naming(node, error), node.reconnect_backoff_ms)
