@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
-from kafkajet.network.versions import negotiate
+from kafkajet.network.versions import api_versions_request_body, negotiate
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
 from kafkajet.records import Compression, encode_batch
 from kafkajet.testing import EmbeddedBroker
@@ -51,8 +51,9 @@ def test_api_versions_metadata_create_produce_and_read_back(broker: EmbeddedBrok
     conn = RawConnection(broker.bootstrap_servers)
     try:
         av_version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-        av = conn.request(ApiKey.API_VERSIONS, av_version, {"client_software_name": "kafkajet",
-                                                             "client_software_version": "0.1"})
+        # The clients' own body: from v5 it carries "no cluster check" (no cluster id, node -1), which a 4.4
+        # broker needs spelled out (a node id of 0 with no cluster id is an invalid request).
+        av = conn.request(ApiKey.API_VERSIONS, av_version, api_versions_request_body())
         assert av["error_code"] == 0
         conn.versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in av["api_keys"]}
         assert ApiKey.PRODUCE in conn.versions and ApiKey.METADATA in conn.versions

@@ -213,16 +213,17 @@ def test_topics_describe_heads_each_topic_as_kafkas_tool_does_configs_included(
         java = broker.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap_servers,
                                "--describe", "--topic", topic_name)
         assert java.returncode == 0, java.stderr.decode()
-        # Java's head line's fields (TopicId aside: kafkajet's Metadata v9 carries no topic ids), Configs
-        # (every setting not at Kafka's default) in the broker's order.
+        # Java's head line's fields, the topic id (Metadata v10+) and Configs (every setting not at Kafka's
+        # default) in the broker's order included.
         java_head = java.stdout.decode().splitlines()[0]
         fields = dict(f.split(": ", 1) for f in head.split("\t"))
         java_fields = dict(f.split(": ", 1) for f in java_head.split("\t"))
-        java_fields.pop("TopicId")
         assert fields == java_fields, (head, java_head)
         assert "cleanup.policy=compact" in fields["Configs"].split(","), head
-    else:  # Tansu keeps no topic settings and gives no topic ids: the field is there, empty
-        assert head == f"Topic: {topic_name}\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: ", head
+    else:  # Tansu keeps no topic settings: the field is there, empty
+        topic_id = head.split("\t")[1]
+        assert topic_id.startswith("TopicId: ") and len(topic_id) == len("TopicId: ") + 22, head
+        assert head == f"Topic: {topic_name}\t{topic_id}\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: ", head
 
 
 def test_topics_create_if_not_exists_on_an_existing_topic_says_nothing_or_the_partition_difference(
