@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+# protobuf is in the test extra (kafkajet[protobuf]): missing, this must fail, not skip.
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory  # noqa: E402
 
 from kafkajet.producer.otlp import CUMULATIVE, DELTA, Point, metrics_data
-
-descriptor_pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
-from google.protobuf import descriptor_pool, json_format, message_factory  # noqa: E402
 
 F = descriptor_pb2.FieldDescriptorProto
 
