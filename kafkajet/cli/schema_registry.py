@@ -37,9 +37,10 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
         logger.setLevel(level)
     interrupted = False
     try:
-        print(f"Schema Registry listening on {registry.url}; schemas kept in {registry.storage()} (Ctrl-C to stop)",
-              flush=True)
         try:
+            # Inside the handler: a Ctrl-C right after the line is flushed (a caller reacting to it) lands here too.
+            print(f"Schema Registry listening on {registry.url}; schemas kept in {registry.storage()} (Ctrl-C to "
+                  "stop)", flush=True)
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:
