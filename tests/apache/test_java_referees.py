@@ -158,7 +158,8 @@ def test_read_committed_readers_agree_on_interleaved_transactions(apache_kafka: 
 def test_kafkas_console_consumer_prints_what_kafkajet_wrote(apache_kafka: ApacheKafka, topic_name: str) -> None:
     """kafka-console-consumer (kafka-tools) as a user runs it: keys, headers and timestamps printed."""
     with Admin(apache_kafka.bootstrap_servers) as admin:
-        admin.create_topics(topic_name, num_partitions=1)
+        # The records are dated 2023: with the default retention the broker may delete them before the tool reads.
+        admin.create_topics(topic_name, num_partitions=1, configs={"retention.ms": "-1"})
     with Producer(bootstrap_servers=apache_kafka.bootstrap_servers, compression_type="zstd") as p:
         for i in range(5):
             p.send(topic_name, key=None if i == 0 else f"key-{i}".encode(), value=f"value {i}".encode(),

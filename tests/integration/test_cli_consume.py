@@ -23,7 +23,7 @@ TS = 1_700_000_000_000
 
 def _create(broker: EmbeddedBroker, topic: str, partitions: int = 1) -> None:
     with Admin(broker.bootstrap_servers) as admin:
-        admin.create_topics(topic, num_partitions=partitions, timeout_s=30)
+        admin.create_topics(topic, num_partitions=partitions, timeout_s=30, configs={"retention.ms": "-1"})  # TS is 2023
 
 
 def _write(broker: EmbeddedBroker, topic: str, records: list[dict[str, object]]) -> None:

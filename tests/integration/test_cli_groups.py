@@ -35,7 +35,7 @@ def _fill(broker: EmbeddedBroker, topic: str, partitions: int, per_partition: in
     from confluent_kafka import Producer
 
     with Admin(broker.bootstrap_servers) as admin:
-        admin.create_topics(topic, num_partitions=partitions, timeout_s=30)
+        admin.create_topics(topic, num_partitions=partitions, timeout_s=30, configs={"retention.ms": "-1"})  # TS is 2023
     p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
     for part in range(partitions):
         for i in range(per_partition):
