@@ -5,7 +5,9 @@ client of compare.py. No Makefile step: spark_connector_jars() runs Maven itself
 
 from __future__ import annotations
 
+import fcntl
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -29,16 +31,27 @@ def spark_connector_jars() -> list[str]:
     """The jars to give Spark (`spark.jars`, comma-joined) for format("kafka") and from_avro: fetched with Maven
     into .cache/spark-connector-<version>/ the first time, then read from there."""
     folder = REPO / ".cache" / f"spark-connector-{connector_version()}"
-    if not _complete(folder):
-        partial = folder.with_name(folder.name + ".partial")
-        done = subprocess.run(["mvn", "-q", "-B", "-f", str(CONNECTOR_POM), "dependency:copy-dependencies",
-                               f"-DoutputDirectory={partial}"], capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not _complete(partial):
-            raise RuntimeError(f"Maven did not fetch Spark's Kafka connector into {partial} (exit "
-                               f"{done.returncode}); Java 17 and Maven 3 must be installed and Maven Central "
-                               f"reachable:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-        partial.rename(folder)  # whole or absent: an interrupted fetch is retried, not half-used
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Under a lock: two pytest-xdist workers (or a benchmark beside the suite) may both find the folder missing.
+    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _complete(folder):
+            _fetch_into(folder)
     return sorted(str(p) for p in folder.glob("*.jar"))
+
+
+def _fetch_into(folder: Path) -> None:
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # what an interrupted fetch left
+    done = subprocess.run(["mvn", "-q", "-B", "-f", str(CONNECTOR_POM), "dependency:copy-dependencies",
+                           f"-DoutputDirectory={partial}"], capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not _complete(partial):
+        raise RuntimeError(f"Maven did not fetch Spark's Kafka connector into {partial} (exit "
+                           f"{done.returncode}); Java 17 and Maven 3 must be installed and Maven Central "
+                           f"reachable:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    # A folder fetched before CONNECTOR_ARTIFACTS grew (spark-avro) is incomplete: replaced, not merged into.
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)  # whole or absent: an interrupted fetch is retried, not half-used
 
 
 def _complete(folder: Path) -> bool:
