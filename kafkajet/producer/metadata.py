@@ -38,6 +38,10 @@ class Metadata:
         self.version = 0
         self._topics: dict[str, float] = {}  # topic -> last time it was used (monotonic ms)
         self._need_update = True
+        # Java's requestVersion: counts the updates asked for, so that an answer to a request sent before the
+        # latest ask does not clear it (that answer may predate the change the ask was for).
+        self._asked = 0
+        self._asked_at_attempt = 0
         self._last_refresh_ms = 0.0
         self._last_attempt_ms = 0.0
         self._failures = 0
@@ -61,11 +65,13 @@ class Metadata:
         with self._cond:
             if topic not in self._topics:
                 self._need_update = True
+                self._asked += 1
             self._topics[topic] = now_ms
 
     def request_update(self) -> int:
         with self._cond:
             self._need_update = True
+            self._asked += 1
             return self.version
 
     def topics(self) -> list[str]:
@@ -105,6 +111,7 @@ class Metadata:
                         f"Topic '{topic}' not present in metadata after {max_wait_ms:.0f} ms", cause
                     )
                 self._need_update = True
+                self._asked += 1
                 wake()
                 self._cond.wait(remaining / 1000.0)
 
@@ -127,6 +134,7 @@ class Metadata:
     def attempt_started(self, now_ms: float) -> list[str]:
         with self._cond:
             self._last_attempt_ms = now_ms
+            self._asked_at_attempt = self._asked
             idle = [t for t, used in self._topics.items() if now_ms - used > self._max_idle_ms]
             for t in idle:
                 del self._topics[t]
@@ -148,8 +156,9 @@ class Metadata:
             self._failures = 0
             self.authentication_error = None
             missing = [t for t in self._topics if cluster.partition_count(t) is None]
-            # A topic we asked for but did not get back is still pending (e.g. being auto-created).
-            self._need_update = bool(missing)
+            # A topic we asked for but did not get back is still pending (e.g. being auto-created); an update
+            # asked for while this answer's request was out is still owed.
+            self._need_update = bool(missing) or self._asked != self._asked_at_attempt
             self._cond.notify_all()
 
     def _keep_newer_leaders(self, new: Cluster, reliable_epochs: bool) -> Cluster:
