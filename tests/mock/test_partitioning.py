@@ -46,6 +46,7 @@ def slow_broker_share(cluster: MockCluster, topic: str, adaptive: bool) -> float
             time.sleep(0.002)
         p.flush(60)
     per_broker = records_per_broker(cluster, topic, 6)
+    print(f"{topic}: the slow broker got {per_broker[1] / (n + 1):.1%} of {n + 1} records")
     assert sum(per_broker.values()) == n + 1, "every record arrives once"
     return per_broker[1] / (n + 1)
 
@@ -54,9 +55,11 @@ def slow_broker_share(cluster: MockCluster, topic: str, adaptive: bool) -> float
 def test_a_slow_broker_gets_fewer_keyless_records_with_adaptive_partitioning(cluster: MockCluster) -> None:
     uniform = slow_broker_share(cluster, "uniform", adaptive=False)
     adaptive = slow_broker_share(cluster, "adaptive", adaptive=True)
-    # Uniform: a third of the records, as each broker leads two of the six partitions.
+    # Uniform: a third of the records, as each broker leads two of the six partitions. Adaptive: about a tenth on
+    # a quiet machine, up to a sixth on a loaded one (the queues the partitioner weighs then grow everywhere);
+    # with the setting ignored, a third again.
     assert 0.2 < uniform < 0.45, f"without adaptive partitioning the slow broker got {uniform:.0%}"
-    assert adaptive < uniform / 2, f"the slow broker got {adaptive:.0%} with adaptive partitioning, " \
+    assert adaptive < uniform * 0.7, f"the slow broker got {adaptive:.0%} with adaptive partitioning, " \
                                    f"{uniform:.0%} without"
 
 
