@@ -48,7 +48,7 @@ MODULES = [
 # one function of the Python reference, which tests compare it with (issue 30). Part of the compiled build: built
 # with the modules above, or not at all.
 KERNELS = [
-    "kafkajet/records/record_kernel.pyx",  # record.append_record: 110 -> under 40 ns a record
+    "kafkajet/records/record_kernel.pyx",  # record.append_record: 110 -> under 40 ns a record; columns.append_columns
     "kafkajet/producer/metadata_kernel.pyx",  # a RecordMetadata for each delivery callback: 112 -> 60 ns
 ]
 # Cython accepts every module unchanged: benchmarks/compile_bound.py compiles these with it for the comparison.

@@ -44,10 +44,13 @@ _ENTRY: Final = 5
 # Final: compiled, a C static rather than a module-dict look-up per record.
 _RecordFuture: Final = RecordFuture
 _new_tuple: Final = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
-# The compiled build's kernels (hatch_build.KERNELS), None where the Python below runs: C for the two steps the
-# compiled Python is slowest at per record, encoding it (record.append_record is the reference) and making
-# its callback's RecordMetadata (_new_tuple above is the reference).
+# The compiled build's kernels (hatch_build.KERNELS), None where the Python below runs: C for the steps the
+# compiled Python is slowest at per record, encoding it (record.append_record and, for the batch path,
+# columns.append_columns are the references) and making its callback's RecordMetadata (_new_tuple above is the
+# reference).
 _append_record: Final[Callable[..., int]] = kernel("kafkajet.records.record_kernel", "append_record") or append_record
+_append_columns: Final[Callable[..., int]] = (kernel("kafkajet.records.record_kernel", "append_columns")
+                                              or append_columns)
 _new_metadata: Final[Callable[..., RecordMetadata] | None] = kernel("kafkajet.producer.metadata_kernel", "new_metadata")
 
 
@@ -313,7 +316,7 @@ class ProducerBatch:
                     return None
                 return column[a:b] if contiguous else [column[i] for i in idx]
 
-            got = append_columns(buf, limit, count, delta, take(columns.keys), take(values), take(klens),
+            got = _append_columns(buf, limit, count, delta, take(columns.keys), take(values), take(klens),
                                  take(vlens), take(columns.headers), take(hlens))
             pos += got
             count += got

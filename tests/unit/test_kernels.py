@@ -18,7 +18,10 @@ import pytest
 from kafkajet import _build
 from kafkajet.producer import batch as producer_batch
 from kafkajet.producer.futures import RecordMetadata
-from kafkajet.records import record
+from kafkajet.protocol.varint import TABLE_SIZE
+from kafkajet.records import columns, record
+from kafkajet.records.columns import MAX_COLUMN_LEN
+from kafkajet.records.record import encode_headers
 
 
 def _kernel(module: str, name: str) -> Callable[..., Any]:
@@ -78,3 +81,43 @@ def test_the_metadata_kernel_makes_the_record_metadata_the_python_makes() -> Non
     for _ in range(10_000):
         kernel(RecordMetadata, topic, 0, 1, 0, -1, 1)
     assert sys.getrefcount(topic) == before
+
+
+def test_the_column_kernel_appends_what_the_python_column_encoder_appends() -> None:
+    kernel = _kernel("kafkajet.records.record_kernel", "append_columns")
+    assert producer_batch._append_columns is kernel  # and it is what ProducerBatch.append_columns calls
+    rng = random.Random(48)
+    edges = [0, 1, 62, 63, 64, 65, 8190, 8191, 8192, 8193, TABLE_SIZE - 2, TABLE_SIZE - 1]
+    sizes = [0, 1, 100, 126, 127, 128, 4000, MAX_COLUMN_LEN - 1]  # the preconditions: every length under the limit
+    full = 0
+    for i in range(1500):
+        n = rng.choice([1, 2, 5, 64, 200, 1000])
+        size = rng.choice(sizes)
+        values = [rng.randbytes(size if rng.random() < 0.7 else rng.choice(sizes)) for _ in range(n)]
+        keys = rng.choice([None, [rng.randbytes(rng.choice(sizes[:6])) for _ in range(n)]])
+        headers = rng.choice([None, [encode_headers(rng.choice([[], [("h", b"x")], [("ü", None), ("k", b"")]]))
+                                     for _ in range(n)]])
+        offset, delta = rng.choice(edges), rng.choice(edges + [rng.randrange(TABLE_SIZE)])
+        prefix = bytearray(rng.randbytes(61 + i % 7))
+        klens = None if keys is None else [len(k) for k in keys]
+        vlens = [len(v) for v in values]
+        hlens = None if headers is None else [len(h) for h in headers]
+        limit = len(prefix) + rng.choice([0, 50, 150, 5000, 1 << 20, 1 << 26])
+        if i % 3 == 0:  # room for exactly the first k records: the next one must not go in
+            k = rng.randrange(1, n + 1)
+            exact = bytearray()
+            columns.append_columns(exact, 1 << 30, offset, delta, None if keys is None else keys[:k], values[:k],
+                                   None if klens is None else klens[:k], vlens[:k],
+                                   None if headers is None else headers[:k], None if hlens is None else hlens[:k])
+            limit = len(prefix) + len(exact)
+        args = (limit, offset, delta, keys, values, klens, vlens, headers, hlens)
+        got = _outcome(kernel, bytearray(prefix), *args)
+        want = _outcome(columns.append_columns, bytearray(prefix), *args)
+        assert got == want, (n, size, offset, delta, limit - len(prefix), keys is None, headers is None)
+        full += want[0] == min(n, TABLE_SIZE - offset)
+    assert 300 < full < 1400  # runs that fit whole and runs cut short by the limit, both well represented
+    # What is not a list of bytes goes to the reference, with its result or error.
+    for values in ((b"a", b"b"), [b"a", bytearray(b"b")], [b"a", None]):
+        got = _outcome(kernel, bytearray(61), 1 << 20, 0, 0, None, values, None, [1, 1])
+        want = _outcome(columns.append_columns, bytearray(61), 1 << 20, 0, 0, None, values, None, [1, 1])
+        assert got == want
