@@ -98,6 +98,9 @@ class RecordAccumulator:
         self._last_partition = -1
         self._last_queue: deque[ProducerBatch] = deque()
         self._incomplete: set[ProducerBatch] = set()
+        # _incomplete's own lock (taken inside _lock where both are needed): a completing batch leaves it without
+        # waiting for a send_batch() call that holds _lock while it encodes a whole chunk of records.
+        self._incomplete_lock = threading.Lock()
         self._drain_index: dict[int, int] = {}
         self._flushes = 0
         self.closed = False
@@ -231,7 +234,8 @@ class RecordAccumulator:
                               self._grow if grows else None)
         batch.order = (next(self._batch_order),)
         dq.append(batch)
-        self._incomplete.add(batch)
+        with self._incomplete_lock:
+            self._incomplete.add(batch)
         self._expiry_due = min(self._expiry_due, batch.created_ms + self.delivery_timeout_ms)
         return batch
 
@@ -312,7 +316,7 @@ class RecordAccumulator:
             self._flushes -= 1
 
     def incomplete_batches(self) -> list[ProducerBatch]:
-        with self._lock:
+        with self._incomplete_lock:
             return list(self._incomplete)
 
     def await_completion(self, batches: Iterable[ProducerBatch], deadline: float | None) -> None:
@@ -327,7 +331,7 @@ class RecordAccumulator:
                 pending.extend(batch.parts())
 
     def has_incomplete(self) -> bool:
-        with self._lock:
+        with self._lock, self._incomplete_lock:
             return bool(self._incomplete) or self._appends_in_progress > 0
 
     # --- sender thread ------------------------------------------------------------------------------
@@ -512,7 +516,7 @@ class RecordAccumulator:
         target = min(self.batch_size, BATCH_HEADER_SIZE + (len(batch.buf) - BATCH_HEADER_SIZE) // 2)
         parts = batch.split(target, now)
         self._unmute(batch)
-        with self._lock:
+        with self._lock, self._incomplete_lock:
             dq = self._queues.setdefault(batch.tp, deque())
             for part in parts:
                 # By send order, like a retry: an older batch may already be back in the deque.
@@ -537,7 +541,7 @@ class RecordAccumulator:
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int, error: KafkaError | None) -> None:
         if batch.complete(base_offset, log_append_time, error, self.on_unheard_failure if batch.unheard else None):
             self._unmute(batch)
-            with self._lock:
+            with self._incomplete_lock:
                 self._incomplete.discard(batch)
             batch.wire = None  # may be a view of the buffer, which goes back to the pool now
             if batch.pooled:
@@ -575,7 +579,8 @@ class RecordAccumulator:
                 dq.clear()
             # In send order within each partition, so delivery callbacks keep it (split parts sort after
             # their parent's place and before the batches that followed it).
-            batches = sorted(self._incomplete, key=lambda b: b.order)
+            with self._incomplete_lock:
+                batches = sorted(self._incomplete, key=lambda b: b.order)
         for batch in batches:
             self.complete(batch, -1, -1, error)
         return len(batches)
