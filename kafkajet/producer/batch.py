@@ -43,6 +43,7 @@ _ENTRY: Final = 5
 
 # Final: compiled, a C static rather than a module-dict look-up per record.
 _RecordFuture: Final = RecordFuture
+_new_object: Final = object.__new__
 _new_tuple: Final = tuple.__new__  # builds a RecordMetadata without NamedTuple's keyword-parsing __new__ (a third of the cost)
 # The compiled build's kernels (hatch_build.KERNELS), None where the Python below runs: C for the steps the
 # compiled Python is slowest at per record, encoding it (record.append_record and, for the batch path,
@@ -56,8 +57,16 @@ _new_metadata: Final[Callable[..., RecordMetadata] | None] = kernel("kafkajet.pr
 
 def record_future(batch: ProducerBatch, index: int, timestamp: int, key: bytes | None,
                   value: bytes | None) -> RecordFuture:
-    """The future of the record try_add() put at `index` of `batch`."""
-    return _RecordFuture(batch, index, timestamp, -1 if key is None else len(key), -1 if value is None else len(value))
+    """The future of the record try_add() put at `index` of `batch`: RecordFuture(batch, index, ...) without the
+    call to its __init__, which runs as Python and was a third of a future's cost in the compiled send() loop
+    (the attributes are set from compiled code here; a test checks they are __init__'s)."""
+    fut: Any = _new_object(_RecordFuture)
+    fut._batch = batch
+    fut._index = index
+    fut._timestamp = timestamp
+    fut._key_size = -1 if key is None else len(key)
+    fut._value_size = -1 if value is None else len(value)
+    return fut  # type: ignore[no-any-return]
 
 
 def fire_callbacks(batch: ProducerBatch, callbacks: CallbackEntries) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from kafkajet.errors import KafkaError, KafkaTimeoutError, NotLeaderOrFollowerError
-from kafkajet.producer.batch import Columns, ProducerBatch
+from kafkajet.producer.batch import Columns, ProducerBatch, record_future
 from kafkajet.producer.futures import RecordFuture
 from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, encode_headers
 from kafkajet.records.codecs import Compression
@@ -703,3 +703,15 @@ def test_split_hands_the_unheard_count_on_in_order_and_keeps_its_total() -> None
     assert sum(p.unheard for p in parts) == 15
     assert all(p.unheard in (0, p.count) for p in parts[:1] + parts[2:])  # only one part is partly unheard
     assert parts[0].unheard == parts[0].count
+
+
+@pytest.mark.parametrize(("key", "value"), [(b"k", None), (None, b"value"), (b"", b"")])
+def test_record_future_makes_the_future_recordfutures_init_makes(key: bytes | None, value: bytes | None) -> None:
+    batch = new_batch()
+    made = record_future(batch, 3, 1_700_000_000_123, key, value)
+    want = RecordFuture(batch, 3, 1_700_000_000_123, -1 if key is None else len(key),
+                        -1 if value is None else len(value))
+    assert type(made) is RecordFuture and vars(made) == vars(want)
+    batch.complete(40, -1, None)
+    assert made.result(timeout=1) == want.result(timeout=1)
+    assert made.result(timeout=1).offset == 43
