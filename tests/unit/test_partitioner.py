@@ -144,6 +144,11 @@ def test_a_batch_plan_places_records_as_one_by_one_sends_would() -> None:
     # 84 + STICKY_RECORD_FRAMING = 100 bytes a record: runs of exactly 10, each on another partition than the last.
     assert all(len({block[i] for i in range(r, r + 10)}) == 1 for r in range(0, 100, 10))
     assert all(block[r] != block[r - 10] for r in range(10, 100, 10))
+    # A call longer than the positions kept for runs (1 << 16) still places every record once, in order.
+    n = (1 << 16) + 5000
+    out = planner.plan("t", [None] * n, [b"x" * 84] * n, None, 6, list(range(6)), keyless=True)
+    assert sorted(i for idx in out.values() for i in idx) == list(range(n))
+    assert all(idx == sorted(idx) for idx in out.values())
     with pytest.raises(InvalidPartitionError, match=r"Invalid partition 9 for record 1 of topic 't'.*\[0...6\)"):
         planner.plan("t", [None, None], [b"a", b"b"], [0, 9], 6, list(range(6)), keyless=True)
 
