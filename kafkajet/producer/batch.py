@@ -50,8 +50,8 @@ _new_tuple: Final = tuple.__new__  # builds a RecordMetadata without NamedTuple'
 # columns.append_columns are the references) and making its callback's RecordMetadata (_new_tuple above is the
 # reference).
 _append_record: Final[Callable[..., int]] = kernel("kafkajet.records.record_kernel", "append_record") or append_record
-_append_columns: Final[Callable[..., int]] = (kernel("kafkajet.records.record_kernel", "append_columns")
-                                              or append_columns)
+# Not Final (a look-up per window of records, not per record): tests watch the batch path take it.
+_append_columns: Callable[..., int] = kernel("kafkajet.records.record_kernel", "append_columns") or append_columns
 _new_metadata: Final[Callable[..., RecordMetadata] | None] = kernel("kafkajet.producer.metadata_kernel", "new_metadata")
 
 

@@ -58,8 +58,8 @@ def test_send_batch_by_column_reads_back(broker: EmbeddedBroker, topic_name: str
     # write what the record loop writes. Several calls, so later ones append to batches an earlier one opened
     # (a timestamp delta above 0), with a linger long enough that those batches are still open.
     columns_calls = []
-    original = kafkajet.producer.batch.append_columns
-    monkeypatch.setattr(kafkajet.producer.batch, "append_columns",
+    original = kafkajet.producer.batch._append_columns  # the C kernel in the compiled build
+    monkeypatch.setattr(kafkajet.producer.batch, "_append_columns",
                         lambda *a: columns_calls.append(1) or original(*a))
     with Admin(broker.bootstrap_servers) as admin:
         admin.create_topics([topic_name], num_partitions=3)
