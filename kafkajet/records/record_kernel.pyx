@@ -45,6 +45,33 @@ cdef inline char* _put_varint(char* p, long long v) noexcept nogil:
     return p + 1
 
 
+cdef inline Py_ssize_t _body_size(long long td, long long od, Py_ssize_t klen, Py_ssize_t vlen,
+                                  Py_ssize_t hlen) noexcept nogil:
+    """A record's bytes after its length varint: attributes, timestamp delta, offset delta, key and value (each a
+    length varint, -1 for null, then its bytes), and a header section of hlen bytes (1: a count of 0)."""
+    return (1 + _varint_size(td) + _varint_size(od) + _varint_size(klen) + (klen if klen > 0 else 0)
+            + _varint_size(vlen) + (vlen if vlen > 0 else 0) + hlen)
+
+
+cdef inline char* _put_record_head(char* p, Py_ssize_t body, long long td, long long od, object key,
+                                   Py_ssize_t klen, object value, Py_ssize_t vlen):
+    """Write a record up to its header section (the caller's to write): length, attributes, deltas, key, value.
+    key and value are bytes where their length is above 0."""
+    p = _put_varint(p, body)
+    p[0] = 0  # attributes: unused in magic 2 records
+    p = _put_varint(p + 1, td)
+    p = _put_varint(p, od)
+    p = _put_varint(p, klen)
+    if klen > 0:
+        memcpy(p, PyBytes_AS_STRING(key), klen)
+        p += klen
+    p = _put_varint(p, vlen)
+    if vlen > 0:
+        memcpy(p, PyBytes_AS_STRING(value), vlen)
+        p += vlen
+    return p
+
+
 def append_record(object buf, object offset_delta, object timestamp_delta, object key, object value,
                   object headers):
     """record.append_record(buf, offset_delta, timestamp_delta, key, value, headers): the same bytes appended to
@@ -62,25 +89,11 @@ def append_record(object buf, object offset_delta, object timestamp_delta, objec
         return _reference(buf, offset_delta, timestamp_delta, key, value, headers)
     cdef Py_ssize_t klen = -1 if key is None else PyBytes_GET_SIZE(key)
     cdef Py_ssize_t vlen = -1 if value is None else PyBytes_GET_SIZE(value)
-    # attributes, timestamp delta, offset delta, key (length, bytes), value (length, bytes), header count 0
-    cdef Py_ssize_t body = (1 + _varint_size(td) + _varint_size(od) + _varint_size(klen) + (klen if klen > 0 else 0)
-                            + _varint_size(vlen) + (vlen if vlen > 0 else 0) + 1)
+    cdef Py_ssize_t body = _body_size(td, od, klen, vlen, 1)  # no headers: a count of 0
     cdef Py_ssize_t total = _varint_size(body) + body
     cdef Py_ssize_t start = PyByteArray_GET_SIZE(buf)
     PyByteArray_Resize(buf, start + total)
-    cdef char* p = PyByteArray_AS_STRING(buf) + start
-    p = _put_varint(p, body)
-    p[0] = 0  # attributes: unused in magic 2 records
-    p = _put_varint(p + 1, td)
-    p = _put_varint(p, od)
-    p = _put_varint(p, klen)
-    if klen > 0:
-        memcpy(p, PyBytes_AS_STRING(key), klen)
-        p += klen
-    p = _put_varint(p, vlen)
-    if vlen > 0:
-        memcpy(p, PyBytes_AS_STRING(value), vlen)
-        p += vlen
+    cdef char* p = _put_record_head(PyByteArray_AS_STRING(buf) + start, body, td, od, key, klen, value, vlen)
     p[0] = 0  # no headers
     return total
 
@@ -106,31 +119,25 @@ def append_columns(object buf, Py_ssize_t limit, Py_ssize_t offset, Py_ssize_t d
     if ks is not None and len(ks) < m or hs is not None and len(hs) < m:
         return _columns_reference(buf, limit, offset, delta, keys, values, klens, vlens, headers, hlens)
     cdef Py_ssize_t room = limit - PyByteArray_GET_SIZE(buf)
-    cdef Py_ssize_t fixed = 1 + _varint_size(delta)  # attributes, timestamp delta
-    cdef Py_ssize_t used = 0, count = 0, i, klen, vlen, hlen, body, rec
-    cdef object v, k, h
-    # First the run's measure: how many fit, every field checked before a byte is written.
+    cdef Py_ssize_t used = 0, count = 0, i, klen = -1, vlen, hlen = 1, body, rec
+    cdef object v, k = None, h
+    # First the run's measure: how many fit, every field checked before a byte is written. The write below
+    # computes each size again rather than keep a column of them: a few additions against an allocation.
     for i in range(m):
         v = vs[i]
         if type(v) is not bytes:
             return _columns_reference(buf, limit, offset, delta, keys, values, klens, vlens, headers, hlens)
-        vlen = PyBytes_GET_SIZE(v)
-        body = fixed + _varint_size(offset + i) + _varint_size(vlen) + vlen
-        if ks is None:
-            body += 1  # the null key's length, -1
-        else:
+        if ks is not None:
             k = ks[i]
             if type(k) is not bytes:
                 return _columns_reference(buf, limit, offset, delta, keys, values, klens, vlens, headers, hlens)
             klen = PyBytes_GET_SIZE(k)
-            body += _varint_size(klen) + klen
-        if hs is None:
-            body += 1  # a header count of 0
-        else:
+        if hs is not None:
             h = hs[i]
             if type(h) is not bytes:
                 return _columns_reference(buf, limit, offset, delta, keys, values, klens, vlens, headers, hlens)
-            body += PyBytes_GET_SIZE(h)
+            hlen = PyBytes_GET_SIZE(h)
+        body = _body_size(delta, offset + i, klen, PyBytes_GET_SIZE(v), hlen)
         rec = _varint_size(body) + body
         if used + rec > room and (count or offset):
             break  # a record into an empty batch always goes in; otherwise a prefix that fits
@@ -153,31 +160,14 @@ def append_columns(object buf, Py_ssize_t limit, Py_ssize_t offset, Py_ssize_t d
     for i in range(count):
         v = vs[i]
         vlen = PyBytes_GET_SIZE(v)
-        body = fixed + _varint_size(offset + i) + _varint_size(vlen) + vlen
-        klen = -1
         if ks is not None:
             k = ks[i]
             klen = PyBytes_GET_SIZE(k)
-            body += _varint_size(klen) + klen
-        else:
-            body += 1
-        hlen = 1
         if hs is not None:
             h = hs[i]
             hlen = PyBytes_GET_SIZE(h)
-        body += hlen
-        p = _put_varint(p, body)
-        p[0] = 0
-        p = _put_varint(p + 1, delta)
-        p = _put_varint(p, offset + i)
-        p = _put_varint(p, klen)
-        if klen > 0:
-            memcpy(p, PyBytes_AS_STRING(k), klen)
-            p += klen
-        p = _put_varint(p, vlen)
-        if vlen > 0:
-            memcpy(p, PyBytes_AS_STRING(v), vlen)
-            p += vlen
+        body = _body_size(delta, offset + i, klen, vlen, hlen)
+        p = _put_record_head(p, body, delta, offset + i, k, klen, v, vlen)
         if hs is None:
             p[0] = 0
             p += 1
