@@ -27,6 +27,7 @@ class RecordingValidator:
     def __init__(self, inner: TokenValidator) -> None:
         self._inner = inner
         self.seen: list[tuple[str, float]] = []  # (token, seconds left when presented)
+        self.principals: list[str] = []  # whose token each of those was
         self.lock = threading.Lock()
 
     def __call__(self, token: str, extensions: Mapping[str, str]) -> tuple[str, float | None]:
@@ -34,6 +35,7 @@ class RecordingValidator:
         assert exp is not None
         with self.lock:
             self.seen.append((token, exp - time.time()))
+            self.principals.append(principal)
         return principal, exp
 
 
@@ -204,10 +206,15 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
         errors: list[str] = []
         referee = confluent_kafka.Producer({**theirs, "error_cb": lambda e: errors.append(str(e))})
         delivered: list[Any] = []
+
+        def tokens_of(principal: str) -> set[str]:
+            with validator.lock:
+                return {t for (t, _), who in zip(validator.seen, validator.principals, strict=True) if who == principal}
+
         with Producer(ours) as producer:
             def both_reauthenticated() -> bool:
                 reauthenticated = {a.principal for a in cluster.sasl_authentications() if a.reauth and a.ok}
-                return reauthenticated >= {"app", "referee"}
+                return reauthenticated >= {"app", "referee"} and len(tokens_of("referee")) >= 2
 
             futures = []
             deadline = time.monotonic() + 60
@@ -224,8 +231,13 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
             assert all(f.result(timeout=30) for f in futures)
         auths = cluster.sasl_authentications()
     assert all(a.ok for a in auths), [a.error for a in auths if not a.ok]
-    left = [seconds for _, seconds in validator.seen]
-    assert min(left) > 0.3 * idp.token_lifetime_s, left  # both presented fresh tokens at each re-authentication
+    # kafkajet presented a fresh token at each re-authentication. librdkafka is held to less: it refreshes at 80 %
+    # of a token's life and re-authenticates at 90 % of the session, so on a busy machine it may re-authenticate
+    # with its old token's last half second (0.48 s seen); that is its timing, not the provider's. It must still
+    # have fetched a second token from the same endpoint and had every one accepted.
+    kafkajet_left = [seconds for (_, seconds), who in zip(validator.seen, validator.principals, strict=True) if who == "app"]
+    assert min(kafkajet_left) > 0.3 * idp.token_lifetime_s, kafkajet_left
+    assert len(tokens_of("referee")) >= 2
     assert delivered == [None] * i
     assert [r.value for r in cluster.records("t", 0)] == [f"kj{n}".encode() for n in range(i)]
     assert [r.value for r in cluster.records("t", 1)] == [f"rd{n}".encode() for n in range(i)]
