@@ -105,7 +105,11 @@ def test_streaming_from_the_rate_source_loses_nothing(
     written = sum(p["numInputRows"] for p in query.recentProgress)
     records = read_topic(broker.bootstrap_servers, topic_name, written, timeout_s=60)
     values = Counter(int(r.value) for r in records)  # type: ignore[arg-type]
-    assert set(values) == set(range(max(values) + 1)), "a gap: rows were lost"
+    # The rate source numbers its rows 0, 1, 2... across micro-batches, and recentProgress holds the committed
+    # ones: all of their rows must be there. The micro-batch that query.stop() aborted may have written part of
+    # its rows (at-least-once, as Spark's Kafka sink: a restart writes it again), so rows past them may have gaps.
+    lost = set(range(written)) - set(values)
+    assert not lost, f"{len(lost)} rows of committed micro-batches were lost, the first {min(lost)}"
 
 
 def test_a_failing_task_fails_the_job_with_the_kafka_cause(spark: Any, broker: EmbeddedBroker, topic_name: str) -> None:
