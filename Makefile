@@ -54,12 +54,13 @@ $(GSSAPI_STAMP): $(STAMP) | krb5
 	else echo "make: the gssapi package builds against MIT Kerberos' headers (krb5-config): install" \
 	  "$(KRB5_PACKAGES) (Debian) by hand, or the Kerberos tests fail" >&2; fi
 
+# Maven's output goes to a log shown only on failure: Maven 3.8's -q still writes bare colour resets (ESC[0m).
 $(KAFKA_LIBS)/.complete: jvm/pom.xml
 	@command -v mvn >/dev/null || { echo "make: fetching Apache Kafka $(KAFKA_VERSION) for the tests needs Maven" \
 	  "(mvn; Debian: apt-get install maven) and Java 17" >&2; exit 1; }
-	rm -rf $(KAFKA_LIBS).tmp
-	mvn -q -B -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS).tmp || \
-	  { echo "make: Maven could not fetch Apache Kafka $(KAFKA_VERSION) from Maven Central (above); the tests" \
+	rm -rf $(KAFKA_LIBS).tmp && mkdir -p $(dir $(KAFKA_LIBS))
+	mvn -q -B -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS).tmp \
+	  >$(KAFKA_LIBS).log 2>&1 || { cat $(KAFKA_LIBS).log; echo "make: Maven could not fetch Apache Kafka $(KAFKA_VERSION) from Maven Central (above); the tests" \
 	  "on Apache Kafka need it: run \`make kafka\` again once the registry is reachable" >&2; exit 1; }
 	rm -rf $(KAFKA_LIBS) && mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS) && touch $@
 
