@@ -48,6 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "broker_kinds(*kinds, reason): the `broker` kinds a test holds for, and why")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups it adds (loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Drop the `broker` runs a test's broker_kinds marker rules out (with its reason, so it is never silent)."""
     kept, dropped = [], []
