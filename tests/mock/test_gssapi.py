@@ -15,6 +15,7 @@ from kafkajet import AuthenticationError, ConfigError, KafkaError, Producer
 from kafkajet.testing.kdc import LocalKdc
 from kafkajet.testing.mock.cluster import MockCluster
 from kafkajet.testing.mock.gssapi import GssapiServer
+from tests.helpers.ports import refusing_port
 from tests.helpers.requires import require
 from tests.helpers.waiting import wait_for
 
@@ -364,19 +365,16 @@ def test_a_kdc_that_cannot_be_reached_is_retried_then_named(kdc: LocalKdc, clust
     """Unlike a refusal, an unreachable KDC may pass: the login is retried within sasl.login.retry.backoff.max.ms
     (as a token fetch is), and the error says the KDC could not be contacted."""
     import logging
-    import socket
 
     keytab = kdc.add_principal("lena")
-    with socket.socket() as s:  # a port nobody listens on: connections are refused at once
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
-    conf = tmp_path / "krb5.conf"
-    conf.write_text(open(kdc.env["KRB5_CONFIG"]).read().replace(f"127.0.0.1:{kdc.port}", f"127.0.0.1:{dead}"))
-    monkeypatch.setenv("KRB5_CONFIG", str(conf))
-    start = time.monotonic()
-    with caplog.at_level(logging.DEBUG, logger="kafkajet.security"), pytest.raises(AuthenticationError) as info:
-        Producer(_cfg(cluster, **_keys(kdc, "lena", keytab), **{"sasl.login.retry.backoff.ms": 50,
-                                                                  "sasl.login.retry.backoff.max.ms": 600}))
+    with refusing_port() as dead:
+        conf = tmp_path / "krb5.conf"
+        conf.write_text(open(kdc.env["KRB5_CONFIG"]).read().replace(f"127.0.0.1:{kdc.port}", f"127.0.0.1:{dead}"))
+        monkeypatch.setenv("KRB5_CONFIG", str(conf))
+        start = time.monotonic()
+        with caplog.at_level(logging.DEBUG, logger="kafkajet.security"), pytest.raises(AuthenticationError) as info:
+            Producer(_cfg(cluster, **_keys(kdc, "lena", keytab), **{"sasl.login.retry.backoff.ms": 50,
+                                                                      "sasl.login.retry.backoff.max.ms": 600}))
     assert time.monotonic() - start < 30
     text = str(info.value)
     assert "lena@KAFKAJET.TEST" in text and "Cannot contact any KDC for realm 'KAFKAJET.TEST'" in text, text

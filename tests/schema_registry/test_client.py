@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +16,7 @@ import pytest
 from kafkajet.errors import ConfigError
 from kafkajet.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 from kafkajet.testing import SchemaRegistry
+from tests.helpers.ports import refusing_port
 
 FAST = {"retries.wait.ms": 1, "retries.max.wait.ms": 5, "timeout": 5}
 
@@ -72,12 +72,10 @@ def scripted() -> Iterator[Any]:
         s.close()
 
 
-def dead_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens here now: connections are refused
-    return f"http://127.0.0.1:{port}"
+@pytest.fixture
+def dead_url() -> Iterator[str]:
+    with refusing_port() as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_5xx_is_retried_then_succeeds(scripted: Any) -> None:
@@ -98,13 +96,13 @@ def test_4xx_is_not_retried_and_names_subject_url_and_remedy(scripted: Any) -> N
     assert (e.value.http_status_code, e.value.error_code) == (404, 40401)
 
 
-def test_a_dead_first_url_falls_through_to_the_next(registry: SchemaRegistry) -> None:
-    client = SchemaRegistryClient({"url": f"{dead_url()},{registry.url}", **FAST})
+def test_a_dead_first_url_falls_through_to_the_next(registry: SchemaRegistry, dead_url: str) -> None:
+    client = SchemaRegistryClient({"url": f"{dead_url},{registry.url}", **FAST})
     assert client.register_schema("fallthrough-value", Schema('"string"')) > 0
 
 
-def test_all_urls_down_says_so_after_the_retries(scripted: Any) -> None:
-    client = SchemaRegistryClient({"url": dead_url(), "max.retries": 2, **FAST})
+def test_all_urls_down_says_so_after_the_retries(scripted: Any, dead_url: str) -> None:
+    client = SchemaRegistryClient({"url": dead_url, "max.retries": 2, **FAST})
     with pytest.raises(SchemaRegistryError, match="cannot reach the schema registry.*after 3 attempts"):
         client.get_subjects()
 

@@ -15,6 +15,7 @@ from kafkajet.errors import ConfigError
 from kafkajet.fetch import FetchClient
 from kafkajet.producer.partitioner import partition_for_key
 from kafkajet.testing import EmbeddedBroker
+from tests.helpers.ports import refusing_port
 from tests.helpers.readback import read_topic
 from tests.helpers.waiting import wait_for
 from tests.spark.conftest import make_topic  # noqa: E402
@@ -186,27 +187,23 @@ def test_overwrite_mode_and_unreachable_broker_are_refused(spark: Any, topic_nam
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["batch", "streaming"])
-def test_the_sink_names_a_refusing_address_at_once_and_once(spark: Any, streaming: bool) -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    start = time.monotonic()
-    with pytest.raises(Exception) as raised:
-        if streaming:
-            query = (spark.readStream.format("rate").option("rowsPerSecond", "1").load()
-                     .selectExpr("cast(value as string) as value").writeStream.format("kafkajet")
-                     .option("kafka.bootstrap.servers", f"127.0.0.1:{port}").option("topic", "t")
-                     .option("checkpointLocation", f"/tmp/kafkajet-unreachable-{port}").start())
-            try:
-                query.awaitTermination(60)
-            finally:
-                query.stop()
-        else:
-            (spark.range(3).selectExpr("cast(id as string) as value").write.format("kafkajet").mode("append")
-             .option("kafka.bootstrap.servers", f"127.0.0.1:{port}").option("topic", "t").save())
-    took = time.monotonic() - start
+def test_the_sink_names_a_refusing_address_at_once_and_once(spark: Any, streaming: bool, tmp_path: Any) -> None:
+    with refusing_port() as port:
+        start = time.monotonic()
+        with pytest.raises(Exception) as raised:
+            if streaming:
+                query = (spark.readStream.format("rate").option("rowsPerSecond", "1").load()
+                         .selectExpr("cast(value as string) as value").writeStream.format("kafkajet")
+                         .option("kafka.bootstrap.servers", f"127.0.0.1:{port}").option("topic", "t")
+                         .option("checkpointLocation", str(tmp_path / "ck")).start())
+                try:
+                    query.awaitTermination(60)
+                finally:
+                    query.stop()
+            else:
+                (spark.range(3).selectExpr("cast(id as string) as value").write.format("kafkajet").mode("append")
+                 .option("kafka.bootstrap.servers", f"127.0.0.1:{port}").option("topic", "t").save())
+        took = time.monotonic() - start
     message = str(raised.value)
     # Before: 68 s, then each task's "Topic 't' not present in metadata after 60000 ms", three times over.
     assert message.count(f"connect to 127.0.0.1:{port} refused") == 1, message

@@ -21,6 +21,7 @@ from kafkajet.security.token_refresh import (
     refresh_at,
 )
 from kafkajet.testing.oidc import OidcProvider
+from tests.helpers.ports import refusing_port
 
 SECRET = "app-Client-S3cret"
 
@@ -146,19 +147,15 @@ def test_a_failed_background_refresh_waits_javas_doubling_before_its_next_round(
 
 
 def test_an_unreachable_endpoint_names_the_cause() -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(ConfigError, match="must not carry a user") as refused:
-        oidc_token_source({"sasl.oauthbearer.token.endpoint.url": f"http://user:pw@127.0.0.1:{port}/token"})
-    assert "pw" not in str(refused.value)
-    url = f"http://127.0.0.1:{port}/token?key=k"
-    cfg = {"sasl.oauthbearer.token.endpoint.url": url, "sasl.oauthbearer.client.id": "app",
-           "sasl.oauthbearer.client.secret": SECRET, "sasl.login.retry.backoff.max.ms": 0}
-    with pytest.raises(TokenFetchError) as info:
-        oidc_token_source(cfg).token()
+    with refusing_port() as port:
+        with pytest.raises(ConfigError, match="must not carry a user") as refused:
+            oidc_token_source({"sasl.oauthbearer.token.endpoint.url": f"http://user:pw@127.0.0.1:{port}/token"})
+        assert "pw" not in str(refused.value)
+        url = f"http://127.0.0.1:{port}/token?key=k"
+        cfg = {"sasl.oauthbearer.token.endpoint.url": url, "sasl.oauthbearer.client.id": "app",
+               "sasl.oauthbearer.client.secret": SECRET, "sasl.login.retry.backoff.max.ms": 0}
+        with pytest.raises(TokenFetchError) as info:
+            oidc_token_source(cfg).token()
     text = str(info.value)
     assert f"http://127.0.0.1:{port}/token" in text and "ConnectionRefusedError" in text
     assert "key=k" not in text
