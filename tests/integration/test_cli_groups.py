@@ -4,6 +4,9 @@ real broker: offsets are committed and read back with confluent-kafka, records w
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -134,35 +137,40 @@ def test_reset_offsets_to_a_datetime_after_every_record_is_the_end(broker: Embed
     assert code == 2 and "ISO 8601" in err
 
 
-def test_reset_offsets_refuses_a_group_with_active_members(broker: EmbeddedBroker, topic_name: str,
-                                                           group: str) -> None:
+@contextmanager
+def _live_member(broker: EmbeddedBroker, topic: str, group: str, **config: Any) -> Iterator[None]:
+    """A consumer holding both partitions of `topic` in `group`, polling (as a live member does) until the block
+    ends. librdkafka, not kafka-python: kafka-python 3.0.12 can lose its own assignment when a poll's timeout ends
+    while it leads a join (it marks the assignment done before it applies it; seen under load on Apache Kafka,
+    where the member then holds nothing). The 6 s session: Tansu assigns a new member only after a session's time."""
     from confluent_kafka import Consumer
 
-    # librdkafka, not kafka-python, as the live member: kafka-python 3.0.12 can lose its own assignment when a
-    # poll's timeout ends while it leads a join (its leader marks the assignment done before it applies it; seen
-    # under load on Apache Kafka, the member then stays assigned nothing). The 6 s session: Tansu assigns a new
-    # member only after a session's time.
     member = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                       "enable.auto.commit": False, "session.timeout.ms": 6000})
-    member.subscribe([topic_name])
+                       "enable.auto.commit": False, "session.timeout.ms": 6000, **config})
+    member.subscribe([topic])
     stop = threading.Event()
     poller = threading.Thread(target=lambda: [member.poll(0.1) for _ in iter(stop.is_set, True)], daemon=True)
 
-    def assigned() -> bool:
+    def holds_both() -> bool:
         member.poll(0.1)  # the group's protocol runs inside poll(), as in Java's consumer
-        return bool(member.assignment())
+        return len(member.assignment()) == 2
 
     try:
-        wait_for(assigned, 60, "the member joining the group")
-        # Keep polling while the tool runs, as a live consumer does.
+        wait_for(holds_both, 60, "the member holding both partitions")
         poller.start()
-        code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
-                                  "--to-earliest", "--execute")
+        yield
     finally:
         stop.set()
         if poller.is_alive():
             poller.join(30)
         member.close()
+
+
+def test_reset_offsets_refuses_a_group_with_active_members(broker: EmbeddedBroker, topic_name: str,
+                                                           group: str) -> None:
+    with _live_member(broker, topic_name, group):
+        code, rows, err = _groups(broker, "--reset-offsets", "--group", group, "--topic", topic_name,
+                                  "--to-earliest", "--execute")
     assert code == 1, (rows, err)
     assert "active members" in err and "Traceback" not in err
     assert _committed(broker, group, topic_name) == [2, 5]
@@ -207,26 +215,12 @@ def test_delete_removes_groups_with_kafkas_words_and_names_each_refusal(broker: 
     "partition can be matched to it there; Kafka's own tool is the reference on Apache Kafka"))
 def test_describe_names_the_live_member_holding_each_partition_as_kafkas_tool(broker: EmbeddedBroker,
                                                                                topic_name: str, group: str) -> None:
-    from kafka import KafkaConsumer
-
-    member = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap_servers, group_id=group,
-                           client_id="cli-member", enable_auto_commit=False)
-    stop = threading.Event()
-    try:
-        wait_for(lambda: member.poll(100) is not None and len(member.assignment()) == 2, 60,
-                 "the member holding both partitions")
-        poller = threading.Thread(target=lambda: [member.poll(100) for _ in iter(stop.is_set, True)], daemon=True)
-        poller.start()
+    with _live_member(broker, topic_name, group, **{"client.id": "cli-member"}):
         code, rows, err = _groups(broker, "--describe", "--group", group)
         m_code, m_rows, m_err = _groups(broker, "--describe", "--group", group, "--members")
         assert isinstance(broker, ApacheKafka)
         java = broker.run_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                                broker.bootstrap_servers, "--describe", "--group", group)
-        stop.set()
-        poller.join(30)
-    finally:
-        stop.set()
-        member.close(autocommit=False)
     assert code == 0 and m_code == 0, (err, m_err)
     assert rows[0][6:] == ["CONSUMER-ID", "HOST", "CLIENT-ID"]
     (member_id,) = {row[6] for row in rows[1:]}
