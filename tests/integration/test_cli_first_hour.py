@@ -16,7 +16,7 @@ import pytest
 
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
-from kafkajet.testing.embedded_broker import free_port
+from tests.helpers.ports import refusing_port
 from tests.helpers.waiting import read_line, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,20 +43,21 @@ def start(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
 def test_a_refused_address_is_reported_at_once_for_every_bootstrap_server(command: list[str]) -> None:
     # Nothing listens on either port: the tools keep Java's wait (max.block.ms, the call's timeout), but say
     # at once what they are waiting for, instead of a silent minute.
-    servers = [f"127.0.0.1:{free_port()}", f"localhost:{free_port()}"]
-    proc = start(command[0], "--bootstrap-server", ",".join(servers), *command[1:], stdin=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stderr is not None
-    try:
-        proc.stdin.write("a record\n")  # for produce; kept open, so it waits for metadata
-        proc.stdin.flush()
-        said: list[str] = []
-        deadline = time.monotonic() + 30
-        while not all(any(server in line and "Connection refused" in line for line in said) for server in servers):
-            assert time.monotonic() < deadline, f"not both refusals within 30 s: {said}"
-            said.append(read_line(proc.stderr, deadline - time.monotonic(), "a connection failure on stderr"))
-        assert proc.poll() is None  # said while it still waits, not in the error at the end
-    finally:
-        stop(proc)
+    with refusing_port() as first, refusing_port() as second:
+        servers = [f"127.0.0.1:{first}", f"localhost:{second}"]
+        proc = start(command[0], "--bootstrap-server", ",".join(servers), *command[1:], stdin=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stderr is not None
+        try:
+            proc.stdin.write("a record\n")  # for produce; kept open, so it waits for metadata
+            proc.stdin.flush()
+            said: list[str] = []
+            deadline = time.monotonic() + 30
+            while not all(any(server in line and "Connection refused" in line for line in said) for server in servers):
+                assert time.monotonic() < deadline, f"not both refusals within 30 s: {said}"
+                said.append(read_line(proc.stderr, deadline - time.monotonic(), "a connection failure on stderr"))
+            assert proc.poll() is None  # said while it still waits, not in the error at the end
+        finally:
+            stop(proc)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
