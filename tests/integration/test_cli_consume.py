@@ -15,6 +15,7 @@ import pytest
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.readback import committed_offsets
+from tests.helpers.terminal import default_ctrl_c
 from tests.helpers.waiting import read_line, wait_for
 from tests.integration.test_cli import ROOT, cli
 
@@ -49,7 +50,7 @@ def _consume(broker: EmbeddedBroker, topic: str, *args: str) -> subprocess.Compl
 def _start(broker: EmbeddedBroker, topic: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "kafkajet", "consume", "--bootstrap-server",
                              broker.bootstrap_servers, "--topic", topic, *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_ctrl_c)
 
 
 def test_consume_prints_what_was_written_with_the_formatter_properties(broker: EmbeddedBroker,

@@ -17,6 +17,7 @@ import pytest
 from kafkajet.admin import Admin
 from kafkajet.testing import EmbeddedBroker
 from tests.helpers.ports import refusing_port
+from tests.helpers.terminal import default_ctrl_c
 from tests.helpers.waiting import read_line, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,8 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 def start(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
     """The command in a process group of its own, as a shell starts a foreground job."""
     return subprocess.Popen([sys.executable, "-m", "kafkajet", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=stdin, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, stdin=stdin, text=True, start_new_session=True,
+                            preexec_fn=default_ctrl_c)
 
 
 @pytest.mark.parametrize("command", [

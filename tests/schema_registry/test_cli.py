@@ -11,13 +11,15 @@ from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
 
 from kafkajet.testing import EmbeddedBroker
+from tests.helpers.terminal import default_ctrl_c
 from tests.helpers.waiting import read_line
 
 
 def run(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "kafkajet", "schema-registry", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_ctrl_c)
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from kafkajet.testing import EmbeddedBroker
 from kafkajet.testing.embedded_broker import free_port
+from tests.helpers.terminal import default_ctrl_c
 from tests.helpers.tls_proxy import CertificateAuthority, TlsProxy
 from tests.helpers.waiting import read_line, wait_for
 
@@ -66,7 +67,8 @@ def test_ctrl_c_in_the_demo_stops_spark_and_the_broker_without_a_traceback() -> 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "demo", "--records", "200000"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            start_new_session=True)  # its own process group, as a shell's foreground job
+                            start_new_session=True,  # its own process group, as a shell's foreground job
+                            preexec_fn=default_ctrl_c)
     assert proc.stdout is not None
     try:
         line = read_line(proc.stdout, 300, "the demo's first line")
@@ -112,7 +114,7 @@ def test_ctrl_c_while_spark_starts_leaves_no_jvm_behind() -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "demo", "--records", "1000"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_ctrl_c)
     try:
         # Spark's JVM, not the `java -version` the demo checks Java with first.
         wait_for(lambda: any("SparkSubmit" in c for c in _group_processes(proc.pid)), 120, "Spark's JVM to start")
