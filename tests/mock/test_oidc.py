@@ -27,7 +27,7 @@ class RecordingValidator:
     def __init__(self, inner: TokenValidator) -> None:
         self._inner = inner
         self.seen: list[tuple[str, float]] = []  # (token, seconds left when presented)
-        self.principals: list[str] = []  # whose token each of those was
+        self.whose: dict[str, str] = {}  # token -> the principal it names
         self.lock = threading.Lock()
 
     def __call__(self, token: str, extensions: Mapping[str, str]) -> tuple[str, float | None]:
@@ -35,7 +35,7 @@ class RecordingValidator:
         assert exp is not None
         with self.lock:
             self.seen.append((token, exp - time.time()))
-            self.principals.append(principal)
+            self.whose[token] = principal
         return principal, exp
 
 
@@ -209,7 +209,7 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
 
         def tokens_of(principal: str) -> set[str]:
             with validator.lock:
-                return {t for (t, _), who in zip(validator.seen, validator.principals, strict=True) if who == principal}
+                return {t for t, _ in validator.seen if validator.whose[t] == principal}
 
         with Producer(ours) as producer:
             def both_reauthenticated() -> bool:
@@ -235,7 +235,7 @@ def test_referee_confluent_kafka_with_the_same_identity_provider_and_cluster(idp
     # of a token's life and re-authenticates at 90 % of the session, so on a busy machine it may re-authenticate
     # with its old token's last half second (0.48 s seen); that is its timing, not the provider's. It must still
     # have fetched a second token from the same endpoint and had every one accepted.
-    kafkajet_left = [seconds for (_, seconds), who in zip(validator.seen, validator.principals, strict=True) if who == "app"]
+    kafkajet_left = [seconds for token, seconds in validator.seen if validator.whose[token] == "app"]
     assert min(kafkajet_left) > 0.3 * idp.token_lifetime_s, kafkajet_left
     assert len(tokens_of("referee")) >= 2
     assert delivered == [None] * i
