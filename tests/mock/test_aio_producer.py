@@ -13,6 +13,7 @@ from kafkajet import BufferExhaustedError, DeliveryTimeoutError, RecordMetadata
 from kafkajet.aio import AIOProducer
 from kafkajet.errors import IllegalStateError
 from kafkajet.testing import MockCluster
+from tests.helpers.futures import on_future_made
 
 pytestmark = [pytest.mark.mock_cluster(brokers=1, topics={"t": 3}), pytest.mark.timeout(120)]
 
@@ -184,23 +185,14 @@ def test_its_records_build_no_thread_future_unless_send_is_wrapped(cluster: Mock
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Each record's asyncio future is its outcome: a RecordFuture beside it would be built and thrown away. A
     wrapped send() (as opentelemetry wraps it) still gets every record, futures and all."""
-    from kafkajet.producer.futures import RecordFuture
-
-    built = 0
-
-    def counting(self: RecordFuture, name: str, value: Any) -> None:
-        nonlocal built
-        built += name == "_batch"  # a future is being made: its batch is the first thing it gets
-        object.__setattr__(self, name, value)
-
-    # Its attribute sets, not __init__: record_future() makes a future without calling __init__.
-    monkeypatch.setattr(RecordFuture, "__setattr__", counting)
+    built: list[None] = []
+    on_future_made(monkeypatch, lambda: built.append(None))
     wrapped_saw: list[str] = []
 
     async def main() -> list[RecordMetadata]:
         async with AIOProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=0) as p:
             plain = [await (await p.send("t", b"v%d" % i, partition=i % 3)) for i in range(30)]
-            assert built == 0
+            assert len(built) == 0
             send = p.producer.send
 
             def wrapper(topic: str, *args: Any, **kwargs: Any) -> Any:
@@ -213,4 +205,4 @@ def test_its_records_build_no_thread_future_unless_send_is_wrapped(cluster: Mock
     mds = asyncio.run(main())
     assert [md.topic for md in mds] == ["t"] * 35 and all(md.offset >= 0 for md in mds)
     assert len({(md.partition, md.offset) for md in mds}) == 35
-    assert wrapped_saw == ["t"] * 5 and built == 5
+    assert wrapped_saw == ["t"] * 5 and len(built) == 5

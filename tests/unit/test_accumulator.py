@@ -102,9 +102,9 @@ from kafkajet.errors import (  # noqa: E402
     ProducerClosedError,
 )
 from kafkajet.producer.batch import Columns  # noqa: E402
-from kafkajet.producer.futures import RecordFuture  # noqa: E402
 from kafkajet.producer.idempotence import IdempotenceManager  # noqa: E402
 from kafkajet.records import BATCH_HEADER_SIZE, decode_batches, record_size_upper_bound  # noqa: E402
+from tests.helpers.futures import on_future_made  # noqa: E402
 
 
 class Clock:
@@ -922,14 +922,7 @@ def test_a_records_future_is_made_after_the_accumulator_lets_go_of_its_lock(monk
     acc = make(Clock(), batch_size=256)
     made_under_lock: list[bool] = []
 
-    def watched(self: RecordFuture, name: str, value: Any) -> None:
-        if name == "_batch":  # a future is being made (record_future() sets its attributes, as __init__ would)
-            made_under_lock.append(acc._lock.locked())
-        object.__setattr__(self, name, value)
-
-    # On the class itself: the compiled build holds the class in a C static, which a module attribute patch
-    # would not reach; its attribute sets go through the class's __setattr__ slot.
-    monkeypatch.setattr(RecordFuture, "__setattr__", watched)
+    on_future_made(monkeypatch, lambda: made_under_lock.append(acc._lock.locked()))
     futs = [acc.append("t", i % 2, 0, None, b"x" * 40, None, None, lambda md, e: None)[0] for i in range(12)]
     batches = len({id(f._batch) for f in futs})
     assert 4 <= batches < 12, f"{batches} batches: the appends must both open batches and join open ones"
