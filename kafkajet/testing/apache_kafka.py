@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from kafkajet.testing.embedded_broker import BrokerStartError, _answers_api_versions, free_port
+from kafkajet.testing.embedded_broker import BrokerStartError, _answers_api_versions
+from kafkajet.testing.ports import free_port
 
 log = logging.getLogger("kafkajet.testing.apache_kafka")
 

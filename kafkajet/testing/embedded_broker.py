@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkajet.errors import KafkaError
+from kafkajet.testing.ports import free_port
 
 log = logging.getLogger("kafkajet.testing.broker")
 
@@ -75,12 +76,6 @@ def _dies_with_this_process() -> Callable[[], None] | None:
             os._exit(1)
 
     return preexec
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _answers_api_versions(port: int, timeout_s: float) -> bool:

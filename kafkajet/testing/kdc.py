@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from kafkajet.testing.ports import free_port
+
 _SBIN = os.pathsep.join((os.environ.get("PATH", ""), "/usr/sbin", "/sbin"))
 
 
@@ -37,12 +39,6 @@ def _tool(name: str) -> str:
 
 def kdc_available() -> bool:
     return all(shutil.which(t, path=_SBIN) for t in ("krb5kdc", "kdb5_util", "kadmin.local"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class LocalKdc:
@@ -62,7 +58,7 @@ class LocalKdc:
         return f"{name}@{self.realm}"
 
     def start(self) -> LocalKdc:
-        self.port = _free_port()
+        self.port = free_port()
         d = self._dir
         (d / "krb5.conf").write_text(
             f"[libdefaults]\n default_realm = {self.realm}\n dns_lookup_kdc = false\n dns_lookup_realm = false\n"

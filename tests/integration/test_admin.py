@@ -21,7 +21,7 @@ from kafkajet.errors import (
 from kafkajet.network import BlockingConnection, bootstrap_metadata
 from kafkajet.protocol import ApiKey
 from kafkajet.testing import EmbeddedBroker
-from kafkajet.testing.embedded_broker import free_port
+from kafkajet.testing.ports import free_port
 
 
 def test_topic_lifecycle(broker: EmbeddedBroker, topic_name: str) -> None:

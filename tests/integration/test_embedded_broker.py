@@ -8,6 +8,7 @@ import pytest
 
 from kafkajet.testing import BrokerStartError, EmbeddedBroker
 from kafkajet.testing.embedded_broker import _answers_api_versions
+from kafkajet.testing.ports import free_port
 from tests.helpers.waiting import read_line
 
 
@@ -56,8 +57,6 @@ def test_cli_broker_runs_until_terminated() -> None:
 def test_cli_broker_listens_on_the_port_asked_for() -> None:
     import subprocess
     import sys
-
-    from kafkajet.testing.embedded_broker import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kafkajet", "broker", "--port", str(port)],

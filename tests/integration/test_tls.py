@@ -31,8 +31,8 @@ from kafkajet.protocol import ApiKey
 from kafkajet.security.connection import connection_security
 from kafkajet.security.tls import build_ssl_context
 from kafkajet.testing import EmbeddedBroker
-from kafkajet.testing.embedded_broker import free_port
 from kafkajet.testing.mock.cluster import MockCluster
+from kafkajet.testing.ports import free_port
 from tests.helpers.tls_proxy import CertificateAuthority, TlsProxy
 
 FAST_FAIL = {"max.block.ms": 15000, "reconnect.backoff.max.ms": 200, "request.timeout.ms": 10000,

@@ -18,6 +18,7 @@ from kafkajet.errors import KafkaTimeoutError
 from kafkajet.fetch import FetchClient
 from kafkajet.network import NotKafkaError
 from kafkajet.testing.schema_registry import SchemaRegistry
+from tests.helpers.ports import refusing_port
 
 
 @pytest.fixture
@@ -114,25 +115,21 @@ def test_every_client_waits_for_a_wrong_address_as_long_by_default() -> None:
 
 
 def test_admin_and_fetch_wait_default_api_timeout_ms_for_a_refused_address() -> None:
-    config = {"bootstrap.servers": f"127.0.0.1:{_free_port()}", "default.api.timeout.ms": 1500}
-    for call in (lambda: Admin(config).list_topics(), lambda: FetchClient(config).partitions("t")):
-        started = time.monotonic()
-        with pytest.raises(KafkaTimeoutError, match=r"within 1\.5 s"):
-            call()
-        assert 1.4 < time.monotonic() - started < 10
+    with refusing_port() as port:
+        config = {"bootstrap.servers": f"127.0.0.1:{port}", "default.api.timeout.ms": 1500}
+        for call in (lambda: Admin(config).list_topics(), lambda: FetchClient(config).partitions("t")):
+            started = time.monotonic()
+            with pytest.raises(KafkaTimeoutError, match=r"within 1\.5 s"):
+                call()
+            assert 1.4 < time.monotonic() - started < 10
 
 
 def test_the_topics_command_waits_the_admin_clients_default() -> None:
     from kafkajet.admin import Admin as AdminClient
 
     assert AdminClient("127.0.0.1:9092")._timeout(None) == 60.0  # no --timeout: the table's default, not 30 s
-    r = subprocess.run([sys.executable, "-m", "kafkajet", "topics", "--bootstrap-server", f"127.0.0.1:{_free_port()}",
-                        "--list", "--command-property", "default.api.timeout.ms=1000"],
-                       capture_output=True, text=True, timeout=60)
+    with refusing_port() as port:
+        r = subprocess.run([sys.executable, "-m", "kafkajet", "topics", "--bootstrap-server", f"127.0.0.1:{port}",
+                            "--list", "--command-property", "default.api.timeout.ms=1000"],
+                           capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "listing topics did not complete within 1.0 s" in r.stderr, r.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -185,7 +185,7 @@ def test_an_unconfigured_application_sees_no_kafkajet_log_lines() -> None:
     # Reconnect warnings to an address where nothing listens: with logging unconfigured, nothing reaches stderr.
     out = _run("""
         from kafkajet import Producer
-        from kafkajet.testing.embedded_broker import free_port
+        from kafkajet.testing.ports import free_port
         from kafkajet.errors import KafkaError
         p = Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}", "max.block.ms": 1500})
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafkajet.testing import EmbeddedBroker
-from kafkajet.testing.embedded_broker import free_port
+from kafkajet.testing.ports import free_port
 from tests.helpers.terminal import default_ctrl_c
 from tests.helpers.tls_proxy import CertificateAuthority, TlsProxy
 from tests.helpers.waiting import read_line, wait_for

@@ -15,17 +15,12 @@ import pyspark
 import pytest
 
 from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.ports import free_port
 from tests.helpers.readback import read_topic
 from tests.helpers.waiting import wait_for
 from tests.spark.conftest import make_topic
 
 SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def port_open(port: int) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from kafkajet import Admin, ConfigError, Producer
 from kafkajet.aio import AIOProducer
 from kafkajet.fetch import FetchClient
-from kafkajet.testing.embedded_broker import free_port
+from kafkajet.testing.ports import free_port
 
 NOWHERE = "nosuch-broker.invalid:9092"  # .invalid never resolves (RFC 2606)
 

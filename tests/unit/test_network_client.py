@@ -21,6 +21,7 @@ from kafkajet.errors import (
 from kafkajet.network import ClientResponse, ConnectionState, NetworkClient
 from kafkajet.protocol import SUPPORTED_VERSIONS, ApiKey
 from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.ports import free_port
 from tests.helpers.network_fakes import MAX_API_VERSIONS, FakeBroker
 from tests.helpers.waiting import wait_for
 
@@ -29,12 +30,6 @@ DEADLINE_S = 10.0
 
 def now_ms() -> float:
     return time.monotonic() * 1000.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from kafkajet.network.blocking import definitely_unreachable
-from kafkajet.testing.embedded_broker import free_port
+from kafkajet.testing.ports import free_port
 
 
 @pytest.fixture
