@@ -95,6 +95,11 @@ rootLogger.appenderRef.err.ref = err
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
+# What a node's log says when another process holds a port it was given.
+_PORT_TAKEN = "Address already in use"
+_START_ATTEMPTS = 3
+
+
 class ApacheKafkaUnavailable(BrokerStartError):
     """Apache Kafka's jars or a Java runtime are missing: the message says what to install or run."""
 
@@ -343,6 +348,30 @@ class ApacheKafka:
         libs = find_kafka_libs(self._libs_arg)
         self._java = find_java()
         self._classpath = os.pathsep.join([str(libs / "*"), *self._extra_classpath])
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                self._start_on_free_ports()
+            except BaseException as e:
+                self._stop_all(kill=True)
+                # A port can still be taken between its pick and the JVM's bind (by another server's pick); only
+                # that is worth another try, on new ports: any other failure would fail the same way again.
+                taken = [n.node_id for n in self._nodes.values()
+                         if n.log_path.exists() and _PORT_TAKEN in n.log_path.read_text(errors="replace")]
+                if isinstance(e, BrokerStartError) and taken and attempt < _START_ATTEMPTS:
+                    log.warning("Apache Kafka node %d could not bind its port; starting again on new ports", taken[0])
+                    assert self._workdir is not None
+                    shutil.rmtree(self._workdir, ignore_errors=True)
+                    self._nodes.clear()
+                    continue
+                log.error("Apache Kafka did not start; its logs are kept in %s", self._workdir)
+                self.keep_logs = True
+                raise
+            break
+        log.info("Apache Kafka %s ready at %s (%d node%s)", kafka_version(), self.bootstrap_servers, self.brokers,
+                 "" if self.brokers == 1 else "s")
+        return self
+
+    def _start_on_free_ports(self) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="kafkajet-apache-kafka-"))
         (self._workdir / "log4j2.properties").write_text(_LOG4J2)
         (self._workdir / "log4j2-tools.properties").write_text(_LOG4J2_TOOLS)
@@ -352,22 +381,12 @@ class ApacheKafka:
             directory = self._workdir / f"node-{node_id}"
             directory.mkdir()
             self._nodes[node_id] = _Node(node_id, ports, directory)
-        try:
-            for node in self._nodes.values():
-                (node.directory / "server.properties").write_text(_properties(self._node_settings(node)))
-            self._format()
-            for node in self._nodes.values():
-                self._launch(node)
-            self._await(lambda ids: set(ids) == set(self._nodes), "every node to join the cluster",
-                        self.start_timeout_s)
-        except BaseException:
-            self._stop_all(kill=True)
-            log.error("Apache Kafka did not start; its logs are kept in %s", self._workdir)
-            self.keep_logs = True
-            raise
-        log.info("Apache Kafka %s ready at %s (%d node%s)", kafka_version(), self.bootstrap_servers, self.brokers,
-                 "" if self.brokers == 1 else "s")
-        return self
+        for node in self._nodes.values():
+            (node.directory / "server.properties").write_text(_properties(self._node_settings(node)))
+        self._format()
+        for node in self._nodes.values():
+            self._launch(node)
+        self._await(lambda ids: set(ids) == set(self._nodes), "every node to join the cluster", self.start_timeout_s)
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop every node (controlled shutdown, then SIGKILL after timeout_s) and remove the data."""

