@@ -1,15 +1,20 @@
-"""ApacheKafka's start when a port it picked is taken before the JVM binds it."""
+"""ApacheKafka's start when a port it picked is taken before the JVM binds it, and the Java programs it runs."""
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 
 import kafkajet.testing.apache_kafka as apache_kafka
+from kafkajet.testing.apache_kafka import TOOL_JVM_OPTIONS, ApacheKafka
 from kafkajet.testing.ports import free_port
 from tests.helpers.apache import running_apache_kafka
+from tests.helpers.java_clients import PROGRAM as JAVA_CLIENTS
 
 
 def test_a_node_whose_port_was_taken_starts_again_on_new_ports(monkeypatch: pytest.MonkeyPatch,
@@ -23,3 +28,15 @@ def test_a_node_whose_port_was_taken_starts_again_on_new_ports(monkeypatch: pyte
             assert kafka.live_brokers() == [1]
             assert taken not in kafka._node(1).ports.values()
     assert "could not bind its port; starting again on new ports" in caplog.text
+
+
+def test_a_single_file_program_is_compiled_once_and_run_as_a_class(apache_kafka: ApacheKafka) -> None:
+    first = apache_kafka.java_command(str(JAVA_CLIENTS), jvm_options=TOOL_JVM_OPTIONS)
+    assert str(JAVA_CLIENTS) not in first and first[-1] == "JavaClients"
+    classes = Path(first[first.index("-cp") + 1].split(os.pathsep)[-1])
+    assert (classes / "JavaClients.class").is_file()
+    with pytest.MonkeyPatch.context() as patch:  # the second command compiles nothing
+        patch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"compiled again: {a}"))
+        assert apache_kafka.java_command(str(JAVA_CLIENTS)) == [*first[:1], *first[1 + len(TOOL_JVM_OPTIONS):]]
+    done = subprocess.run(first, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("usage: consume BOOTSTRAP TOPIC"), done.stderr
