@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkajet.testing.embedded_broker import BrokerStartError, _answers_api_versions
-from kafkajet.testing.ports import free_port
+from kafkajet.testing.ports import START_ATTEMPTS, free_port
 
 log = logging.getLogger("kafkajet.testing.apache_kafka")
 
@@ -98,7 +98,6 @@ TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 # What a node's log says when another process holds a port it was given.
 _PORT_TAKEN = "Address already in use"
-_START_ATTEMPTS = 3
 
 
 class ApacheKafkaUnavailable(BrokerStartError):
@@ -175,10 +174,8 @@ def compiled_program(java: str, classpath: str, source: Path) -> Path:
                               capture_output=True, timeout=300, check=False)
         if done.returncode != 0:
             raise BrokerStartError(f"javac could not compile {source}:\n{done.stderr.decode(errors='replace')}")
-        try:
+        with contextlib.suppress(OSError):  # another process put its copy there first: the same classes
             scratch.rename(target)
-        except OSError:  # another process put its copy there first: the same source, the same classes
-            pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
@@ -380,17 +377,20 @@ class ApacheKafka:
         libs = find_kafka_libs(self._libs_arg)
         self._java = find_java()
         self._classpath = os.pathsep.join([str(libs / "*"), *self._extra_classpath])
-        for attempt in range(1, _START_ATTEMPTS + 1):
+        for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 self._start_on_free_ports()
             except BaseException as e:
                 self._stop_all(kill=True)
                 # A port can still be taken between its pick and the JVM's bind (by another server's pick); only
                 # that is worth another try, on new ports: any other failure would fail the same way again.
-                taken = [n.node_id for n in self._nodes.values()
-                         if n.log_path.exists() and _PORT_TAKEN in n.log_path.read_text(errors="replace")]
-                if isinstance(e, BrokerStartError) and taken and attempt < _START_ATTEMPTS:
-                    log.warning("Apache Kafka node %d could not bind its port; starting again on new ports", taken[0])
+                taken = None
+                if isinstance(e, BrokerStartError) and attempt < START_ATTEMPTS:
+                    taken = next((n.node_id for n in self._nodes.values()
+                                  if n.log_path.exists() and _PORT_TAKEN in n.log_path.read_text(errors="replace")),
+                                 None)
+                if taken is not None:
+                    log.warning("Apache Kafka node %d could not bind its port; starting again on new ports", taken)
                     assert self._workdir is not None
                     shutil.rmtree(self._workdir, ignore_errors=True)
                     self._nodes.clear()

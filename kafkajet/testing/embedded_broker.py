@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkajet.errors import KafkaError
-from kafkajet.testing.ports import free_port
+from kafkajet.testing.ports import START_ATTEMPTS, free_port
 
 log = logging.getLogger("kafkajet.testing.broker")
 
@@ -35,8 +35,6 @@ class BrokerStartError(KafkaError):
 class _PortTaken(BrokerStartError):
     """Another process held the port tansu was to listen on."""
 
-
-_START_ATTEMPTS = 3
 
 
 def find_tansu() -> Path:
@@ -136,13 +134,13 @@ class EmbeddedBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> EmbeddedBroker:
-        for attempt in range(1, _START_ATTEMPTS + 1):
+        for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 return self._start_once()
             except _PortTaken:
                 # A port picked here can still be taken before tansu binds it (by another server's pick): pick
                 # again. A port the caller gave is theirs to change.
-                if self._port_given or attempt == _START_ATTEMPTS:
+                if self._port_given or attempt == START_ATTEMPTS:
                     raise
                 log.warning("tansu could not bind port %d; starting again on another", self.port)
                 self.port = free_port()
@@ -172,9 +170,10 @@ class EmbeddedBroker:
         while time.monotonic() < deadline:
             code = self._proc.poll()
             if code is not None:
-                tail, whole = self.log_tail(), self.log_tail(lines=100_000)
+                whole = self.log_tail(lines=sys.maxsize)  # the panic's message may lie above its backtrace
                 self.stop()
                 error = _PortTaken if "AddrInUse" in whole else BrokerStartError
+                tail = "\n".join(whole.splitlines()[-20:])
                 raise error(f"tansu exited with code {code} on port {self.port}:\n{tail}")
             if _answers_api_versions(self.port, timeout_s=1.0):
                 log.info("embedded broker ready at %s (pid %d)", self.bootstrap_servers, self._proc.pid)

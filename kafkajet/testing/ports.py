@@ -10,6 +10,8 @@ from pathlib import Path
 _LOWEST = 10_000
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _TRIES = 200
+# How often a server the testing tools start is started again on new ports when one was taken before its bind.
+START_ATTEMPTS = 3
 
 
 def free_port() -> int:

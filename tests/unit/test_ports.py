@@ -15,9 +15,9 @@ def test_a_free_port_is_one_no_outgoing_connection_can_take() -> None:
     # The kernel gives outgoing connections local ports from this range; a server's port picked inside it can be
     # taken by any client's connect() before the server binds it.
     first, last = (int(n) for n in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    ports = {free_port() for _ in range(50)}
-    assert not [p for p in ports if first <= p <= last]
-    assert len(ports) > 40  # spread at random, so that two workers' picks seldom meet
+    picked = {free_port() for _ in range(50)}
+    assert not [p for p in picked if first <= p <= last]
+    assert len(picked) > 40  # spread at random, so that two workers' picks seldom meet
 
 
 def test_a_free_port_skips_one_a_server_holds(monkeypatch: pytest.MonkeyPatch) -> None:
