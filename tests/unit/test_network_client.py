@@ -170,10 +170,13 @@ def test_refused_port_reports_address_and_backoff_grows() -> None:
 def test_unresolvable_host_fails_with_its_name() -> None:
     with NetworkClient() as client:
         client.add_bootstrap("no-such-host.invalid:9092")
-        assert not client.ready(-1, now_ms())
+        # One `now` for both calls: a resolver slower than the backoff (CI saw it) would end the
+        # backoff between two readings of the clock.
+        now = now_ms()
+        assert not client.ready(-1, now)
         err = client.last_error(-1)
         assert isinstance(err, KafkaConnectionError) and "no-such-host.invalid:9092" in str(err)
-        assert client.connection_delay(-1, now_ms()) > 0
+        assert client.connection_delay(-1, now) > 0
 
 
 def test_connection_setup_timeout() -> None:
@@ -488,11 +491,13 @@ def test_broker_closing_the_connection_fails_requests_naming_it() -> None:
         wait_ready(client, -1)
         client.send(-1, ApiKey.METADATA, metadata_body(), now_ms(), context="x")
         client.poll(0, now_ms())
+        before_close = now_ms()
         fake.close()
         [resp] = poll_until(client, lambda got: bool(got))
         assert isinstance(resp.error, KafkaConnectionError) and f"127.0.0.1:{fake.port}" in str(resp.error)
         assert client.state(-1) is ConnectionState.DISCONNECTED
-        assert client.connection_delay(-1, now_ms()) > 0
+        # Asked as of before the close, so a slow machine cannot have ended the backoff already.
+        assert client.connection_delay(-1, before_close) > 0
 
 
 def test_set_nodes_closes_vanished_nodes() -> None:
