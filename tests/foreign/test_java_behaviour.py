@@ -148,7 +148,8 @@ def test_a_fatal_error_fails_queued_records_and_later_sends_raise_at_once(rdmock
             raised: KafkaError = e
         else:
             pytest.fail(f"send() after the fatal error accepted the record: {fut!r}")
-        assert time.monotonic() - started < 1.0, "send() after the fatal error blocked"
+        # Half of max.block.ms (15 s): a wait that long is the bug; a loaded machine cannot eat the margin.
+        assert time.monotonic() - started < 7.5, "send() after the fatal error blocked"
         assert _names(raised, ClusterAuthorizationFailedError), f"send() raised {raised!r}, not naming the cause"
 
 

@@ -108,14 +108,14 @@ def test_partitions_for_a_new_topic_after_close_is_refused_at_once(broker: Embed
     # The closed producer has no sender thread to fetch metadata: the call must not wait out max.block.ms.
     # A topic it knew still answers from what it had, as Java's partitionsFor does.
     create_topic(broker.bootstrap_servers, topic_name, 2)
-    p = Producer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=3000)
+    p = Producer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=30_000)
     assert len(p.partitions_for(topic_name)) == 2
     p.close()
     assert len(p.partitions_for(topic_name)) == 2
     start = time.monotonic()
     with pytest.raises(ProducerClosedError, match=r"partitions_for\('never-seen'\) called after close\(\)"):
         p.partitions_for("never-seen")
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 15  # not max.block.ms; half of it is a margin no busy machine eats
 
 
 def test_close_wakes_a_caller_waiting_for_metadata(broker: EmbeddedBroker, topic_name: str) -> None:

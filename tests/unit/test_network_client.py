@@ -544,7 +544,7 @@ def test_idle_poll_blocks_for_its_timeout_and_wakeups_coalesce() -> None:
             client.wakeup()
         started = time.monotonic()
         client.poll(10_000, now_ms())
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0  # woken, not the 10 s timeout
         # All those wake-ups were one: the next poll blocks again.
         started = time.monotonic()
         client.poll(150, now_ms())
