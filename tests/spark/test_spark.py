@@ -338,3 +338,10 @@ def test_read_committed_reads_only_committed_transactions(spark: Any) -> None:
         assert read(None) == Counter({"a": 50, "b": 50, "c": 50})  # Spark's default: read_uncommitted
         with pytest.raises(Exception, match="kafka.isolation.level"):
             read("read_everything")
+
+
+def test_the_suites_spark_jvms_run_with_c1_only(spark: Any) -> None:
+    # tests/conftest.py sets SPARK_SUBMIT_OPTS for every Spark JVM the suite starts, to save the CPU the suite
+    # is short of. Should pyspark or Spark stop passing it on, the suite gets minutes slower with no test failing.
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())
