@@ -17,7 +17,7 @@ import pytest
 from hypothesis import settings
 
 from kafkajet.testing import EmbeddedBroker, MockCluster
-from kafkajet.testing.apache_kafka import ApacheKafka
+from kafkajet.testing.apache_kafka import C1_ONLY, ApacheKafka
 from kafkajet.testing.kdc import LocalKdc, kdc_available
 from tests.helpers.apache import running_apache_kafka
 
@@ -31,9 +31,9 @@ settings.load_profile("kafkajet")
 
 # The suite keeps both cores busy, and each Spark JVM it starts (sessions, the demo, the README's examples,
 # every one a subprocess that inherits this) lives a minute or two: long enough for C2 to spend its CPU
-# compiling, too short to repay it. C1 only, as the Kafka tools already run here (TOOL_JVM_OPTIONS), took the
-# demo from 64-78 s of CPU to 50-52 s on this machine. A user's own SPARK_SUBMIT_OPTS wins.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# compiling, too short to repay it. C1 only, as the suite's Kafka tools and brokers run (tests/helpers/apache.py),
+# took the demo from 64-78 s of CPU to 50-52 s on this machine. A user's own SPARK_SUBMIT_OPTS wins.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", C1_ONLY)
 
 BROKER_KINDS = ("apache", "tansu")
 

@@ -92,8 +92,11 @@ rootLogger.appenderRef.err.ref = err
 """
 
 
+# The C1 compiler only: a JVM that lives seconds or minutes on few cores never repays C2's compile time.
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+
 # A short-lived JVM (a tool, a referee program): small heap, quick start rather than peak speed.
-TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+TOOL_JVM_OPTIONS = ("-Xmx256m", C1_ONLY, "-XX:+UseSerialGC")
 
 
 # What a node's log says when another process holds a port it was given.
@@ -264,6 +267,8 @@ class ApacheKafka:
     - racks: each node's broker.rack (node 1's first), as Metadata reports it to clients.
     - classpath: more class path entries for the brokers (and the tools run_tool starts), after the release's
       jars: a plugin that broker_config names, such as a metric reporter.
+    - jvm_options: more JVM options for every node, after kafkajet's own (a later one wins), e.g. (C1_ONLY,)
+      for clusters that live minutes on a machine short of CPU; the default is tuned for peak speed.
     - features: feature levels the storage is formatted with (kafka-storage format --feature name=level), e.g.
       {"transaction.version": 1} for a cluster that does not finalize transaction version 2 (KIP-890); the
       others keep the release's defaults (Kafka 4.4 finalizes transaction.version 2).
@@ -287,6 +292,7 @@ class ApacheKafka:
         classpath: Sequence[str | Path] = (),
         libs: str | Path | None = None,
         heap: str = "768m",
+        jvm_options: Sequence[str] = (),
         start_timeout_s: float = 90.0,
         keep_logs: bool = False,
     ) -> None:
@@ -324,6 +330,7 @@ class ApacheKafka:
         self._libs_arg = libs
         self._extra_classpath = [str(p) for p in classpath]
         self._heap = heap
+        self._jvm_options = list(jvm_options)
         self.start_timeout_s = start_timeout_s
         self.keep_logs = keep_logs
         self.cluster_id = random_cluster_id()
@@ -641,7 +648,7 @@ class ApacheKafka:
         log_file = open(node.log_path, "ab")  # noqa: SIM115 - closed when the node stops
         node.log_file = log_file
         options = [f"-Xmx{self._heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Xss1m",
-                   "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+                   "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *self._jvm_options]
         if self._settings.oauth is not None:
             options.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self._settings.oauth.jwks_url}")
         cmd = self.java_command("kafka.Kafka", str(node.directory / "server.properties"), jvm_options=options,

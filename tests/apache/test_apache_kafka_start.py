@@ -1,7 +1,9 @@
-"""ApacheKafka's start when a port it picked is taken before the JVM binds it, and the Java programs it runs."""
+"""ApacheKafka's start when a port it picked is taken before the JVM binds it, the JVM options its nodes get, and
+the Java programs it runs."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import kafkajet.testing.apache_kafka as apache_kafka
-from kafkajet.testing.apache_kafka import TOOL_JVM_OPTIONS, ApacheKafka
+from kafkajet.testing.apache_kafka import C1_ONLY, TOOL_JVM_OPTIONS, ApacheKafka
 from kafkajet.testing.ports import free_port
 from tests.helpers.apache import running_apache_kafka
 from tests.helpers.java_clients import PROGRAM as JAVA_CLIENTS
@@ -40,3 +42,17 @@ def test_a_single_file_program_is_compiled_once_and_run_as_a_class(apache_kafka:
         assert apache_kafka.java_command(str(JAVA_CLIENTS)) == [*first[:1], *first[1 + len(TOOL_JVM_OPTIONS):]]
     done = subprocess.run(first, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith("usage: consume BOOTSTRAP TOPIC"), done.stderr
+
+
+def test_the_suites_brokers_run_with_the_jvm_options_given(apache_kafka: ApacheKafka) -> None:
+    # tests/helpers/apache.py gives every cluster of the suite C1_ONLY (the suite is short of CPU): the option
+    # must reach the node's JVM, after kafkajet's own, or the saving is silently gone.
+    properties = str(apache_kafka.log_path(1).parent / "server.properties")
+    commands = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().decode(errors="replace").split("\0")
+            if properties in args:
+                commands.append(args)
+    assert len(commands) == 1, f"{len(commands)} processes run {properties}"
+    assert C1_ONLY in commands[0][:commands[0].index("kafka.Kafka")]

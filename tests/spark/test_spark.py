@@ -15,6 +15,7 @@ from kafkajet.errors import ConfigError
 from kafkajet.fetch import FetchClient
 from kafkajet.producer.partitioner import partition_for_key
 from kafkajet.testing import EmbeddedBroker
+from kafkajet.testing.apache_kafka import C1_ONLY
 from tests.helpers.ports import refusing_port
 from tests.helpers.readback import read_topic
 from tests.helpers.waiting import wait_for
@@ -344,4 +345,4 @@ def test_the_suites_spark_jvms_run_with_c1_only(spark: Any) -> None:
     # tests/conftest.py sets SPARK_SUBMIT_OPTS for every Spark JVM the suite starts, to save the CPU the suite
     # is short of. Should pyspark or Spark stop passing it on, the suite gets minutes slower with no test failing.
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())
+    assert C1_ONLY in list(runtime.getInputArguments())
