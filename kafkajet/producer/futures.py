@@ -377,9 +377,13 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
             if not batch.done:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 if not batch.wait_done(remaining):
+                    # Records of the call that already failed are the likelier story than the wait: say so.
+                    failed, cause = self._failures_so_far()
                     raise KafkaTimeoutError(
                         f"records for {batch.topic}-{batch.partition} not acknowledged within {timeout} s "
-                        "(still pending; the producer keeps trying until delivery.timeout.ms)")
+                        "(still pending; the producer keeps trying until delivery.timeout.ms)"
+                        + (f"; {failed} records already failed, the first so" if failed else ""),
+                        cause)
             if batch.is_split:
                 pending.extend((b, i, 1) for b, i in self._located(batch, first, count))
 
@@ -397,19 +401,22 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         out.sort(key=lambda e: e[0])
         return out
 
-    def _failed_so_far(self) -> int:
-        """How many records are known to have failed, without waiting: one look per segment (per record only in a
-        split batch)."""
-        failed = 0
+    def _failures_so_far(self) -> tuple[int, BaseException | None]:
+        """How many records are known to have failed, and the error of the first one met, without waiting: one
+        look per segment (per record only in a split batch)."""
+        failed, error = 0, None
         for batch, first, idx in self._segments:
             if batch.is_split:
-                failed += sum(1 for b, _ in self._located(batch, first, len(idx)) if b.error is not None)
+                errors = [b.error for b, _ in self._located(batch, first, len(idx)) if b.error is not None]
+                failed += len(errors)
+                error = error or (errors[0] if errors else None)
             elif batch.error is not None:
                 failed += len(idx)
-        return failed
+                error = error or batch.error
+        return failed, error
 
     def __repr__(self) -> str:
-        failed = self._failed_so_far()
+        failed = self._failures_so_far()[0]
         state = ("failed" if failed else "done") if self.done() else "pending"
         return f"<{type(self).__name__} records={self._n} {state} failed={failed}>"
 
@@ -475,8 +482,9 @@ class CombinedBatchFuture(BatchFuture):
         out.sort(key=lambda e: e[0])
         return out
 
-    def _failed_so_far(self) -> int:
-        return sum(part._failed_so_far() for part, _ in self._parts)
+    def _failures_so_far(self) -> tuple[int, BaseException | None]:
+        seen = [part._failures_so_far() for part, _ in self._parts]
+        return sum(n for n, _ in seen), next((e for _, e in seen if e is not None), None)
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         failed = self.errors(timeout)

@@ -265,6 +265,22 @@ def test_batch_future_wait_times_out_naming_the_partition() -> None:
     assert repr(fut) == "<BatchFuture records=2 done failed=0>"
 
 
+def test_a_timed_out_wait_names_the_records_of_the_call_that_already_failed() -> None:
+    # A CI run saw only "not acknowledged within 60 s" while 1,849 records of the call had failed: the timeout
+    # must say so, and carry the first failure as its cause.
+    fut, batches = batch_future((2, 3, 1))
+    err = NotLeaderOrFollowerError("gone")
+    batches[1].complete(-1, -1, err)
+    with pytest.raises(KafkaTimeoutError, match=r"records for t-0 not acknowledged within 0.01 s .*; 3 records "
+                                                r"already failed, the first so \(last cause: ") as e:
+        fut.wait(0.01)
+    assert e.value.cause is err
+    combined = CombinedBatchFuture(6, [(fut, range(6))])
+    with pytest.raises(KafkaTimeoutError, match="3 records already failed") as e:
+        combined.result(0.01)
+    assert e.value.cause is err
+
+
 def test_batch_future_callbacks_and_waiters_fire_when_the_last_batch_completes() -> None:
     fut, batches = batch_future((2, 2, 2))
     calls: list[object] = []
