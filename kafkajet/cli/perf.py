@@ -434,6 +434,7 @@ class PerfRun:
         self.interrupted = False
         self._finished = threading.Event()
         self._lock = threading.Lock()  # the sender thread counts segments; the caller, rarely, a late record
+        self._counted = threading.Condition(self._lock)
         txn = transactions_of(args)
         self.transaction_s = None if txn is None else txn[1] / 1000.0
         self.in_transaction = False
@@ -448,6 +449,7 @@ class PerfRun:
             seg.error = err
             self._account(seg, now)
             seg.closed = True
+            self._counted.notify_all()
 
     def _account(self, seg: _Segment, now: float) -> None:
         """Count seg's records not yet counted (under self._lock): acknowledged at `now`, or failed."""
@@ -581,9 +583,15 @@ class PerfRun:
         return self.report_outcome()
 
     def report_outcome(self) -> int:
-        acked = self.stats.count
         # Records whose send() raised are in `failed` but not in `sent`.
         attempted = self.sent + (1 if self.send_error is not None else 0)
+        if not self.interrupted:
+            # flush() returns once every batch is done; the futures' listeners, which count here, run on the
+            # sender thread just after. Under load a run was reported before them (805 records "without an
+            # outcome"): wait for them, bounded, so a real loss is still reported.
+            with self._counted:
+                self._counted.wait_for(lambda: attempted - self.stats.count - self.failed <= 0, timeout=10)
+        acked = self.stats.count
         unaccounted = attempted - acked - self.failed
         if self.interrupted:
             self.out.error(f"interrupted: {acked:,} records acknowledged, {self.failed:,} failed, "
