@@ -24,6 +24,7 @@ from kafkajet.cli.client_options import (
     parse_assignments,
     require_bootstrap,
 )
+from kafkajet.cli.signals import SignalFlag, signal_handlers
 
 # Kafka's DefaultMessageFormatter properties and defaults (kafka.tools.DefaultMessageFormatter).
 FORMATTER_DEFAULTS: dict[str, str] = {
@@ -214,7 +215,6 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Plan:
 def run(args: argparse.Namespace) -> int:
     from kafkajet.admin import Admin
     from kafkajet.cli.groups import commit_offsets, refuse_active_group
-    from kafkajet.cli.signals import signal_handlers
     from kafkajet.fetch import FetchClient
 
     parser: argparse.ArgumentParser = args.parser
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
 
         # Ctrl-C asks the loop to stop after the record it is printing, so that what was printed is what is
         # counted and committed; a second Ctrl-C interrupts at once (a call that hangs).
-        stop = threading.Event()
+        stop = SignalFlag()
 
         def on_interrupt(signum: int, frame: Any) -> None:
             if stop.is_set():
@@ -297,7 +297,7 @@ def _start_positions(fetch: Any, admin: Any, args: argparse.Namespace, plan: _Pl
 
 def _consume(fetch: Any, args: argparse.Namespace, plan: _Plan, positions: dict[int, int],
              write: Callable[[str], object], flush: Callable[[], None], commit: Callable[[], None],
-             counter: list[int], stop: threading.Event) -> None:
+             counter: list[int], stop: SignalFlag) -> None:
     """Print records until --max-messages, --timeout-ms or an exception; positions[p] is always the next offset
     to print of partition p (what a commit stores)."""
     fmt = plan.fmt

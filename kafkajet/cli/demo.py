@@ -28,6 +28,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from kafkajet.cli.client_options import CliError, add_bootstrap_option, add_config_options, client_config
+from kafkajet.cli.signals import SignalFlag
 
 PARTITIONS = 6
 # Starts of the streaming query when it fails only because Spark's Python worker connected back too late.
@@ -153,7 +154,7 @@ class Interruption:
     SIGINT, for good."""
 
     def __init__(self) -> None:
-        self.requested = threading.Event()
+        self.requested = SignalFlag()
         self._spark: Any = None
         self._previous = signal.signal(signal.SIGINT, self._handle)
 

@@ -7,22 +7,21 @@ import argparse
 import logging
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from kafkajet.cli.client_options import CliError
 from kafkajet.cli.program import program_name
-from kafkajet.cli.signals import signal_handlers
+from kafkajet.cli.signals import SignalFlag, signal_handlers
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
-    stop = threading.Event()
+    stop = SignalFlag()
     with signal_handlers({signal.SIGTERM: lambda *_: stop.set()}):
         return _run_broker(args, stop)
 
 
-def _run_broker(args: argparse.Namespace, stop: threading.Event) -> int:
+def _run_broker(args: argparse.Namespace, stop: SignalFlag) -> int:
     from kafkajet.testing import EmbeddedBroker
     from kafkajet.testing.embedded_broker import BrokerStartError
 

@@ -5,19 +5,18 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import threading
 from typing import Any
+
+from kafkajet.cli.signals import SignalFlag, signal_handlers
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kafkajet.cli.signals import signal_handlers
-
-    stop = threading.Event()
+    stop = SignalFlag()
     with signal_handlers({signal.SIGTERM: lambda *_: stop.set()}):
         return _serve(args, stop)
 
 
-def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
+def _serve(args: argparse.Namespace, stop: SignalFlag) -> int:
     from kafkajet.cli.client_options import CliError
     from kafkajet.errors import KafkaError
     from kafkajet.testing.schema_registry import SchemaRegistry
