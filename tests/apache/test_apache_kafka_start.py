@@ -3,7 +3,6 @@ the Java programs it runs."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -47,12 +46,7 @@ def test_a_single_file_program_is_compiled_once_and_run_as_a_class(apache_kafka:
 def test_the_suites_brokers_run_with_the_jvm_options_given(apache_kafka: ApacheKafka) -> None:
     # tests/helpers/apache.py gives every cluster of the suite C1_ONLY (the suite is short of CPU): the option
     # must reach the node's JVM, after kafkajet's own, or the saving is silently gone.
-    properties = str(apache_kafka.log_path(1).parent / "server.properties")
-    commands = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        with contextlib.suppress(OSError):
-            args = cmdline.read_bytes().decode(errors="replace").split("\0")
-            if properties in args:
-                commands.append(args)
-    assert len(commands) == 1, f"{len(commands)} processes run {properties}"
-    assert C1_ONLY in commands[0][:commands[0].index("kafka.Kafka")]
+    node = apache_kafka._node(1).proc
+    assert node is not None and node.poll() is None, "the session's node 1 is not running"
+    args = Path(f"/proc/{node.pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    assert C1_ONLY in args[:args.index("kafka.Kafka")], args
